@@ -1,0 +1,184 @@
+#pragma once
+
+/* The one policy model: parse and validate the JSON policy (DESIGN.md), the embedded default,
+ * command-line overrides, canonical serialization and its BLAKE2b-256 hash.
+ *
+ * A struct policy is always valid: every constructor validates, every setter validates its
+ * argument, so the launcher never has to re-check a field. All strings are owned by the
+ * policy and freed by policy_free(). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/macro.h"
+
+#define POLICY_HASH_SIZE 32
+#define POLICY_HASH_HEX_SIZE (POLICY_HASH_SIZE * 2 + 1)
+#define POLICY_FILE_MAX (1024 * 1024) /* bytes: a larger policy file is refused */
+#define POLICY_LIST_MAX 1024	      /* entries in any one array */
+#define POLICY_STRING_MAX 4096	      /* bytes in any one string */
+
+enum policy_isolation {
+	POLICY_ISOLATION_PROCESS,
+	POLICY_ISOLATION_CONTAINER,
+	POLICY_ISOLATION_NETWORK_POLICY,
+};
+
+enum policy_seccomp {
+	POLICY_SECCOMP_BASELINE,
+	POLICY_SECCOMP_RESTRICTED,
+	POLICY_SECCOMP_STRICT,
+};
+
+enum policy_net_action {
+	POLICY_NET_DENY,
+	POLICY_NET_ALLOW,
+};
+
+enum policy_cred_source {
+	POLICY_CRED_SOURCE_VAULT,
+	POLICY_CRED_SOURCE_ENV,
+	POLICY_CRED_SOURCE_FILE,
+	POLICY_CRED_SOURCE_COMMAND,
+	POLICY_CRED_SOURCE_KEYRING,
+};
+
+enum policy_injection {
+	POLICY_INJECTION_ENV_VAR,
+	POLICY_INJECTION_FILE,
+	POLICY_INJECTION_SIDECAR,
+};
+
+enum policy_dest_kind {
+	POLICY_DEST_HOST,     /* "api.github.com" (lower-cased) */
+	POLICY_DEST_WILDCARD, /* "*.pypi.org": any name below pypi.org, not pypi.org itself */
+	POLICY_DEST_CIDR,     /* "10.0.0.0/8", "192.0.2.1" (= /32), "2001:db8::/32" */
+};
+
+struct policy_strv {
+	char **items;
+	size_t n;
+};
+
+struct policy_mount {
+	char *source; /* absolute host path */
+	char *target; /* absolute path in the sandbox, not "/" nor under /proc or /dev */
+	bool read_only;
+};
+
+struct policy_env_var {
+	char *name; /* [A-Za-z_][A-Za-z0-9_]* */
+	char *value;
+};
+
+struct policy_credential {
+	char *name; /* [A-Za-z0-9_.-]+, unique */
+	enum policy_cred_source source;
+	char *source_var;	     /* env: "var" */
+	char *source_path;	     /* file: "path" */
+	struct policy_strv source_argv; /* command: "command" (array of strings) */
+	char *source_key;	     /* vault: "key" (defaults to name); keyring: "key" */
+	enum policy_injection injection;
+	char *var_name; /* env_var */
+	char *path;	/* file: absolute path in the sandbox */
+	char *header;	/* sidecar */
+	char *format;	/* sidecar: contains exactly one "{}"; default "{}" */
+	bool expose;	/* give the real value instead of a surrogate */
+	struct policy_strv hosts; /* names or "*.suffix" patterns the credential is bound to */
+};
+
+struct policy_net_rule {
+	char *destination; /* as written, normalised (lower case) */
+	enum policy_dest_kind kind;
+	uint8_t family;		  /* CIDR: AF_INET or AF_INET6 */
+	uint8_t prefix_len;	  /* CIDR */
+	uint8_t addr[16];	  /* CIDR network address, host bits zero */
+	uint16_t port;		  /* 0 = no port given: 80 and 443 */
+	enum policy_net_action action;
+};
+
+struct policy_resolve {
+	char *name;    /* lower case */
+	char *address; /* literal IPv4 or IPv6 address, normalised */
+};
+
+/* Unset numeric limits are 0 ("no limit") unless said otherwise. */
+struct policy_resources {
+	uint64_t cpu_millis;   /* "cpu": "1.0" = 1000 */
+	uint64_t memory;       /* bytes */
+	uint64_t pids;	       /* max tasks */
+	uint64_t disk;	       /* bytes: size cap of the sandbox's writable tmpfs (/tmp) */
+	uint64_t timeout_usec; /* wall clock */
+	uint64_t io_weight;    /* 1..10000 (cgroup v2 io.weight scale) */
+	uint64_t nofile;       /* RLIMIT_NOFILE */
+};
+
+struct policy {
+	char *id; /* may be NULL */
+	int tier; /* 0..4 */
+	enum policy_isolation isolation;
+	char *image; /* container rootfs folder (absolute, resolved), or NULL = host /usr */
+	bool network_policy; /* "network_policy" isolation listed too */
+	enum policy_seccomp seccomp;
+	struct {
+		char *root;  /* host folder as written ("." allowed; resolved at launch) */
+		char *mount; /* absolute path in the sandbox, default "/workspace" */
+		struct policy_strv read, write, deny;
+		uint64_t quota; /* bytes, 0 = none */
+	} workspace;
+	struct policy_mount *mounts;
+	size_t n_mounts;
+	struct policy_env_var *env;
+	size_t n_env;
+	struct policy_strv executables; /* absolute paths; empty = no allow list */
+	struct policy_credential *credentials;
+	size_t n_credentials;
+	struct policy_resources resources;
+	struct {
+		enum policy_net_action default_action;
+		struct policy_net_rule *rules;
+		size_t n_rules;
+		struct policy_resolve *resolve;
+		size_t n_resolve;
+	} network;
+	char *audit; /* path of the JSON-lines audit file, or NULL */
+	struct policy_strv labels; /* the policy's own result labels */
+};
+
+/* Loads and validates a policy. Errors: -EINVAL (message names the JSON path, e.g.
+ * "credentials[1].hosts[0]: ..."), -EOPNOTSUPP (an isolation type that cannot be enforced,
+ * message says which), -ENOENT/-EACCES/-EFBIG for the file itself. *ret is untouched on error. */
+int policy_load_file(const char *path, struct policy **ret, struct al_error *err);
+int policy_load_string(const char *json, struct policy **ret, struct al_error *err);
+int policy_load_buffer(const char *buf, size_t len, struct policy **ret, struct al_error *err);
+
+/* The embedded default of DESIGN.md: workspace = current folder (read-write), network denied,
+ * no credentials, restricted seccomp, sane limits. Returns 0 or -ENOMEM. */
+int policy_new_default(struct policy **ret);
+
+struct policy *policy_free(struct policy *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
+
+/* Command-line overrides. Each validates its argument like the matching JSON field, names the
+ * flag in err, and leaves p unchanged on error. */
+int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);
+int policy_add_allow(struct policy *p, const char *host_port, struct al_error *err); /* HOST[:PORT] */
+int policy_set_memory(struct policy *p, const char *size, struct al_error *err);
+int policy_set_timeout(struct policy *p, const char *duration, struct al_error *err);
+int policy_set_env(struct policy *p, const char *assignment, struct al_error *err); /* K=V */
+int policy_set_seccomp(struct policy *p, const char *level, struct al_error *err);
+
+/* Canonical serialization: compact JSON, keys in a fixed order, every field present with its
+ * normalised value (sizes in bytes, durations in ms, cpu in millicores), arrays in the order
+ * written except where order has no meaning (none so far). Two policies that mean the same
+ * serialize the same. Returns a malloc'd string. */
+int policy_to_canonical_json(const struct policy *p, char **ret);
+
+/* BLAKE2b-256 over the canonical serialization. */
+int policy_hash(const struct policy *p, uint8_t ret[POLICY_HASH_SIZE]);
+int policy_hash_hex(const struct policy *p, char ret[POLICY_HASH_HEX_SIZE]);
+
+const char *policy_seccomp_to_string(enum policy_seccomp s);
+const char *policy_isolation_to_string(enum policy_isolation i);
