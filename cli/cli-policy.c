@@ -1,1 +1,93 @@
-/* placeholder: being written */
+#define LOG_MODULE "cli"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "launcher/launcher.h"
+#include "policy/policy.h"
+
+static int load(const char *path, struct policy **ret)
+{
+	struct al_error err = {0};
+	int r;
+
+	if (!path) {
+		r = policy_new_default(ret);
+		if (r < 0)
+			return log_error_errno(r, "Failed to build the default policy: %m");
+		return 0;
+	}
+	r = policy_load_file(path, ret, &err);
+	if (r < 0)
+		return log_error_errno(r, "%s: %s", path, err.msg);
+	return 0;
+}
+
+static void help(void)
+{
+	printf("Usage: airlock policy check FILE\n"
+	       "       airlock policy hash [FILE]\n"
+	       "       airlock policy show [FILE]\n"
+	       "\n"
+	       "check validates FILE, hash prints its BLAKE2b-256 hash (the identity that tier 3+\n"
+	       "admission uses), show prints its canonical form. Without FILE: the embedded\n"
+	       "default policy.\n");
+}
+
+int cli_policy(int argc, char **argv)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	char hash[POLICY_HASH_HEX_SIZE];
+	_cleanup_free_ char *json = NULL;
+	const char *verb = argc > 1 ? argv[1] : NULL;
+	const char *file = argc > 2 ? argv[2] : NULL;
+	int r;
+
+	if (!verb || streq(verb, "help") || streq(verb, "--help") || streq(verb, "-h")) {
+		help();
+		return verb ? 0 : CLI_EXIT_FAILURE;
+	}
+	if (argc > 3 || (streq(verb, "check") && !file)) {
+		log_error("Usage: airlock policy %s%s", verb, streq(verb, "check") ? " FILE" : " [FILE]");
+		return CLI_EXIT_FAILURE;
+	}
+	if (!streq(verb, "check") && !streq(verb, "hash") && !streq(verb, "show")) {
+		log_error("Unknown policy command \"%s\"; see airlock policy help", verb);
+		return CLI_EXIT_FAILURE;
+	}
+	if (load(file, &p) < 0)
+		return CLI_EXIT_FAILURE;
+	r = policy_hash_hex(p, hash);
+	if (r < 0)
+		return log_error_errno(r, "Failed to hash the policy: %m"), CLI_EXIT_FAILURE;
+	if (streq(verb, "check"))
+		printf("%s: ok (%s)\n", file, hash);
+	else if (streq(verb, "hash"))
+		printf("%s\n", hash);
+	else {
+		r = policy_to_canonical_json(p, &json);
+		if (r < 0)
+			return log_error_errno(r, "Failed to serialize the policy: %m"), CLI_EXIT_FAILURE;
+		printf("%s\n", json);
+	}
+	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILURE;
+}
+
+int cli_doctor(int argc, char **argv)
+{
+	bool json = argc > 1 && streq(argv[1], "--json");
+
+	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
+		printf("Usage: airlock doctor [--json]\n\n"
+		       "Probe, by trying them, the kernel features airlock needs, and print a fix\n"
+		       "for each one that is missing. Exit status 1 when a required one is missing.\n");
+		return 0;
+	}
+	if (argc > 2 || (argc == 2 && !json)) {
+		log_error("Usage: airlock doctor [--json]");
+		return CLI_EXIT_FAILURE;
+	}
+	return launcher_doctor(stdout, json) > 0 ? CLI_EXIT_FAILURE : 0;
+}

@@ -1,1 +1,335 @@
-/* placeholder: being written */
+#define LOG_MODULE "cli"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cli/cli.h"
+#include "common/json-util.h"
+#include "common/log.h"
+#include "common/parse-util.h"
+#include "launcher/launcher.h"
+#include "policy/policy.h"
+
+/* Command-line overrides are applied in the order given, after the policy file is loaded. */
+struct override {
+	int opt;
+	const char *arg;
+};
+
+static const char *arg_policy;
+static bool arg_json;
+static bool arg_timing;
+static const char *arg_audit;
+static uint64_t arg_kill_after_usec;
+static struct override *arg_overrides;
+static size_t arg_n_overrides;
+
+static void help(void)
+{
+	printf("Usage: airlock run [OPTIONS] [--] CMD [ARG...]\n"
+	       "\n"
+	       "Run CMD in a sandbox: new user (when not root), mount, pid, net, ipc, uts and cgroup\n"
+	       "namespaces, a read-only root with the host's /usr, the workspace at /workspace,\n"
+	       "seccomp, landlock, cgroup limits and a scrubbed environment.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -p, --policy FILE          Policy file (JSON); default: the embedded default\n"
+	       "  -w, --workspace DIR        Host folder to mount as the workspace\n"
+	       "  -a, --allow HOST[:PORT]    Allow egress to HOST (a name, *.suffix, an address or\n"
+	       "                             CIDR); without PORT, 80 and 443 (repeatable)\n"
+	       "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
+	       "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
+	       "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
+	       "  -s, --seccomp LEVEL        baseline, restricted or strict\n"
+	       "      --kill-after DURATION  Grace between SIGTERM and SIGKILL on timeout (2s)\n"
+	       "      --audit FILE           Append audit events (JSON lines) to FILE\n"
+	       "      --json                 Capture stdout and stderr (1 MiB each) and print one\n"
+	       "                             JSON result object on stdout\n"
+	       "      --timing               Report how long each launch step took\n"
+	       "  -h, --help                 Print this help\n"
+	       "\n"
+	       "Exit status: the command's own; 128+N when it died of signal N; 124 on timeout;\n"
+	       "125 when airlock failed or refused; 126 when CMD cannot be executed; 127 when CMD\n"
+	       "is not found.\n");
+}
+
+static int override_add(int opt, const char *arg)
+{
+	struct override *o = reallocarray(arg_overrides, arg_n_overrides + 1, sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	arg_overrides = o;
+	o[arg_n_overrides++] = (struct override){opt, arg};
+	return 0;
+}
+
+static int parse_argv(int argc, char **argv)
+{
+	enum { ARG_KILL_AFTER = 0x100, ARG_AUDIT, ARG_JSON, ARG_TIMING };
+	static const struct option options[] = {
+		{"policy", required_argument, NULL, 'p'},
+		{"workspace", required_argument, NULL, 'w'},
+		{"allow", required_argument, NULL, 'a'},
+		{"memory", required_argument, NULL, 'm'},
+		{"timeout", required_argument, NULL, 't'},
+		{"env", required_argument, NULL, 'e'},
+		{"seccomp", required_argument, NULL, 's'},
+		{"kill-after", required_argument, NULL, ARG_KILL_AFTER},
+		{"audit", required_argument, NULL, ARG_AUDIT},
+		{"json", no_argument, NULL, ARG_JSON},
+		{"timing", no_argument, NULL, ARG_TIMING},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+p:w:a:m:t:e:s:h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'p':
+			arg_policy = optarg;
+			break;
+		case 'w':
+		case 'a':
+		case 'm':
+		case 't':
+		case 'e':
+		case 's':
+			if (override_add(c, optarg) < 0)
+				return log_error_errno(-ENOMEM, "Out of memory");
+			break;
+		case ARG_KILL_AFTER:
+			if (al_parse_duration(optarg, &arg_kill_after_usec) < 0)
+				return log_error_errno(-EINVAL, "--kill-after: \"%s\" is not a duration",
+						       optarg);
+			break;
+		case ARG_AUDIT:
+			arg_audit = optarg;
+			break;
+		case ARG_JSON:
+			arg_json = true;
+			break;
+		case ARG_TIMING:
+			arg_timing = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			return -EINVAL; /* getopt printed the problem */
+		}
+	}
+	if (optind >= argc)
+		return log_error_errno(-EINVAL, "Missing command: airlock run [OPTIONS] -- CMD [ARG...]");
+	return 1;
+}
+
+static int apply_override(struct policy *p, const struct override *o, struct al_error *err)
+{
+	switch (o->opt) {
+	case 'w':
+		return policy_set_workspace(p, o->arg, err);
+	case 'a':
+		return policy_add_allow(p, o->arg, err);
+	case 'm':
+		return policy_set_memory(p, o->arg, err);
+	case 't':
+		return policy_set_timeout(p, o->arg, err);
+	case 'e':
+		return policy_set_env(p, o->arg, err);
+	case 's':
+		return policy_set_seccomp(p, o->arg, err);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int load_policy(struct policy **ret)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	struct al_error err = {0};
+	int r;
+
+	if (arg_policy) {
+		r = policy_load_file(arg_policy, &p, &err);
+		if (r < 0)
+			return log_error_errno(r, "%s: %s", arg_policy, err.msg);
+	} else {
+		r = policy_new_default(&p);
+		if (r < 0)
+			return log_error_errno(r, "Failed to build the default policy: %m");
+	}
+	for (size_t i = 0; i < arg_n_overrides; i++) {
+		r = apply_override(p, &arg_overrides[i], &err);
+		if (r < 0)
+			return log_error_errno(r, "%s", err.msg[0] ? err.msg : strerror(-r));
+	}
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+/* JSON strings must be UTF-8; program output need not be. Invalid bytes become U+FFFD. */
+static char *utf8_sanitize(const char *s, size_t len)
+{
+	char *out = malloc(len * 3 + 1), *o = out;
+	size_t i = 0;
+
+	if (!out)
+		return NULL;
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+		size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+		bool ok = n > 0 && i + n <= len;
+
+		for (size_t k = 1; ok && k < n; k++)
+			ok = ((unsigned char)s[i + k] >> 6) == 0x2;
+		if (ok && n > 1) {
+			uint32_t cp = c & (0x7f >> n);
+
+			for (size_t k = 1; k < n; k++)
+				cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3f);
+			/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
+			ok = !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) &&
+			     !(n == 4 && cp < 0x10000) && !(cp >= 0xd800 && cp <= 0xdfff) &&
+			     cp <= 0x10ffff;
+		}
+		if (ok) {
+			memcpy(o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static struct json_object *json_output(const struct launcher_buffer *b)
+{
+	_cleanup_free_ char *s = utf8_sanitize(b->data ? b->data : "", b->len);
+
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static int print_json(const struct policy *p, const struct launcher_result *res)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *v, *l, *steps;
+	_cleanup_free_ char *text = NULL;
+	int r = 0;
+
+	if (!o)
+		return -ENOMEM;
+	r |= al_json_add(o, "stdout", json_output(&res->out));
+	r |= al_json_add(o, "stderr", json_output(&res->err));
+	r |= al_json_add(o, "stdout_truncated", json_object_new_boolean(res->out.truncated));
+	r |= al_json_add(o, "stderr_truncated", json_object_new_boolean(res->err.truncated));
+	r |= al_json_add(o, "exit_code", json_object_new_int(res->exit_code));
+	if (res->signal)
+		r |= al_json_add(o, "signal", json_object_new_int(res->signal));
+	else
+		r |= json_object_object_add(o, "signal", NULL);
+	r |= al_json_add(o, "timed_out", json_object_new_boolean(res->timed_out));
+	r |= al_json_add(o, "oom_killed", json_object_new_boolean(res->oom_killed));
+	r |= al_json_add(o, "duration_ms",
+			 json_object_new_double((double)res->duration_usec / 1000.0));
+	r |= al_json_add(o, "policy_hash", json_object_new_string(res->policy_hash));
+	v = json_object_new_array();
+	for (size_t i = 0; v && i < res->n_violations; i++) {
+		struct json_object *e = json_object_new_object();
+
+		if (!e || al_json_add(e, "kind", json_object_new_string(res->violations[i].kind)) ||
+		    al_json_add(e, "detail", json_object_new_string(res->violations[i].detail)) ||
+		    al_json_add(e, "count", json_object_new_int64((int64_t)res->violations[i].count)) ||
+		    json_object_array_add(v, e) < 0)
+			r = -ENOMEM;
+	}
+	r |= al_json_add(o, "violations", v);
+	l = json_object_new_array();
+	if (l && json_object_array_add(l, json_object_new_string("src:airlock")) < 0)
+		r = -ENOMEM;
+	for (size_t i = 0; l && i < p->labels.n; i++)
+		if (json_object_array_add(l, json_object_new_string(p->labels.items[i])) < 0)
+			r = -ENOMEM;
+	r |= al_json_add(o, "labels", l);
+	if (arg_timing) {
+		steps = json_object_new_object();
+		for (size_t i = 0; steps && i < res->n_steps; i++)
+			r |= al_json_add(steps, res->steps[i].name,
+					 json_object_new_int64((int64_t)res->steps[i].usec));
+		r |= al_json_add(o, "steps", steps);
+	}
+	if (r != 0 || al_json_to_string(o, &text) < 0)
+		return -ENOMEM;
+	puts(text);
+	return fflush(stdout) == 0 ? 0 : -errno;
+}
+
+static void print_timing(const struct launcher_result *res)
+{
+	char line[512];
+	size_t l = 0;
+
+	for (size_t i = 0; i < res->n_steps && l < sizeof(line); i++)
+		l += (size_t)snprintf(line + l, sizeof(line) - l, "%s%s=%" PRIu64 "us", i ? " " : "",
+				      res->steps[i].name, res->steps[i].usec);
+	log_notice("Timing: %s total=%" PRIu64 "us", line, res->duration_usec);
+}
+
+static void report_exec_failure(const char *cmd, int exit_code)
+{
+	if (exit_code == LAUNCHER_EXIT_NOTFOUND)
+		log_error("%s: command not found", cmd);
+	else
+		log_error("%s: cannot execute (permission denied or not an executable)", cmd);
+}
+
+int cli_run(int argc, char **argv)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	struct launcher_result res = {0};
+	struct launcher_options opts = {0};
+	struct al_error err = {0};
+	int r;
+
+	r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? LAUNCHER_EXIT_FAILED : 0;
+	r = load_policy(&p);
+	if (r < 0)
+		return LAUNCHER_EXIT_FAILED;
+	opts = (struct launcher_options){
+		.argv = argv + optind,
+		.capture = arg_json,
+		.kill_grace_usec = arg_kill_after_usec,
+		.audit_path = arg_audit,
+		.timing = arg_timing,
+	};
+	r = launcher_run(p, &opts, &res, &err);
+	if (r < 0) {
+		log_error_errno(r, "%s", err.msg[0] ? err.msg : strerror(-r));
+		return LAUNCHER_EXIT_FAILED;
+	}
+	if (res.exec_error < 0)
+		report_exec_failure(opts.argv[0], res.exit_code);
+	if (arg_json) {
+		r = print_json(p, &res);
+		if (r < 0)
+			log_error_errno(r, "Failed to print the result: %m");
+	} else if (arg_timing) {
+		print_timing(&res);
+	}
+	r = res.exit_code;
+	launcher_result_done(&res);
+	free(arg_overrides);
+	return r;
+}

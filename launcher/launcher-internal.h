@@ -10,6 +10,7 @@
 #include <linux/filter.h>
 
 #include "common/error.h"
+#include "launcher/launcher.h"
 #include "policy/policy.h"
 
 /* ---- seccomp.c (the only user of libseccomp) ---- */
@@ -94,3 +95,103 @@ enum launcher_cgroup_version launcher_cgroup_detect(void);
 
 /* Removes cgroups left by airlock runs whose process is gone. Returns how many, or -errno. */
 int launcher_cgroup_remove_stale(void);
+
+/* ---- launcher core: what airlock's process prepares before clone and the sandbox child reads.
+ * Everything here is built before clone; the child only reads it (it is a copy-on-write image of
+ * the parent), so the child needs no allocation to act on it. ---- */
+
+#define LAUNCHER_OLDROOT "/oldroot"
+#define LAUNCHER_NEWROOT "/newroot"
+
+struct launcher_bind {
+	char *source;	/* canonical host path (realpath), checked by the parent */
+	char *target;	/* absolute path in the sandbox */
+	bool read_only;
+	bool is_dir;
+};
+
+struct launcher_context {
+	const struct policy *policy;
+	const struct launcher_options *opts;
+	char id[32];			/* "<airlock pid>-<8 hex>" */
+	bool userns;			/* not root: the sandbox gets its own user namespace */
+	uid_t uid;			/* airlock's euid/egid, mapped to itself inside */
+	gid_t gid;
+	char *image;			/* rootfs folder, or NULL for the host's /usr */
+	struct launcher_bind *binds;	/* workspace, extra mounts */
+	size_t n_binds;
+	char **envp;			/* the scrubbed environment of the command */
+	char *etc_passwd, *etc_group;	/* generated contents */
+	int cap_last;			/* /proc/sys/kernel/cap_last_cap */
+	struct launcher_seccomp_filter seccomp;
+	int stdout_w, stderr_w;		/* write ends of the output pipes */
+	int sync_fd;			/* the child's end of the sync socket */
+};
+
+/* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
+ * the context may be half-built: launcher_context_done() releases it either way. */
+int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
+			  const struct launcher_options *opts, struct al_error *err);
+void launcher_context_done(struct launcher_context *ctx);
+
+/* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
+
+enum launcher_sync_type {
+	LAUNCHER_SYNC_GO = 1,	  /* parent -> child: maps written, cgroup attached */
+	LAUNCHER_SYNC_READY,	  /* child -> parent: sandbox built (+ seccomp listener fd) */
+	LAUNCHER_SYNC_ERROR,	  /* child -> parent: setup failed, see err */
+	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */
+	LAUNCHER_SYNC_STATUS,	  /* init -> parent: the command ended: value = code, signal */
+	LAUNCHER_SYNC_TERMINATE,  /* parent -> init: SIGTERM every process (timeout) */
+};
+
+#define LAUNCHER_SYNC_STEPS 8
+struct launcher_sync_msg {
+	uint32_t type;
+	int32_t value;
+	int32_t signal;
+	uint32_t n_steps;
+	struct {
+		char name[16];
+		uint64_t usec;
+	} steps[LAUNCHER_SYNC_STEPS];
+	struct al_error err;
+};
+
+/* Sends m, and pass_fd with SCM_RIGHTS when >= 0. Async-signal-safe. */
+int launcher_sync_send(int fd, const struct launcher_sync_msg *m, int pass_fd);
+/* Receives one message (and a passed fd into *ret_fd when not NULL, else it is closed).
+ * Returns 0, -EPIPE on EOF, -EBADMSG on a malformed message, or -errno. */
+int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd);
+
+uint64_t launcher_now_usec(void);
+
+/* ---- env.c ---- */
+
+/* Builds the command's environment: the policy's env plus PATH, HOME, LANG and TERM (LANG and
+ * TERM from airlock's own environment only when the policy does not set them and they look sane).
+ * Nothing else from airlock's environment is passed on. */
+int launcher_env_build(const struct policy *p, char ***ret);
+char **launcher_strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, launcher_strv_free);
+
+/* ---- rootfs.c (child side) ---- */
+
+/* In the sandbox child, in its new mount namespace: builds the root on tmpfs, binds, /etc, /dev,
+ * /proc, /tmp, the workspace and the policy's mounts, then pivot_root()s into it and makes / read
+ * only. Fills err with the step and path that failed. */
+int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *err);
+
+/* ---- sandbox.c (child side) ---- */
+
+/* The body of the cloned child: never returns. Builds the sandbox, reports READY or ERROR, then
+ * becomes the sandbox's pid 1 (init) and forks the command. */
+_noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx);
+
+/* ---- init.c (the sandbox's pid 1) ---- */
+
+/* Reaps every process of the pid namespace, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/
+ * SIGUSR2/SIGWINCH to the command, handles LAUNCHER_SYNC_TERMINATE, and when the command ends
+ * sends LAUNCHER_SYNC_STATUS and exits (which kills whatever is left in the namespace).
+ * sigfd is a signalfd for the forwarded signals and SIGCHLD (which are blocked). */
+_noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd);

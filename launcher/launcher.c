@@ -1,1 +1,492 @@
-/* placeholder: being written */
+#define LOG_MODULE "launcher"
+
+/* launcher_run(): airlock's side of a sandbox. It prepares everything that can fail before any
+ * namespace exists, clones the sandbox child, completes the handshake (user namespace maps,
+ * cgroup), then supervises: output, signals, timeout, seccomp notifications, the end. */
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "launcher/launcher-internal.h"
+#include "launcher/launcher.h"
+
+#define OUTPUT_CHUNK 65536
+#define DEFAULT_KILL_GRACE_USEC (2 * 1000000ULL)
+
+enum {
+	PFD_SYNC,
+	PFD_OUT,
+	PFD_ERR,
+	PFD_PIDFD,
+	PFD_SIGNAL,
+	PFD_TIMER,
+	PFD_NOTIFY,
+	PFD_MAX,
+};
+
+struct run {
+	struct launcher_context ctx;
+	struct launcher_cgroup *cgroup;
+	struct launcher_result *result;
+	pid_t pid;
+	int pidfd, sync_fd, out_fd, err_fd, sig_fd, timer_fd, notify_fd;
+	bool reaped, got_status, exec_failed, timed_out, killed;
+	int init_status, exec_error;
+	struct launcher_sync_msg status;
+	uint64_t t_start, t_last;
+};
+
+static void run_step(struct run *run, const char *name)
+{
+	struct launcher_result *res = run->result;
+	uint64_t now = launcher_now_usec();
+
+	if (res->n_steps < LAUNCHER_STEP_MAX)
+		res->steps[res->n_steps++] = (struct launcher_step){name, now - run->t_last};
+	run->t_last = now;
+}
+
+static void run_done(struct run *run)
+{
+	if (run->pid > 0 && !run->reaped) {
+		(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
+		(void)waitpid(run->pid, NULL, 0);
+	}
+	run->cgroup = launcher_cgroup_free(run->cgroup);
+	run->pidfd = al_close(run->pidfd);
+	run->sync_fd = al_close(run->sync_fd);
+	run->out_fd = al_close(run->out_fd);
+	run->err_fd = al_close(run->err_fd);
+	run->sig_fd = al_close(run->sig_fd);
+	run->timer_fd = al_close(run->timer_fd);
+	run->notify_fd = al_close(run->notify_fd);
+	launcher_context_done(&run->ctx);
+}
+
+/* The signals airlock passes on to the sandbox. They are blocked and read from a signalfd, so
+ * they are handled in the loop, not in a handler. */
+static int signals_block(sigset_t *ret)
+{
+	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+	(void)sigemptyset(ret);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		(void)sigaddset(ret, forwarded[i]);
+	return RET_NERRNO(sigprocmask(SIG_BLOCK, ret, NULL));
+}
+
+static int prepare(struct run *run, const struct policy *p, const struct launcher_options *opts,
+		   struct al_error *err)
+{
+	int r, abi;
+
+	r = launcher_context_init(&run->ctx, p, opts, err);
+	if (r < 0)
+		return r;
+	if (p->executables.n > 0) {
+		abi = launcher_landlock_abi();
+		if (abi < 1)
+			return al_error_set_errno(err, abi < 0 ? abi : -EOPNOTSUPP,
+						  "executables: cannot be enforced: landlock is not "
+						  "available on this kernel; see airlock doctor");
+	}
+	r = launcher_seccomp_compile(p->seccomp, &run->ctx.seccomp, err);
+	if (r < 0)
+		return r;
+	return launcher_cgroup_new(run->ctx.id, &p->resources, &run->cgroup, err);
+}
+
+static int spawn(struct run *run, struct al_error *err)
+{
+	int sp[2], out[2], errp[2];
+	struct clone_args args = {.exit_signal = SIGCHLD};
+	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+			 CLONE_PIDFD;
+	int pidfd = -EBADF;
+	long pid;
+
+	if (run->ctx.userns)
+		flags |= CLONE_NEWUSER;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the sync socket");
+	run->sync_fd = sp[0];
+	run->ctx.sync_fd = sp[1];
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the output pipes");
+	run->out_fd = out[0];
+	run->ctx.stdout_w = out[1];
+	run->err_fd = errp[0];
+	run->ctx.stderr_w = errp[1];
+
+	args.flags = flags;
+	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0)
+		return al_error_set_errno(err, -errno,
+					  "Failed to create the sandbox namespaces (%s); see "
+					  "airlock doctor",
+					  run->ctx.userns ? "user, mount, pid, net, ipc, uts"
+							  : "mount, pid, net, ipc, uts");
+	if (pid == 0) {
+		/* The child: drop airlock's ends; everything else it needs is in ctx. */
+		(void)al_close(run->sync_fd);
+		(void)al_close(run->out_fd);
+		(void)al_close(run->err_fd);
+		launcher_sandbox_main(&run->ctx);
+	}
+	run->pid = (pid_t)pid;
+	run->pidfd = pidfd;
+	run->ctx.sync_fd = al_close(run->ctx.sync_fd);
+	run->ctx.stdout_w = al_close(run->ctx.stdout_w);
+	run->ctx.stderr_w = al_close(run->ctx.stderr_w);
+	return 0;
+}
+
+static int write_id_maps(struct run *run, struct al_error *err)
+{
+	char path[64], map[64];
+	int r;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)run->pid);
+	r = al_write_file_at(AT_FDCWD, path, "deny");
+	if (r < 0 && r != -ENOENT)
+		return al_error_set_errno(err, r, "Failed to write %s", path);
+	(void)snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)run->pid);
+	(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.uid, run->ctx.uid);
+	r = al_write_file_at(AT_FDCWD, path, map);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to write %s", path);
+	(void)snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)run->pid);
+	(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.gid, run->ctx.gid);
+	r = al_write_file_at(AT_FDCWD, path, map);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to write %s", path);
+	return 0;
+}
+
+static int handshake(struct run *run, struct al_error *err)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
+	int r;
+
+	if (run->ctx.userns) {
+		r = write_id_maps(run, err);
+		if (r < 0)
+			return r;
+	}
+	if (run->cgroup) {
+		r = launcher_cgroup_attach(run->cgroup, run->pid);
+		if (r < 0)
+			return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
+	}
+	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to start the sandbox");
+	run_step(run, "clone");
+
+	r = launcher_sync_recv(run->sync_fd, &m, &run->notify_fd);
+	if (r == -EPIPE)
+		return al_error_set(err, -ECHILD, "The sandbox died while being set up");
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hear from the sandbox");
+	if (m.type == LAUNCHER_SYNC_ERROR) {
+		*err = m.err;
+		return m.value < 0 ? m.value : -EIO;
+	}
+	if (m.type != LAUNCHER_SYNC_READY || run->notify_fd < 0)
+		return al_error_set(err, -EBADMSG, "Unexpected message from the sandbox");
+	for (uint32_t i = 0; i < m.n_steps; i++)
+		if (run->result->n_steps < LAUNCHER_STEP_MAX) {
+			/* Names point into static storage: map them to our own constants. */
+			static const char *const known[] = {"mounts", "caps", "landlock", "seccomp"};
+			const char *name = "child";
+
+			for (size_t k = 0; k < ELEMENTSOF(known); k++)
+				if (streq(m.steps[i].name, known[k]))
+					name = known[k];
+			run->result->steps[run->result->n_steps++] =
+				(struct launcher_step){name, m.steps[i].usec};
+		}
+	run->t_last = launcher_now_usec();
+	return 0;
+}
+
+static int arm_timer(int fd, uint64_t usec)
+{
+	struct itimerspec its = {
+		.it_value = {.tv_sec = (time_t)(usec / 1000000u),
+			     .tv_nsec = (long)(usec % 1000000u) * 1000},
+	};
+
+	if (usec == 0)
+		its.it_value.tv_nsec = 1;
+	return RET_NERRNO(timerfd_settime(fd, 0, &its, NULL));
+}
+
+/* Moves output from the sandbox to airlock's own stdout/stderr, or into the capture buffer.
+ * Returns false at EOF. */
+static bool pump(int fd, int dest, bool capture, struct launcher_buffer *buf)
+{
+	char chunk[OUTPUT_CHUNK];
+	ssize_t n;
+
+	n = read(fd, chunk, sizeof(chunk));
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	if (!capture) {
+		(void)al_write_all(dest, chunk, (size_t)n);
+		return true;
+	}
+	if (buf->len < LAUNCHER_CAPTURE_MAX) {
+		size_t take = MIN((size_t)n, LAUNCHER_CAPTURE_MAX - buf->len);
+		char *d = realloc(buf->data, buf->len + take + 1);
+
+		if (d) {
+			buf->data = d;
+			memcpy(d + buf->len, chunk, take);
+			buf->len += take;
+			d[buf->len] = '\0';
+		}
+		if (take < (size_t)n || !d)
+			buf->truncated = true;
+	} else {
+		buf->truncated = true;
+	}
+	return true;
+}
+
+static void record_violation(struct launcher_result *res, const char *kind, const char *detail)
+{
+	struct launcher_violation *v;
+
+	for (size_t i = 0; i < res->n_violations; i++)
+		if (streq(res->violations[i].kind, kind) && streq(res->violations[i].detail, detail)) {
+			res->violations[i].count++;
+			return;
+		}
+	v = reallocarray(res->violations, res->n_violations + 1, sizeof(*v));
+	if (!v)
+		return;
+	res->violations = v;
+	v = &v[res->n_violations++];
+	*v = (struct launcher_violation){.count = 1};
+	(void)snprintf(v->kind, sizeof(v->kind), "%s", kind);
+	(void)snprintf(v->detail, sizeof(v->detail), "%s", detail);
+}
+
+static void on_sync(struct run *run)
+{
+	struct launcher_sync_msg m;
+
+	while (launcher_sync_recv(run->sync_fd, &m, NULL) >= 0) {
+		if (m.type == LAUNCHER_SYNC_EXEC_FAILED) {
+			run->exec_failed = true;
+			run->exec_error = m.value;
+		} else if (m.type == LAUNCHER_SYNC_STATUS) {
+			run->got_status = true;
+			run->status = m;
+		}
+	}
+}
+
+static void on_timer(struct run *run)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_TERMINATE};
+	uint64_t ticks;
+	uint64_t grace = run->ctx.opts->kill_grace_usec;
+
+	(void)!read(run->timer_fd, &ticks, sizeof(ticks));
+	if (!run->timed_out) {
+		run->timed_out = true;
+		(void)launcher_sync_send(run->sync_fd, &m, -EBADF);
+		(void)arm_timer(run->timer_fd, grace ? grace : DEFAULT_KILL_GRACE_USEC);
+	} else if (!run->killed) {
+		run->killed = true;
+		(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
+	}
+}
+
+static void on_signal(struct run *run)
+{
+	struct signalfd_siginfo si;
+
+	if (read(run->sig_fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	log_debug("Forwarding signal %u to the sandbox", si.ssi_signo);
+	(void)syscall(SYS_pidfd_send_signal, run->pidfd, (int)si.ssi_signo, NULL, 0);
+}
+
+static void on_notify(struct run *run, short revents)
+{
+	struct launcher_seccomp_violation v;
+	int r;
+
+	if (revents & POLLIN) {
+		r = launcher_seccomp_handle_notify(run->notify_fd, run->ctx.policy->seccomp, &v);
+		if (r >= 0)
+			record_violation(run->result, "seccomp", v.name);
+	}
+	if (revents & (POLLHUP | POLLERR | POLLNVAL))
+		run->notify_fd = al_close(run->notify_fd);
+}
+
+static void on_exit_of_init(struct run *run)
+{
+	siginfo_t si = {0};
+
+	if (waitid(P_PIDFD, (id_t)run->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+		return;
+	run->reaped = true;
+	run->init_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+	(void)al_fd_nonblock(run->sync_fd, true);
+	on_sync(run);
+}
+
+static void supervise(struct run *run)
+{
+	const struct launcher_options *opts = run->ctx.opts;
+	struct launcher_result *res = run->result;
+	struct pollfd pfd[PFD_MAX];
+
+	for (;;) {
+		pfd[PFD_SYNC] = (struct pollfd){.fd = run->reaped ? -1 : run->sync_fd, .events = POLLIN};
+		pfd[PFD_OUT] = (struct pollfd){.fd = run->out_fd, .events = POLLIN};
+		pfd[PFD_ERR] = (struct pollfd){.fd = run->err_fd, .events = POLLIN};
+		pfd[PFD_PIDFD] = (struct pollfd){.fd = run->reaped ? -1 : run->pidfd, .events = POLLIN};
+		pfd[PFD_SIGNAL] = (struct pollfd){.fd = run->sig_fd, .events = POLLIN};
+		pfd[PFD_TIMER] = (struct pollfd){.fd = run->timer_fd, .events = POLLIN};
+		pfd[PFD_NOTIFY] = (struct pollfd){.fd = run->notify_fd, .events = POLLIN};
+		if (run->reaped && run->out_fd < 0 && run->err_fd < 0)
+			return;
+		if (poll(pfd, PFD_MAX, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_debug_errno(-errno, "poll() failed: %m");
+			return;
+		}
+		if (pfd[PFD_OUT].revents && !pump(run->out_fd, STDOUT_FILENO, opts->capture, &res->out))
+			run->out_fd = al_close(run->out_fd);
+		if (pfd[PFD_ERR].revents && !pump(run->err_fd, STDERR_FILENO, opts->capture, &res->err))
+			run->err_fd = al_close(run->err_fd);
+		if (pfd[PFD_NOTIFY].revents)
+			on_notify(run, pfd[PFD_NOTIFY].revents);
+		if (pfd[PFD_SYNC].revents)
+			on_sync(run);
+		if (pfd[PFD_SIGNAL].revents)
+			on_signal(run);
+		if (pfd[PFD_TIMER].revents)
+			on_timer(run);
+		if (pfd[PFD_PIDFD].revents)
+			on_exit_of_init(run);
+	}
+}
+
+static void finish(struct run *run)
+{
+	struct launcher_result *res = run->result;
+	int st = run->init_status;
+
+	if (run->exec_failed) {
+		res->exec_error = run->exec_error < 0 ? run->exec_error : -EIO;
+		res->exit_code = run->exec_error == -ENOENT ? LAUNCHER_EXIT_NOTFOUND
+							    : LAUNCHER_EXIT_NOEXEC;
+	} else if (run->got_status) {
+		res->exit_code = run->status.value;
+		res->signal = run->status.signal;
+	} else if (WIFSIGNALED(st)) {
+		res->signal = WTERMSIG(st);
+		res->exit_code = 128 + res->signal;
+	} else {
+		res->exit_code = WEXITSTATUS(st);
+	}
+	res->timed_out = run->timed_out;
+	if (run->timed_out)
+		res->exit_code = LAUNCHER_EXIT_TIMEOUT;
+	res->oom_killed = run->cgroup && launcher_cgroup_oom_killed(run->cgroup);
+}
+
+static int start_supervision(struct run *run, struct al_error *err)
+{
+	sigset_t mask;
+	int r;
+
+	r = signals_block(&mask);
+	if (r >= 0) {
+		run->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (run->sig_fd < 0)
+			r = -errno;
+	}
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to set up signal handling");
+	run->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (run->timer_fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the timeout timer");
+	return 0;
+}
+
+int launcher_run(const struct policy *p, const struct launcher_options *opts,
+		 struct launcher_result *ret, struct al_error *err)
+{
+	struct run run = {
+		.result = ret,
+		.pidfd = -EBADF,
+		.sync_fd = -EBADF,
+		.out_fd = -EBADF,
+		.err_fd = -EBADF,
+		.sig_fd = -EBADF,
+		.timer_fd = -EBADF,
+		.notify_fd = -EBADF,
+	};
+	int r;
+
+	*ret = (struct launcher_result){0};
+	run.t_start = run.t_last = launcher_now_usec();
+	r = policy_hash_hex(p, ret->policy_hash);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hash the policy");
+	/* Signals are blocked before clone: one arriving during setup waits in the signalfd. */
+	r = start_supervision(&run, err);
+	if (r >= 0)
+		r = prepare(&run, p, opts, err);
+	if (r >= 0) {
+		run_step(&run, "prepare");
+		r = spawn(&run, err);
+	}
+	if (r >= 0)
+		r = handshake(&run, err);
+	if (r >= 0 && p->resources.timeout_usec > 0)
+		r = arm_timer(run.timer_fd, p->resources.timeout_usec);
+	if (r < 0) {
+		run_done(&run);
+		return r;
+	}
+	supervise(&run);
+	run_step(&run, "run");
+	finish(&run);
+	run_done(&run);
+	run_step(&run, "teardown");
+	ret->duration_usec = launcher_now_usec() - run.t_start;
+	return 0;
+}
+
+void launcher_result_done(struct launcher_result *r)
+{
+	free(r->out.data);
+	free(r->err.data);
+	free(r->violations);
+	*r = (struct launcher_result){0};
+}

@@ -44,6 +44,7 @@ struct launcher_step {
 struct launcher_result {
 	int exit_code;	 /* what `airlock run` exits with */
 	int signal;	 /* the signal that killed the command, or 0 */
+	int exec_error;	 /* -errno when the command could not be executed, else 0 */
 	bool timed_out;
 	bool oom_killed;
 	uint64_t duration_usec;

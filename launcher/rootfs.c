@@ -1,0 +1,466 @@
+#define LOG_MODULE "launcher"
+
+/* The sandbox's file system view, built in the child's own mount namespace:
+ *
+ *   1. everything becomes a slave mount, so nothing we do propagates back to the host;
+ *   2. a scratch tmpfs is mounted on /tmp (invisible to the host) with two folders, and we
+ *      pivot_root into it: the host's tree is then reachable at /oldroot and the sandbox root
+ *      (another tmpfs) at /newroot. Going through /oldroot means a source under the host's /tmp
+ *      (a workspace, say) is not hidden by the scratch tmpfs;
+ *   3. /newroot is populated with read-only binds and generated files;
+ *   4. pivot_root into /newroot and detach the old tree, so the host's tree is gone entirely;
+ *   5. / is made read-only.
+ *
+ * Runs in the cloned child, which is single-threaded and holds a copy of the parent's memory. */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "launcher/launcher-internal.h"
+
+#define SCRATCH "/tmp"
+#define ROOT_TMPFS_OPTS "mode=0755,size=8m,nr_inodes=4096"
+#define DEV_TMPFS_OPTS "mode=0755,size=64k,nr_inodes=64"
+
+static int pivot_root(const char *new_root, const char *put_old)
+{
+	return RET_NERRNO((int)syscall(SYS_pivot_root, new_root, put_old));
+}
+
+static int mount_attr(const char *path, uint64_t set, bool recursive, struct al_error *err)
+{
+	struct mount_attr a = {.attr_set = set};
+
+	if (mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a, sizeof(a)) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set mount attributes of %s", path);
+	return 0;
+}
+
+static int do_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+		    const char *opts, struct al_error *err)
+{
+	if (mount(src, dst, type, flags, opts) < 0)
+		return al_error_set_errno(err, -errno, "Failed to mount %s on %s",
+					  type ? type : strempty(src), dst);
+	return 0;
+}
+
+/* Binds src on dst (recursively for folders) and applies attr to the whole new tree. */
+static int bind_mount(const char *src, const char *dst, uint64_t attr, struct al_error *err)
+{
+	int r;
+
+	r = do_mount(src, dst, NULL, MS_BIND | MS_REC, NULL, err);
+	if (r < 0)
+		return r;
+	return mount_attr(dst, attr, true, err);
+}
+
+#define ATTR_RO (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define ATTR_RW (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+/* Creates an empty file or folder to mount on. Existing ones are fine. */
+static int make_mountpoint(const char *path, bool dir, struct al_error *err)
+{
+	int fd;
+
+	if (dir) {
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "Failed to create %s", path);
+		return 0;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create %s", path);
+	(void)al_close(fd);
+	return 0;
+}
+
+/* mkdir -p for a path below /newroot, made of folders the sandbox root tmpfs holds. */
+static int make_parents(char *path, struct al_error *err)
+{
+	for (char *s = path + strlen(LAUNCHER_NEWROOT) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			int r = -errno;
+
+			*s = '/';
+			return al_error_set_errno(err, r, "Failed to create %s", path);
+		}
+		*s = '/';
+	}
+	return 0;
+}
+
+static int copy_symlink(const char *src, const char *dst, struct al_error *err)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	n = readlink(src, target, sizeof(target) - 1);
+	if (n < 0)
+		return al_error_set_errno(err, -errno, "Failed to read link %s", src);
+	target[n] = '\0';
+	if (symlink(target, dst) < 0 && errno != EEXIST)
+		return al_error_set_errno(err, -errno, "Failed to create link %s", dst);
+	return 0;
+}
+
+/* Mirrors one entry of a host folder: a symlink is copied, a folder or file is bound read-only,
+ * anything else is left out. A missing source is skipped when optional. */
+static int mirror_entry(const char *src, const char *dst, bool optional, struct al_error *err)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(src, &st) < 0) {
+		if (errno == ENOENT && optional)
+			return 0;
+		return al_error_set_errno(err, -errno, "Failed to stat %s", src);
+	}
+	if (S_ISLNK(st.st_mode))
+		return copy_symlink(src, dst, err);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
+	if (r < 0)
+		return r;
+	return bind_mount(src, dst, ATTR_RO, err);
+}
+
+static int setup_host_system(struct al_error *err)
+{
+	static const char *const dirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+	char src[PATH_MAX], dst[PATH_MAX];
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/%s", dirs[i]);
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/%s", dirs[i]);
+		r = mirror_entry(src, dst, !streq(dirs[i], "usr"), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A container image: every top-level entry of the rootfs folder is mirrored read-only, except
+ * the ones airlock provides itself. */
+static int setup_image(const char *image, struct al_error *err)
+{
+	static const char *const own[] = {"proc", "dev", "sys", "tmp", "run"};
+	char src[PATH_MAX], dst[PATH_MAX];
+	_cleanup_free_ char *base = NULL;
+	DIR *d;
+	int r = 0;
+
+	if (asprintf(&base, LAUNCHER_OLDROOT "%s", image) < 0)
+		return -ENOMEM;
+	d = opendir(base);
+	if (!d)
+		return al_error_set_errno(err, -errno, "Failed to open image %s", image);
+	for (struct dirent *de; (de = readdir(d));) {
+		bool skip = streq(de->d_name, ".") || streq(de->d_name, "..");
+
+		for (size_t i = 0; i < ELEMENTSOF(own) && !skip; i++)
+			skip = streq(de->d_name, own[i]);
+		if (skip)
+			continue;
+		(void)snprintf(src, sizeof(src), "%s/%s", base, de->d_name);
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/%s", de->d_name);
+		r = mirror_entry(src, dst, true, err);
+		if (r < 0)
+			break;
+	}
+	(void)closedir(d);
+	return r;
+}
+
+static int write_etc_file(int etc_fd, const char *name, const char *content, struct al_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	fd = openat(etc_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create /etc/%s", name);
+	r = al_write_all(fd, content, strlen(content));
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to write /etc/%s", name);
+	return 0;
+}
+
+/* A minimal /etc: generated identity and name-service files, plus read-only binds of what
+ * dynamically linked programs and TLS clients need from the host's. */
+static int setup_etc(const struct launcher_context *ctx, struct al_error *err)
+{
+	static const char *const mirrored[] = {
+		"ld.so.cache", "ssl",	   "ca-certificates", "alternatives", "localtime",
+		"services",    "protocols", "mime.types",	   "os-release",
+	};
+	static const struct {
+		const char *name;
+		const char *content;
+	} generated[] = {
+		{"hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tairlock\n::1\tlocalhost ip6-localhost\n"},
+		{"hostname", "airlock\n"},
+		{"resolv.conf", "# airlock: name service is provided by the egress proxy, if any\n"
+				"nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"},
+		{"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+				  "networks: files\nprotocols: files\nservices: files\n"},
+	};
+	char src[PATH_MAX], dst[PATH_MAX];
+	_cleanup_close_ int etc_fd = -EBADF;
+	int r;
+
+	if (mkdir(LAUNCHER_NEWROOT "/etc", 0755) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create /etc");
+	etc_fd = open(LAUNCHER_NEWROOT "/etc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (etc_fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to open /etc");
+	for (size_t i = 0; i < ELEMENTSOF(generated); i++) {
+		r = write_etc_file(etc_fd, generated[i].name, generated[i].content, err);
+		if (r < 0)
+			return r;
+	}
+	r = write_etc_file(etc_fd, "passwd", ctx->etc_passwd, err);
+	if (r < 0)
+		return r;
+	r = write_etc_file(etc_fd, "group", ctx->etc_group, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(mirrored); i++) {
+		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/etc/%s", mirrored[i]);
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/etc/%s", mirrored[i]);
+		r = mirror_entry(src, dst, true, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int setup_dev(struct al_error *err)
+{
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	static const struct {
+		const char *name;
+		const char *target;
+	} links[] = {
+		{"ptmx", "pts/ptmx"},	    {"fd", "/proc/self/fd"},
+		{"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+		{"stderr", "/proc/self/fd/2"},
+	};
+	char src[PATH_MAX], dst[PATH_MAX];
+	int r;
+
+	r = make_mountpoint(LAUNCHER_NEWROOT "/dev", true, err);
+	if (r >= 0)
+		r = do_mount("tmpfs", LAUNCHER_NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+			     DEV_TMPFS_OPTS, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/dev/%s", nodes[i]);
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/dev/%s", nodes[i]);
+		r = make_mountpoint(dst, false, err);
+		if (r >= 0)
+			r = bind_mount(src, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/dev/%s", links[i].name);
+		if (symlink(links[i].target, dst) < 0)
+			return al_error_set_errno(err, -errno, "Failed to create %s", dst);
+	}
+	r = make_mountpoint(LAUNCHER_NEWROOT "/dev/pts", true, err);
+	if (r >= 0)
+		r = do_mount("devpts", LAUNCHER_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			     "newinstance,ptmxmode=0666,mode=0620", err);
+	if (r >= 0)
+		r = make_mountpoint(LAUNCHER_NEWROOT "/dev/shm", true, err);
+	if (r >= 0)
+		r = do_mount("tmpfs", LAUNCHER_NEWROOT "/dev/shm", "tmpfs",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
+	if (r < 0)
+		return r;
+	return mount_attr(LAUNCHER_NEWROOT "/dev", MOUNT_ATTR_RDONLY, false, err);
+}
+
+/* A new proc for the sandbox's pid namespace. Files that describe or steer the whole machine are
+ * made read-only or hidden: without capabilities most are refused anyway, but uid 0 (when airlock
+ * runs as root) still owns them, so do not rely on that. */
+static int setup_proc(struct al_error *err)
+{
+	static const char *const read_only[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	static const char *const hidden[] = {"kcore", "keys", "timer_list", "sched_debug",
+					     "latency_stats", "kallsyms"};
+	char path[PATH_MAX];
+	struct stat st;
+	int r;
+
+	r = make_mountpoint(LAUNCHER_NEWROOT "/proc", true, err);
+	if (r >= 0)
+		r = do_mount("proc", LAUNCHER_NEWROOT "/proc", "proc",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(read_only); i++) {
+		(void)snprintf(path, sizeof(path), LAUNCHER_NEWROOT "/proc/%s", read_only[i]);
+		if (lstat(path, &st) < 0)
+			continue;
+		r = bind_mount(path, path, ATTR_RO | MOUNT_ATTR_NOEXEC, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(hidden); i++) {
+		(void)snprintf(path, sizeof(path), LAUNCHER_NEWROOT "/proc/%s", hidden[i]);
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		r = bind_mount(LAUNCHER_OLDROOT "/dev/null", path, ATTR_RO | MOUNT_ATTR_NOEXEC, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int setup_tmp(const struct policy *p, struct al_error *err)
+{
+	char opts[64];
+	int r;
+
+	r = make_mountpoint(LAUNCHER_NEWROOT "/tmp", true, err);
+	if (r < 0)
+		return r;
+	if (p->resources.disk > 0)
+		(void)snprintf(opts, sizeof(opts), "mode=1777,size=%" PRIu64, p->resources.disk);
+	else
+		(void)snprintf(opts, sizeof(opts), "mode=1777");
+	return do_mount("tmpfs", LAUNCHER_NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
+}
+
+/* Opens the bind sources before anything covers them. A bind source must be a mount of the
+ * caller's own mount namespace, so fds the parent opened cannot be used: they are opened here,
+ * in the child's namespace, and from then on bound through /proc/self/fd, immune to what happens
+ * to the paths meanwhile. */
+static int open_bind_sources(const struct launcher_context *ctx, int *fds, struct al_error *err)
+{
+	for (size_t i = 0; i < ctx->n_binds; i++) {
+		fds[i] = open(ctx->binds[i].source, O_PATH | O_CLOEXEC);
+		if (fds[i] < 0)
+			return al_error_set_errno(err, -errno, "Failed to open %s", ctx->binds[i].source);
+	}
+	return 0;
+}
+
+static void close_bind_sources(size_t n, int *fds)
+{
+	for (size_t i = 0; i < n; i++)
+		fds[i] = al_close(fds[i]);
+}
+
+/* The workspace and the policy's mounts. */
+static int setup_binds(const struct launcher_context *ctx, const int *fds, struct al_error *err)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	int r;
+
+	for (size_t i = 0; i < ctx->n_binds; i++) {
+		const struct launcher_bind *b = &ctx->binds[i];
+
+		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/proc/self/fd/%d", fds[i]);
+		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "%s", b->target);
+		r = make_parents(dst, err);
+		if (r >= 0)
+			r = make_mountpoint(dst, b->is_dir, err);
+		if (r >= 0)
+			r = bind_mount(src, dst, b->read_only ? ATTR_RO : ATTR_RW, err);
+		if (r < 0) {
+			al_error_prefix(err, "%s", b->target);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int enter_scratch(struct al_error *err)
+{
+	int r;
+
+	r = do_mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL, err);
+	if (r >= 0)
+		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV,
+			     "mode=0700,size=64k,nr_inodes=16", err);
+	if (r < 0)
+		return r;
+	if (mkdir(SCRATCH LAUNCHER_OLDROOT, 0700) < 0 || mkdir(SCRATCH LAUNCHER_NEWROOT, 0755) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the scratch folders");
+	r = do_mount("tmpfs", SCRATCH LAUNCHER_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
+		     ROOT_TMPFS_OPTS, err);
+	if (r < 0)
+		return r;
+	if (chdir(SCRATCH) < 0)
+		return al_error_set_errno(err, -errno, "Failed to enter %s", SCRATCH);
+	r = pivot_root(".", LAUNCHER_OLDROOT + 1);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to pivot into the scratch root");
+	if (chdir("/") < 0)
+		return al_error_set_errno(err, -errno, "Failed to enter /");
+	return 0;
+}
+
+static int enter_newroot(struct al_error *err)
+{
+	int r;
+
+	if (chdir(LAUNCHER_NEWROOT) < 0)
+		return al_error_set_errno(err, -errno, "Failed to enter the new root");
+	r = pivot_root(".", ".");
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to pivot into the new root");
+	/* The old root (scratch tmpfs with the host's tree below it) is now stacked under the new
+	 * root at "/": detach it and everything mounted under it. */
+	if (umount2(".", MNT_DETACH) < 0)
+		return al_error_set_errno(err, -errno, "Failed to detach the host's root");
+	if (chdir("/") < 0)
+		return al_error_set_errno(err, -errno, "Failed to enter /");
+	return mount_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
+			  err);
+}
+
+int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *err)
+{
+	int fds[ctx->n_binds + 1];
+	int r;
+
+	for (size_t i = 0; i < ctx->n_binds; i++)
+		fds[i] = -EBADF;
+	r = open_bind_sources(ctx, fds, err);
+	if (r >= 0)
+		r = enter_scratch(err);
+	if (r >= 0)
+		r = ctx->image ? setup_image(ctx->image, err) : setup_host_system(err);
+	if (r >= 0 && !ctx->image)
+		r = setup_etc(ctx, err);
+	if (r >= 0)
+		r = setup_dev(err);
+	if (r >= 0)
+		r = setup_proc(err);
+	if (r >= 0)
+		r = setup_tmp(ctx->policy, err);
+	if (r >= 0)
+		r = setup_binds(ctx, fds, err);
+	close_bind_sources(ctx->n_binds, fds);
+	if (r >= 0)
+		r = enter_newroot(err);
+	return r;
+}

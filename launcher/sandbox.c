@@ -1,0 +1,259 @@
+#define LOG_MODULE "launcher"
+
+/* The cloned child: it builds the sandbox from the context the parent prepared, then becomes the
+ * sandbox's pid 1 and forks the command. It never returns and never logs: failures go up the sync
+ * socket as a struct al_error, then the child _exit()s. */
+
+#include <fcntl.h>
+#include <sched.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "launcher/launcher-internal.h"
+
+#define EXEC_SEARCH_MAX 4096
+
+struct steps {
+	struct launcher_sync_msg *msg;
+	uint64_t last;
+};
+
+static void step(struct steps *s, const char *name)
+{
+	uint64_t now = launcher_now_usec();
+	struct launcher_sync_msg *m = s->msg;
+
+	if (m->n_steps < LAUNCHER_SYNC_STEPS) {
+		(void)snprintf(m->steps[m->n_steps].name, sizeof(m->steps[0].name), "%s", name);
+		m->steps[m->n_steps].usec = now - s->last;
+		m->n_steps++;
+	}
+	s->last = now;
+}
+
+_noreturn_ static void fail(int sync_fd, struct launcher_sync_msg *m, int r)
+{
+	m->type = LAUNCHER_SYNC_ERROR;
+	m->value = r;
+	if (!m->err.msg[0])
+		(void)al_error_set_errno(&m->err, r, "Failed to set up the sandbox");
+	(void)launcher_sync_send(sync_fd, m, -EBADF);
+	_exit(LAUNCHER_EXIT_FAILED);
+}
+
+static int capset_empty(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {0};
+
+	return RET_NERRNO((int)syscall(SYS_capset, &h, d));
+}
+
+/* Leaves the process with no capability in any set, and unable to regain one: the bounding set
+ * is emptied (so exec of a setuid-root or file-capability binary gives nothing) and the securebits
+ * that make uid 0 special are locked off. */
+static int drop_capabilities(int cap_last, struct al_error *err)
+{
+	int r;
+
+	r = RET_NERRNO(prctl(PR_SET_SECUREBITS,
+			     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+				     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				     SECBIT_NO_CAP_AMBIENT_RAISE |
+				     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+			     0, 0, 0));
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to lock the securebits");
+	for (int c = 0; c <= cap_last; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return al_error_set_errno(err, -errno, "Failed to drop capability %d", c);
+	r = RET_NERRNO(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0));
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to clear the ambient capabilities");
+	r = capset_empty();
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to drop capabilities");
+	return 0;
+}
+
+static int set_limits(const struct policy *p, struct al_error *err)
+{
+	struct rlimit core = {0, 0};
+	struct rlimit nofile = {p->resources.nofile, p->resources.nofile};
+
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set RLIMIT_CORE");
+	if (p->resources.nofile > 0 && setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+		return al_error_set_errno(err, -errno, "resources.nofile: Failed to set RLIMIT_NOFILE");
+	return 0;
+}
+
+/* execvpe() searches the caller's PATH, not the new environment's: search the sandbox's PATH
+ * ourselves, with execvp()'s rules (EACCES remembered, ENOENT/ENOTDIR skipped). */
+static int exec_command(char *const *argv, char *const *envp)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	char buf[EXEC_SEARCH_MAX];
+	bool seen_eacces = false;
+
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, envp);
+		return -errno;
+	}
+	for (char *const *e = envp; *e; e++)
+		if (startswith(*e, "PATH="))
+			path = *e + 5;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+
+		if (dl + strlen(argv[0]) + 2 <= sizeof(buf)) {
+			memcpy(buf, dl ? p : ".", dl ? dl : 1);
+			dl = dl ? dl : 1;
+			buf[dl] = '/';
+			strcpy(buf + dl + 1, argv[0]);
+			execve(buf, argv, envp);
+			if (errno == EACCES)
+				seen_eacces = true;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				return -errno;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	return seen_eacces ? -EACCES : -ENOENT;
+}
+
+_noreturn_ static void command_main(const struct launcher_context *ctx, int sync_fd)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED};
+	sigset_t none;
+	int r;
+
+	/* The init's signal mask and its ignored SIGPIPE must not reach the command. */
+	(void)sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		(void)signal(s, SIG_DFL);
+	if (chdir(ctx->policy->workspace.mount) < 0)
+		(void)!chdir("/");
+	r = exec_command(ctx->opts->argv, ctx->envp);
+	m.value = r;
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	_exit(r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC);
+}
+
+static int install_stdio(const struct launcher_context *ctx, struct al_error *err)
+{
+	if (dup2(ctx->stdout_w, STDOUT_FILENO) < 0 || dup2(ctx->stderr_w, STDERR_FILENO) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set up stdout/stderr");
+	(void)al_close(ctx->stdout_w);
+	(void)al_close(ctx->stderr_w);
+	return 0;
+}
+
+_noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
+{
+	struct launcher_sync_msg m = {0};
+	struct steps s = {.msg = &m, .last = launcher_now_usec()};
+	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
+	sigset_t forwarded;
+	pid_t cmd;
+
+	/* Die with airlock. If airlock is already gone, GO never comes: the read sees EOF. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		fail(sync_fd, &m, -errno);
+	r = launcher_sync_recv(sync_fd, &m, NULL);
+	if (r < 0 || m.type != LAUNCHER_SYNC_GO)
+		_exit(LAUNCHER_EXIT_FAILED);
+	memset(&m, 0, sizeof(m));
+	s.last = launcher_now_usec();
+
+	/* Joined the cgroup(s) before this: the namespace's root is the sandbox's own cgroup. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
+	if (sethostname("airlock", strlen("airlock")) < 0)
+		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to set the hostname"));
+	r = launcher_rootfs_setup(ctx, &m.err);
+	if (r < 0)
+		fail(sync_fd, &m, r);
+	step(&s, "mounts");
+
+	r = install_stdio(ctx, &m.err);
+	if (r >= 0 && setsid() < 0)
+		r = al_error_set_errno(&m.err, -errno, "Failed to start a new session");
+	if (r >= 0)
+		r = set_limits(ctx->policy, &m.err);
+	if (r >= 0)
+		r = drop_capabilities(ctx->cap_last, &m.err);
+	if (r >= 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		r = al_error_set_errno(&m.err, -errno, "Failed to set no_new_privs");
+	if (r >= 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		r = al_error_set_errno(&m.err, -errno, "Failed to clear the dumpable flag");
+	if (r < 0)
+		fail(sync_fd, &m, r);
+	step(&s, "caps");
+
+	if (ctx->policy->executables.n > 0) {
+		r = launcher_landlock_restrict_exec(ctx->policy->executables.items,
+						    ctx->policy->executables.n, &m.err);
+		if (r < 0) {
+			al_error_prefix(&m.err, "executables");
+			fail(sync_fd, &m, r);
+		}
+	}
+	step(&s, "landlock");
+
+	r = launcher_seccomp_install(&ctx->seccomp, &notify_fd);
+	if (r < 0)
+		fail(sync_fd, &m, al_error_set_errno(&m.err, r, "Failed to install the seccomp filter"));
+	step(&s, "seccomp");
+
+	(void)sigemptyset(&forwarded);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sig < SIGRTMIN)
+			(void)sigaddset(&forwarded, sig);
+	if (sigprocmask(SIG_SETMASK, &forwarded, NULL) < 0 ||
+	    (sigfd = signalfd(-1, &forwarded, SFD_CLOEXEC)) < 0)
+		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to set up signals"));
+
+	m.type = LAUNCHER_SYNC_READY;
+	r = launcher_sync_send(sync_fd, &m, notify_fd);
+	/* Only airlock may answer the sandbox's seccomp notifications: the listener must not stay in
+	 * any sandboxed process. */
+	notify_fd = al_close(notify_fd);
+	if (r < 0)
+		_exit(LAUNCHER_EXIT_FAILED);
+
+	cmd = fork();
+	if (cmd < 0) {
+		memset(&m, 0, sizeof(m));
+		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to fork the command"));
+	}
+	if (cmd == 0) {
+		sigfd = al_close(sigfd);
+		command_main(ctx, sync_fd);
+	}
+	/* pid 1 keeps no stdio: the command's output must reach EOF when the command is done. */
+	r = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (r >= 0) {
+		(void)dup2(r, STDIN_FILENO);
+		(void)dup2(r, STDOUT_FILENO);
+		(void)dup2(r, STDERR_FILENO);
+		if (r > STDERR_FILENO)
+			(void)al_close(r);
+	}
+	(void)prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
+	launcher_init_main(sync_fd, sigfd, cmd);
+}
