@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/audit.h"
 #include "common/fd-util.h"
 #include "common/log.h"
 #include "launcher/launcher-internal.h"
@@ -39,6 +40,7 @@ enum {
 struct run {
 	struct launcher_context ctx;
 	struct launcher_cgroup *cgroup;
+	struct al_audit *audit;
 	struct launcher_result *result;
 	pid_t pid;
 	int pidfd, sync_fd, out_fd, err_fd, sig_fd, timer_fd, notify_fd;
@@ -65,6 +67,7 @@ static void run_done(struct run *run)
 		(void)waitpid(run->pid, NULL, 0);
 	}
 	run->cgroup = launcher_cgroup_free(run->cgroup);
+	run->audit = al_audit_close(run->audit);
 	run->pidfd = al_close(run->pidfd);
 	run->sync_fd = al_close(run->sync_fd);
 	run->out_fd = al_close(run->out_fd);
@@ -87,12 +90,47 @@ static int signals_block(sigset_t *ret)
 	return RET_NERRNO(sigprocmask(SIG_BLOCK, ret, NULL));
 }
 
+static void audit(struct run *run, const char *kind, const struct al_audit_field *f, size_t n)
+{
+	int r;
+
+	if (!run->audit)
+		return;
+	r = al_audit_event(run->audit, kind, f, n);
+	if (r < 0)
+		log_warning_errno(r, "Failed to write an audit event: %m");
+}
+
+static int open_audit(struct run *run, struct al_error *err)
+{
+	const char *path = run->ctx.opts->audit_path ? run->ctx.opts->audit_path
+						     : run->ctx.policy->audit;
+	int r;
+
+	if (!path)
+		return 0;
+	r = al_audit_open(path, run->ctx.id, &run->audit);
+	if (r < 0)
+		return al_error_set_errno(err, r, "audit: cannot open %s", path);
+	audit(run, "exec",
+	      (struct al_audit_field[]){
+		      AL_AUDIT_SV("argv", run->ctx.opts->argv),
+		      AL_AUDIT_S("policy_hash", run->result->policy_hash),
+		      AL_AUDIT_I("uid", run->ctx.uid),
+		      AL_AUDIT_S("seccomp", policy_seccomp_to_string(run->ctx.policy->seccomp)),
+	      },
+	      4);
+	return 0;
+}
+
 static int prepare(struct run *run, const struct policy *p, const struct launcher_options *opts,
 		   struct al_error *err)
 {
 	int r, abi;
 
 	r = launcher_context_init(&run->ctx, p, opts, err);
+	if (r >= 0)
+		r = open_audit(run, err);
 	if (r < 0)
 		return r;
 	if (p->executables.n > 0) {
@@ -337,8 +375,17 @@ static void on_notify(struct run *run, short revents)
 
 	if (revents & POLLIN) {
 		r = launcher_seccomp_handle_notify(run->notify_fd, run->ctx.policy->seccomp, &v);
-		if (r >= 0)
+		if (r >= 0) {
 			record_violation(run->result, "seccomp", v.name);
+			audit(run, "violation",
+			      (struct al_audit_field[]){
+				      AL_AUDIT_S("violation", "seccomp"),
+				      AL_AUDIT_S("syscall", v.name),
+				      AL_AUDIT_I("pid", v.pid),
+				      AL_AUDIT_I("errno", v.error),
+			      },
+			      4);
+		}
 	}
 	if (revents & (POLLHUP | POLLERR | POLLNVAL))
 		run->notify_fd = al_close(run->notify_fd);
@@ -417,6 +464,15 @@ static void finish(struct run *run)
 	if (run->timed_out)
 		res->exit_code = LAUNCHER_EXIT_TIMEOUT;
 	res->oom_killed = run->cgroup && launcher_cgroup_oom_killed(run->cgroup);
+	audit(run, "exit",
+	      (struct al_audit_field[]){
+		      AL_AUDIT_I("exit_code", res->exit_code),
+		      AL_AUDIT_I("signal", res->signal),
+		      AL_AUDIT_B("timed_out", res->timed_out),
+		      AL_AUDIT_B("oom_killed", res->oom_killed),
+		      AL_AUDIT_I("violations", (int64_t)res->n_violations),
+	      },
+	      5);
 }
 
 static int start_supervision(struct run *run, struct al_error *err)
