@@ -78,6 +78,7 @@ int cli_policy(int argc, char **argv)
 int cli_doctor(int argc, char **argv)
 {
 	bool json = argc > 1 && streq(argv[1], "--json");
+	int r;
 
 	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		printf("Usage: airlock doctor [--json]\n\n"
@@ -89,5 +90,8 @@ int cli_doctor(int argc, char **argv)
 		log_error("Usage: airlock doctor [--json]");
 		return CLI_EXIT_FAILURE;
 	}
-	return launcher_doctor(stdout, json) > 0 ? CLI_EXIT_FAILURE : 0;
+	r = launcher_doctor(stdout, json);
+	if (r < 0)
+		return log_error_errno(r, "Failed to run the checks: %m"), CLI_EXIT_FAILURE;
+	return r > 0 ? CLI_EXIT_FAILURE : 0;
 }

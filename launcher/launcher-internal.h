@@ -76,7 +76,8 @@ struct launcher_cgroup;
  * and applies the limits of res (memory, pids, cpu quota/period, io weight). A memory or pids
  * limit that cannot be applied is an error (-EOPNOTSUPP/-EACCES, message names the field and
  * points at `airlock doctor`); io weight that the hierarchy cannot express is skipped and
- * reported in *ret_warning (may be NULL). Also removes stale cgroups of dead airlock runs. */
+ * reported by launcher_cgroup_warning(). Also removes stale cgroups of dead airlock runs. When
+ * res sets no limit, no cgroup is created and the object is empty (attach does nothing). */
 int launcher_cgroup_new(const char *id, const struct policy_resources *res,
 			struct launcher_cgroup **ret, struct al_error *err);
 
@@ -95,6 +96,33 @@ enum launcher_cgroup_version launcher_cgroup_detect(void);
 
 /* Removes cgroups left by airlock runs whose process is gone. Returns how many, or -errno. */
 int launcher_cgroup_remove_stale(void);
+
+/* The warning of launcher_cgroup_new(): a limit it skipped (an io weight the hierarchy cannot
+ * express), or NULL. Owned by cg. */
+const char *launcher_cgroup_warning(const struct launcher_cgroup *cg);
+
+/* Where the cgroup code looks. The functions above use the running system; the unit tests point
+ * these at a fake tree. */
+struct launcher_cgroup_env {
+	enum launcher_cgroup_version version;
+	const char *root;	 /* the cgroup2 mount, "/sys/fs/cgroup" */
+	const char *mountinfo;	 /* "/proc/self/mountinfo" */
+	const char *self_cgroup; /* "/proc/self/cgroup" */
+	uid_t euid;
+};
+int launcher_cgroup_new_env(const struct launcher_cgroup_env *env, const char *id,
+			    const struct policy_resources *res, struct launcher_cgroup **ret,
+			    struct al_error *err);
+int launcher_cgroup_remove_stale_env(const struct launcher_cgroup_env *env);
+enum launcher_cgroup_version launcher_cgroup_detect_at(const char *root, const char *mountinfo);
+
+/* ---- doctor.c ---- */
+
+/* A one-line hint for a clone()/unshare() with clone_flags that failed with error (negative or
+ * positive errno): what blocks those namespaces on this machine, e.g. "user namespaces are
+ * blocked by AppArmor (kernel.apparmor_restrict_unprivileged_userns=1); see airlock doctor".
+ * NULL when there is nothing to add. The string is static. */
+const char *launcher_doctor_hint(uint64_t clone_flags, int error);
 
 /* ---- launcher core: what airlock's process prepares before clone and the sandbox child reads.
  * Everything here is built before clone; the child only reads it (it is a copy-on-write image of

@@ -171,12 +171,15 @@ static int spawn(struct run *run, struct al_error *err)
 	args.flags = flags;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	pid = syscall(SYS_clone3, &args, sizeof(args));
-	if (pid < 0)
-		return al_error_set_errno(err, -errno,
-					  "Failed to create the sandbox namespaces (%s); see "
-					  "airlock doctor",
-					  run->ctx.userns ? "user, mount, pid, net, ipc, uts"
-							  : "mount, pid, net, ipc, uts");
+	if (pid < 0) {
+		int r = -errno;
+		const char *hint = launcher_doctor_hint(flags, r);
+
+		return al_error_set(err, r, "Failed to create the sandbox's %s namespaces: %s; %s",
+				    run->ctx.userns ? "user, mount, pid, net, ipc and uts"
+						    : "mount, pid, net, ipc and uts",
+				    strerror(-r), hint ? hint : "see airlock doctor");
+	}
 	if (pid == 0) {
 		/* The child: drop airlock's ends; everything else it needs is in ctx. */
 		(void)al_close(run->sync_fd);

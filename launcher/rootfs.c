@@ -410,7 +410,7 @@ static int enter_scratch(struct al_error *err)
 		return r;
 	if (chdir(SCRATCH) < 0)
 		return al_error_set_errno(err, -errno, "Failed to enter %s", SCRATCH);
-	r = pivot_root(".", LAUNCHER_OLDROOT + 1);
+	r = pivot_root(".", "." LAUNCHER_OLDROOT);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to pivot into the scratch root");
 	if (chdir("/") < 0)
