@@ -1,1 +1,269 @@
-/* placeholder: being written */
+/* The policy object: its lifecycle, the embedded default, and the small containers it is made
+ * of. Parsing is in policy-parse.c, overrides in policy-override.c, the canonical form and hash
+ * in policy-canonical.c. */
+
+#include <string.h>
+
+#include "policy/policy-internal.h"
+
+void policy_strv_done(struct policy_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->items[i]);
+	free(v->items);
+	*v = (struct policy_strv){};
+}
+
+int policy_strv_push(struct policy_strv *v, char *s)
+{
+	char **items;
+
+	if (!s)
+		return -ENOMEM;
+	/* Keep a NULL after the last item, so that a command can be passed to execv() as is. */
+	items = reallocarray(v->items, v->n + 2, sizeof(*items));
+	if (!items) {
+		free(s);
+		return -ENOMEM;
+	}
+	items[v->n++] = s;
+	items[v->n] = NULL;
+	v->items = items;
+	return 0;
+}
+
+int policy_strv_copy(const struct policy_strv *src, struct policy_strv *ret)
+{
+	struct policy_strv v = {};
+	int r;
+
+	for (size_t i = 0; i < src->n; i++) {
+		r = policy_strv_push(&v, strdup(src->items[i]));
+		if (r < 0) {
+			policy_strv_done(&v);
+			return r;
+		}
+	}
+	*ret = v;
+	return 0;
+}
+
+size_t policy_env_find(const struct policy *p, const char *name, bool *ret_found)
+{
+	size_t lo = 0, hi = p->n_env;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(p->env[mid].name, name);
+
+		if (c == 0) {
+			*ret_found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_found = false;
+	return lo;
+}
+
+int policy_env_put(struct policy *p, char *name, char *value)
+{
+	struct policy_env_var *env;
+	bool found;
+	size_t i;
+
+	if (!name || !value) {
+		free(name);
+		free(value);
+		return -ENOMEM;
+	}
+	i = policy_env_find(p, name, &found);
+	if (found) {
+		free(name);
+		free(p->env[i].value);
+		p->env[i].value = value;
+		return 0;
+	}
+	env = reallocarray(p->env, p->n_env + 1, sizeof(*env));
+	if (!env) {
+		free(name);
+		free(value);
+		return -ENOMEM;
+	}
+	p->env = env;
+	memmove(env + i + 1, env + i, (p->n_env - i) * sizeof(*env));
+	env[i] = (struct policy_env_var){.name = name, .value = value};
+	p->n_env++;
+	return 0;
+}
+
+const struct policy_credential *policy_credential_by_var(const struct policy *p, const char *var)
+{
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct policy_credential *c = &p->credentials[i];
+
+		if (c->injection == POLICY_INJECTION_ENV_VAR && streq_ptr(c->var_name, var))
+			return c;
+	}
+	return NULL;
+}
+
+int policy_init_defaults(struct policy *p)
+{
+	p->tier = 0;
+	p->isolation = POLICY_ISOLATION_CONTAINER;
+	p->seccomp = POLICY_SECCOMP_RESTRICTED;
+	p->workspace.root = strdup(POLICY_DEFAULT_WORKSPACE_ROOT);
+	p->workspace.mount = strdup(POLICY_DEFAULT_WORKSPACE_MOUNT);
+	if (!p->workspace.root || !p->workspace.mount)
+		return -ENOMEM;
+	if (policy_strv_push(&p->workspace.read, strdup("**")) < 0 ||
+	    policy_strv_push(&p->workspace.write, strdup("**")) < 0)
+		return -ENOMEM;
+	p->resources = (struct policy_resources){
+	    .memory = POLICY_DEFAULT_MEMORY,
+	    .pids = POLICY_DEFAULT_PIDS,
+	    .disk = POLICY_DEFAULT_DISK,
+	    .nofile = POLICY_DEFAULT_NOFILE,
+	};
+	p->network.default_action = POLICY_NET_DENY;
+	return 0;
+}
+
+int policy_new_default(struct policy **ret)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (policy_init_defaults(p) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+static void credential_done(struct policy_credential *c)
+{
+	free(c->name);
+	free(c->source_var);
+	free(c->source_path);
+	policy_strv_done(&c->source_argv);
+	free(c->source_key);
+	free(c->var_name);
+	free(c->path);
+	free(c->header);
+	free(c->format);
+	policy_strv_done(&c->hosts);
+}
+
+struct policy *policy_free(struct policy *p)
+{
+	if (!p)
+		return NULL;
+	free(p->id);
+	free(p->image);
+	free(p->workspace.root);
+	free(p->workspace.mount);
+	policy_strv_done(&p->workspace.read);
+	policy_strv_done(&p->workspace.write);
+	policy_strv_done(&p->workspace.deny);
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		free(p->mounts[i].source);
+		free(p->mounts[i].target);
+	}
+	free(p->mounts);
+	for (size_t i = 0; i < p->n_env; i++) {
+		free(p->env[i].name);
+		free(p->env[i].value);
+	}
+	free(p->env);
+	policy_strv_done(&p->executables);
+	for (size_t i = 0; i < p->n_credentials; i++)
+		credential_done(&p->credentials[i]);
+	free(p->credentials);
+	for (size_t i = 0; i < p->network.n_rules; i++)
+		free(p->network.rules[i].destination);
+	free(p->network.rules);
+	for (size_t i = 0; i < p->network.n_resolve; i++) {
+		free(p->network.resolve[i].name);
+		free(p->network.resolve[i].address);
+	}
+	free(p->network.resolve);
+	free(p->audit);
+	policy_strv_done(&p->labels);
+	free(p);
+	return NULL;
+}
+
+/* The to_string helpers return NULL for a value outside the enum (a programmer error). */
+
+const char *policy_seccomp_to_string(enum policy_seccomp s)
+{
+	switch (s) {
+	case POLICY_SECCOMP_BASELINE:
+		return "baseline";
+	case POLICY_SECCOMP_RESTRICTED:
+		return "restricted";
+	case POLICY_SECCOMP_STRICT:
+		return "strict";
+	}
+	return NULL;
+}
+
+const char *policy_isolation_to_string(enum policy_isolation i)
+{
+	switch (i) {
+	case POLICY_ISOLATION_PROCESS:
+		return "process";
+	case POLICY_ISOLATION_CONTAINER:
+		return "container";
+	case POLICY_ISOLATION_NETWORK_POLICY:
+		return "network_policy";
+	}
+	return NULL;
+}
+
+const char *policy_net_action_to_string(enum policy_net_action a)
+{
+	switch (a) {
+	case POLICY_NET_DENY:
+		return "deny";
+	case POLICY_NET_ALLOW:
+		return "allow";
+	}
+	return NULL;
+}
+
+const char *policy_cred_source_to_string(enum policy_cred_source s)
+{
+	switch (s) {
+	case POLICY_CRED_SOURCE_VAULT:
+		return "vault";
+	case POLICY_CRED_SOURCE_ENV:
+		return "env";
+	case POLICY_CRED_SOURCE_FILE:
+		return "file";
+	case POLICY_CRED_SOURCE_COMMAND:
+		return "command";
+	case POLICY_CRED_SOURCE_KEYRING:
+		return "keyring";
+	}
+	return NULL;
+}
+
+const char *policy_injection_to_string(enum policy_injection i)
+{
+	switch (i) {
+	case POLICY_INJECTION_ENV_VAR:
+		return "env_var";
+	case POLICY_INJECTION_FILE:
+		return "file";
+	case POLICY_INJECTION_SIDECAR:
+		return "sidecar";
+	}
+	return NULL;
+}

@@ -76,26 +76,26 @@ struct policy_env_var {
 struct policy_credential {
 	char *name; /* [A-Za-z0-9_.-]+, unique */
 	enum policy_cred_source source;
-	char *source_var;	     /* env: "var" */
-	char *source_path;	     /* file: "path" */
+	char *source_var;		/* env: "var" */
+	char *source_path;		/* file: "path" */
 	struct policy_strv source_argv; /* command: "command" (array of strings) */
-	char *source_key;	     /* vault: "key" (defaults to name); keyring: "key" */
+	char *source_key;		/* vault: "key" (defaults to name); keyring: "key" */
 	enum policy_injection injection;
-	char *var_name; /* env_var */
-	char *path;	/* file: absolute path in the sandbox */
-	char *header;	/* sidecar */
-	char *format;	/* sidecar: contains exactly one "{}"; default "{}" */
-	bool expose;	/* give the real value instead of a surrogate */
+	char *var_name;		  /* env_var */
+	char *path;		  /* file: absolute path in the sandbox */
+	char *header;		  /* sidecar */
+	char *format;		  /* sidecar: contains exactly one "{}"; default "{}" */
+	bool expose;		  /* give the real value instead of a surrogate */
 	struct policy_strv hosts; /* names or "*.suffix" patterns the credential is bound to */
 };
 
 struct policy_net_rule {
 	char *destination; /* as written, normalised (lower case) */
 	enum policy_dest_kind kind;
-	uint8_t family;		  /* CIDR: AF_INET or AF_INET6 */
-	uint8_t prefix_len;	  /* CIDR */
-	uint8_t addr[16];	  /* CIDR network address, host bits zero */
-	uint16_t port;		  /* 0 = no port given: 80 and 443 */
+	uint8_t family;	    /* CIDR: AF_INET or AF_INET6 */
+	uint8_t prefix_len; /* CIDR */
+	uint8_t addr[16];   /* CIDR network address, host bits zero */
+	uint16_t port;	    /* 0 = no port given: 80 and 443 */
 	enum policy_net_action action;
 };
 
@@ -107,8 +107,8 @@ struct policy_resolve {
 /* Unset numeric limits are 0 ("no limit") unless said otherwise. */
 struct policy_resources {
 	uint64_t cpu_millis;   /* "cpu": "1.0" = 1000 */
-	uint64_t memory;       /* bytes */
-	uint64_t pids;	       /* max tasks */
+	uint64_t memory;       /* bytes; "max" in JSON = 0 = no limit */
+	uint64_t pids;	       /* max tasks; "max" in JSON = 0 = no limit */
 	uint64_t disk;	       /* bytes: size cap of the sandbox's writable tmpfs (/tmp) */
 	uint64_t timeout_usec; /* wall clock */
 	uint64_t io_weight;    /* 1..10000 (cgroup v2 io.weight scale) */
@@ -119,7 +119,7 @@ struct policy {
 	char *id; /* may be NULL */
 	int tier; /* 0..4 */
 	enum policy_isolation isolation;
-	char *image; /* container rootfs folder (absolute, resolved), or NULL = host /usr */
+	char *image;	     /* container rootfs folder (absolute, resolved), or NULL = host /usr */
 	bool network_policy; /* "network_policy" isolation listed too */
 	enum policy_seccomp seccomp;
 	struct {
@@ -143,7 +143,7 @@ struct policy {
 		struct policy_resolve *resolve;
 		size_t n_resolve;
 	} network;
-	char *audit; /* path of the JSON-lines audit file, or NULL */
+	char *audit;		   /* path of the JSON-lines audit file, or NULL */
 	struct policy_strv labels; /* the policy's own result labels */
 };
 
@@ -164,7 +164,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
 /* Command-line overrides. Each validates its argument like the matching JSON field, names the
  * flag in err, and leaves p unchanged on error. */
 int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);
-int policy_add_allow(struct policy *p, const char *host_port, struct al_error *err); /* HOST[:PORT] */
+int policy_add_allow(struct policy *p, const char *host_port,
+		     struct al_error *err); /* HOST[:PORT] */
 int policy_set_memory(struct policy *p, const char *size, struct al_error *err);
 int policy_set_timeout(struct policy *p, const char *duration, struct al_error *err);
 int policy_set_env(struct policy *p, const char *assignment, struct al_error *err); /* K=V */

@@ -1,0 +1,410 @@
+/* credentials[]: where each secret comes from (source), how the sandbox gets it (injection), and
+ * the hosts it may be sent to. Names, injected variables and injected files are unique, and an
+ * injected variable is not also set in env (which is parsed before). */
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#include "policy/policy-internal.h"
+
+static int host_item(const struct policy_where *w, const char *s, char **ret, struct al_error *err)
+{
+	return policy_normalize_host_pattern(w, s, NULL, ret, err);
+}
+
+/* A vault or keyring key: free-form, as the broker defines it, but printable. */
+static int parse_key(const struct policy_where *w, struct json_object *v, char **ret,
+		     struct al_error *err)
+{
+	const char *s;
+	int r;
+
+	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	if (s[0] == '\0')
+		return policy_error(err, -EINVAL, w, "the key is empty");
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return policy_error(err, -EINVAL, w, "%s contains a control character",
+					    QUOTE(s));
+	return policy_strdup(s, ret);
+}
+
+static int parse_command(const struct policy_where *w, struct json_object *v,
+			 struct policy_strv *ret, struct al_error *err)
+{
+	size_t n;
+	int r;
+
+	r = policy_json_array(w, v, &n, err);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return policy_error(err, -EINVAL, w, "the command is empty");
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_where iw = POLICY_WHERE_INDEX(w, i);
+		const char *s;
+		char *d = NULL;
+
+		r = policy_json_string(&iw, json_object_array_get_idx(v, i), POLICY_STRING_MAX, &s,
+				       err);
+		if (r < 0)
+			return r;
+		if (i == 0)
+			r = policy_normalize_path(
+			    &iw, s, POLICY_PATH_ABSOLUTE | POLICY_PATH_NOT_ROOT, &d, err);
+		else
+			r = policy_strdup(s, &d);
+		if (r < 0)
+			return r;
+		r = policy_strv_push(ret, d);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The one field of a source besides its type, at w. */
+static int parse_source_value(struct policy_credential *c, const struct policy_where *w,
+			      struct json_object *v, struct al_error *err)
+{
+	const char *s;
+	int r;
+
+	switch (c->source) {
+	case POLICY_CRED_SOURCE_VAULT:
+	case POLICY_CRED_SOURCE_KEYRING:
+		return parse_key(w, v, &c->source_key, err);
+	case POLICY_CRED_SOURCE_ENV:
+		r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+		if (r < 0)
+			return r;
+		if (!policy_env_name_is_valid(s))
+			return policy_error(err, -EINVAL, w, "%s is not a valid variable name",
+					    QUOTE(s));
+		return policy_strdup(s, &c->source_var);
+	case POLICY_CRED_SOURCE_FILE:
+		r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+		if (r < 0)
+			return r;
+		return policy_normalize_path(w, s, POLICY_PATH_ABSOLUTE | POLICY_PATH_NOT_ROOT,
+					     &c->source_path, err);
+	case POLICY_CRED_SOURCE_COMMAND:
+		return parse_command(w, v, &c->source_argv, err);
+	}
+	return -EINVAL;
+}
+
+static int parse_source(struct policy_credential *c, const struct policy_where *w,
+			struct json_object *o, struct al_error *err)
+{
+	static const struct {
+		enum policy_cred_source type;
+		const char *field; /* the one field besides "type" */
+		bool required;
+	} types[] = {
+	    {POLICY_CRED_SOURCE_VAULT, "key", false},
+	    {POLICY_CRED_SOURCE_ENV, "var", true},
+	    {POLICY_CRED_SOURCE_FILE, "path", true},
+	    {POLICY_CRED_SOURCE_COMMAND, "command", true},
+	    {POLICY_CRED_SOURCE_KEYRING, "key", true},
+	};
+	char what[64];
+	struct json_object *f;
+	const char *s;
+	size_t t;
+	int r;
+
+	r = policy_json_object(w, o, err);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(o, "type", &f))
+		return policy_json_missing(POLICY_AT(w, "type"), err);
+	r = policy_json_string(POLICY_AT(w, "type"), f, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	for (t = 0; t < ELEMENTSOF(types); t++)
+		if (streq(s, policy_cred_source_to_string(types[t].type)))
+			break;
+	if (t == ELEMENTSOF(types))
+		return policy_error(err, -EINVAL, POLICY_AT(w, "type"),
+				    "%s is not a credential source (vault, env, file, command or "
+				    "keyring)",
+				    QUOTE(s));
+	c->source = types[t].type;
+	(void)snprintf(what, sizeof(what), "for source type \"%s\" ", s);
+	r = policy_json_check_fields(
+	    w, o, (const struct policy_field[]){{"type"}, {types[t].field}}, 2, what, err);
+	if (r < 0)
+		return r;
+
+	if (!json_object_object_get_ex(o, types[t].field, &f)) {
+		if (types[t].required)
+			return policy_json_missing(POLICY_AT(w, types[t].field), err);
+		return policy_strdup(c->name, &c->source_key); /* vault: the key is the name */
+	}
+	return parse_source_value(c, POLICY_AT(w, types[t].field), f, err);
+}
+
+/* An HTTP field name (RFC 9110 token), and not one that frames the message or the connection:
+ * the proxy must stay the only one to set those. */
+static int check_header_name(const struct policy_where *w, const char *s, struct al_error *err)
+{
+	static const char *const framing[] = {
+	    "connection", "content-length",    "host",	  "keep-alive", "proxy-connection", "te",
+	    "trailer",	  "transfer-encoding", "upgrade",
+	};
+	size_t n = strspn(s, "!#$%&'*+-.^_`|~0123456789"
+			     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+
+	if (n == 0 || s[n] != '\0' || n > 256)
+		return policy_error(err, -EINVAL, w, "%s is not a valid HTTP header name",
+				    QUOTE(s));
+	for (size_t i = 0; i < ELEMENTSOF(framing); i++)
+		if (strcasecmp(s, framing[i]) == 0)
+			return policy_error(err, -EINVAL, w,
+					    "%s is set by the proxy and cannot carry a credential",
+					    QUOTE(s));
+	return 0;
+}
+
+static int check_header_format(const struct policy_where *w, const char *s, struct al_error *err)
+{
+	const char *first = strstr(s, "{}");
+
+	for (const char *c = s; *c; c++)
+		if (!((*c >= 0x20 && *c < 0x7f) || *c == '\t'))
+			return policy_error(
+			    err, -EINVAL, w,
+			    "%s has a character not allowed in an HTTP header value", QUOTE(s));
+	if (!first || strstr(first + 2, "{}"))
+		return policy_error(err, -EINVAL, w,
+				    "%s must contain \"{}\" (where the secret goes) exactly once",
+				    QUOTE(s));
+	return 0;
+}
+
+static int parse_injection_env_var(struct policy *p, struct policy_credential *c,
+				   const struct policy_where *w, const char *s,
+				   struct al_error *err)
+{
+	bool found;
+	int r;
+
+	r = policy_check_env_name(w, s, err);
+	if (r < 0)
+		return r;
+	if (policy_credential_by_var(p, s))
+		return policy_error(err, -EINVAL, w, "%s is already used by another credential",
+				    QUOTE(s));
+	(void)policy_env_find(p, s, &found);
+	if (found)
+		return policy_error(err, -EINVAL, w, "%s is also set in env", QUOTE(s));
+	return policy_strdup(s, &c->var_name);
+}
+
+static int parse_injection_file(struct policy *p, size_t idx, const struct policy_where *w,
+				const char *s, struct al_error *err)
+{
+	struct policy_credential *c = &p->credentials[idx];
+	int r;
+
+	r = policy_normalize_path(w, s, POLICY_PATH_SANDBOX, &c->path, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < idx; i++)
+		if (p->credentials[i].injection == POLICY_INJECTION_FILE &&
+		    streq(p->credentials[i].path, c->path))
+			return policy_error(err, -EINVAL, w,
+					    "%s is already the file of credentials[%zu]", QUOTE(s),
+					    i);
+	return 0;
+}
+
+/* A sidecar injection at w (the object o), whose header is already read. */
+static int parse_injection_sidecar(struct policy_credential *c, const struct policy_where *w,
+				   struct json_object *o, const char *header, struct al_error *err)
+{
+	const char *format = POLICY_DEFAULT_SIDECAR_FORMAT;
+	struct json_object *f;
+	int r;
+
+	r = check_header_name(POLICY_AT(w, "header"), header, err);
+	if (r < 0)
+		return r;
+	if (json_object_object_get_ex(o, "format", &f)) {
+		r = policy_json_string(POLICY_AT(w, "format"), f, POLICY_STRING_MAX, &format, err);
+		if (r < 0)
+			return r;
+		r = check_header_format(POLICY_AT(w, "format"), format, err);
+		if (r < 0)
+			return r;
+	}
+	r = policy_strdup(header, &c->header);
+	if (r < 0)
+		return r;
+	return policy_strdup(format, &c->format);
+}
+
+static int parse_injection(struct policy *p, size_t idx, const struct policy_where *w,
+			   struct json_object *o, struct al_error *err)
+{
+	static const struct policy_field env_var_fields[] = {{"type"}, {"var_name"}};
+	static const struct policy_field file_fields[] = {{"type"}, {"path"}};
+	static const struct policy_field sidecar_fields[] = {{"type"}, {"header"}, {"format"}};
+	struct policy_credential *c = &p->credentials[idx];
+	const struct policy_field *fields;
+	struct json_object *f;
+	char what[64];
+	const char *s;
+	int r;
+
+	r = policy_json_object(w, o, err);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(o, "type", &f))
+		return policy_json_missing(POLICY_AT(w, "type"), err);
+	r = policy_json_string(POLICY_AT(w, "type"), f, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	if (streq(s, "env_var")) {
+		c->injection = POLICY_INJECTION_ENV_VAR;
+		fields = env_var_fields;
+	} else if (streq(s, "file")) {
+		c->injection = POLICY_INJECTION_FILE;
+		fields = file_fields;
+	} else if (streq(s, "sidecar")) {
+		c->injection = POLICY_INJECTION_SIDECAR;
+		fields = sidecar_fields;
+	} else {
+		return policy_error(err, -EINVAL, POLICY_AT(w, "type"),
+				    "%s is not an injection type (env_var, file or sidecar)",
+				    QUOTE(s));
+	}
+	(void)snprintf(what, sizeof(what), "for injection type \"%s\" ", s);
+	r = policy_json_check_fields(w, o, fields, c->injection == POLICY_INJECTION_SIDECAR ? 3 : 2,
+				     what, err);
+	if (r < 0)
+		return r;
+
+	/* fields[1] is the required one. */
+	if (!json_object_object_get_ex(o, fields[1].name, &f))
+		return policy_json_missing(POLICY_AT(w, fields[1].name), err);
+	r = policy_json_string(POLICY_AT(w, fields[1].name), f, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	switch (c->injection) {
+	case POLICY_INJECTION_ENV_VAR:
+		return parse_injection_env_var(p, c, POLICY_AT(w, "var_name"), s, err);
+	case POLICY_INJECTION_FILE:
+		return parse_injection_file(p, idx, POLICY_AT(w, "path"), s, err);
+	case POLICY_INJECTION_SIDECAR:
+		return parse_injection_sidecar(c, w, o, s, err);
+	}
+	return -EINVAL;
+}
+
+/* The name of credentials[idx], unique among the credentials before it. */
+static int parse_name(struct policy *p, size_t idx, const struct policy_where *w,
+		      struct json_object *v, struct al_error *err)
+{
+	const char *s;
+	int r;
+
+	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	if (!policy_is_name(s, POLICY_NAME_MAX))
+		return policy_error(err, -EINVAL, w,
+				    "%s is not a valid credential name ([A-Za-z0-9_.-]{1,%d})",
+				    QUOTE(s), POLICY_NAME_MAX);
+	for (size_t i = 0; i < idx; i++)
+		if (streq(p->credentials[i].name, s))
+			return policy_error(err, -EINVAL, w,
+					    "%s is already the name of credentials[%zu]", QUOTE(s),
+					    i);
+	return policy_strdup(s, &p->credentials[idx].name);
+}
+
+static int parse_credential(struct policy *p, size_t idx, const struct policy_where *w,
+			    struct json_object *o, struct al_error *err)
+{
+	static const struct policy_field fields[] = {
+	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"},
+	};
+	struct policy_credential *c = &p->credentials[idx];
+	struct json_object *f;
+	int r;
+
+	r = policy_json_object(w, o, err);
+	if (r < 0)
+		return r;
+	r = policy_json_check_fields(w, o, fields, ELEMENTSOF(fields), NULL, err);
+	if (r < 0)
+		return r;
+
+	if (!json_object_object_get_ex(o, "name", &f))
+		return policy_json_missing(POLICY_AT(w, "name"), err);
+	r = parse_name(p, idx, POLICY_AT(w, "name"), f, err);
+	if (r < 0)
+		return r;
+
+	if (!json_object_object_get_ex(o, "source", &f))
+		return policy_json_missing(POLICY_AT(w, "source"), err);
+	r = parse_source(c, POLICY_AT(w, "source"), f, err);
+	if (r < 0)
+		return r;
+
+	if (!json_object_object_get_ex(o, "injection", &f))
+		return policy_json_missing(POLICY_AT(w, "injection"), err);
+	r = parse_injection(p, idx, POLICY_AT(w, "injection"), f, err);
+	if (r < 0)
+		return r;
+
+	if (json_object_object_get_ex(o, "expose", &f)) {
+		r = policy_json_bool(POLICY_AT(w, "expose"), f, &c->expose, err);
+		if (r < 0)
+			return r;
+		if (c->expose && c->injection == POLICY_INJECTION_SIDECAR)
+			return policy_error(err, -EINVAL, POLICY_AT(w, "expose"),
+					    "a sidecar credential is never given to the sandbox, "
+					    "so it cannot be exposed");
+	}
+
+	if (json_object_object_get_ex(o, "hosts", &f)) {
+		r = policy_json_strv(POLICY_AT(w, "hosts"), f, host_item, &c->hosts, err);
+		if (r < 0)
+			return r;
+	}
+	if (c->hosts.n == 0 && !c->expose)
+		return policy_error(
+		    err, -EINVAL, POLICY_AT(w, "hosts"),
+		    "a credential needs at least one host, unless \"expose\" is true");
+	return 0;
+}
+
+int policy_parse_credentials(struct policy *p, const struct policy_where *w, struct json_object *v,
+			     struct al_error *err)
+{
+	size_t n;
+	int r;
+
+	r = policy_json_array(w, v, &n, err);
+	if (r < 0 || n == 0)
+		return r;
+	p->credentials = calloc(n, sizeof(*p->credentials));
+	if (!p->credentials)
+		return -ENOMEM;
+	p->n_credentials = n;
+	for (size_t i = 0; i < n; i++) {
+		r = parse_credential(p, i, &POLICY_WHERE_INDEX(w, i),
+				     json_object_array_get_idx(v, i), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
