@@ -165,7 +165,8 @@ void launcher_context_done(struct launcher_context *ctx);
 /* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
 
 enum launcher_sync_type {
-	LAUNCHER_SYNC_GO = 1,	  /* parent -> child: maps written, cgroup attached */
+	LAUNCHER_SYNC_GO = 1,	  /* parent -> child: id maps written, build the root */
+	LAUNCHER_SYNC_ATTACHED,	  /* parent -> child: now in the sandbox's cgroup(s) */
 	LAUNCHER_SYNC_READY,	  /* child -> parent: sandbox built (+ seccomp listener fd) */
 	LAUNCHER_SYNC_ERROR,	  /* child -> parent: setup failed, see err */
 	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */

@@ -5,6 +5,7 @@
  * cgroup), then supervises: output, signals, timeout, seccomp notifications, the end. */
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -140,10 +141,7 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 						  "executables: cannot be enforced: landlock is not "
 						  "available on this kernel; see airlock doctor");
 	}
-	r = launcher_seccomp_compile(p->seccomp, &run->ctx.seccomp, err);
-	if (r < 0)
-		return r;
-	return launcher_cgroup_new(run->ctx.id, &p->resources, &run->cgroup, err);
+	return launcher_seccomp_compile(p->seccomp, &run->ctx.seccomp, err);
 }
 
 static int spawn(struct run *run, struct al_error *err)
@@ -217,6 +215,8 @@ static int write_id_maps(struct run *run, struct al_error *err)
 	return 0;
 }
 
+/* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
+ * cgroup namespace, and runs no code but airlock's, only after ATTACHED. */
 static int handshake(struct run *run, struct al_error *err)
 {
 	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
@@ -227,15 +227,22 @@ static int handshake(struct run *run, struct al_error *err)
 		if (r < 0)
 			return r;
 	}
-	if (run->cgroup) {
-		r = launcher_cgroup_attach(run->cgroup, run->pid);
-		if (r < 0)
-			return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
-	}
 	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
 	run_step(run, "clone");
+
+	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
+	if (r < 0)
+		return r;
+	r = launcher_cgroup_attach(run->cgroup, run->pid);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
+	m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ATTACHED};
+	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to start the sandbox");
+	run_step(run, "cgroup");
 
 	r = launcher_sync_recv(run->sync_fd, &m, &run->notify_fd);
 	if (r == -EPIPE)
@@ -251,7 +258,8 @@ static int handshake(struct run *run, struct al_error *err)
 	for (uint32_t i = 0; i < m.n_steps; i++)
 		if (run->result->n_steps < LAUNCHER_STEP_MAX) {
 			/* Names point into static storage: map them to our own constants. */
-			static const char *const known[] = {"mounts", "caps", "landlock", "seccomp"};
+			static const char *const known[] = {"mounts", "caps", "landlock", "seccomp",
+							    "wait"};
 			const char *name = "child";
 
 			for (size_t k = 0; k < ELEMENTSOF(known); k++)
@@ -338,6 +346,7 @@ static void on_sync(struct run *run)
 			run->exec_failed = true;
 			run->exec_error = m.value;
 		} else if (m.type == LAUNCHER_SYNC_STATUS) {
+			log_debug("Command ended after %" PRIu64 "us", launcher_now_usec() - run->t_last);
 			run->got_status = true;
 			run->status = m;
 		}
@@ -401,6 +410,7 @@ static void on_exit_of_init(struct run *run)
 	if (waitid(P_PIDFD, (id_t)run->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
 		return;
 	run->reaped = true;
+	log_debug("Sandbox's init reaped after %" PRIu64 "us", launcher_now_usec() - run->t_last);
 	run->init_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 	(void)al_fd_nonblock(run->sync_fd, true);
 	on_sync(run);

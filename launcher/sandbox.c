@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -20,8 +21,6 @@
 
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
-
-#define EXEC_SEARCH_MAX 4096
 
 struct steps {
 	struct launcher_sync_msg *msg;
@@ -98,60 +97,57 @@ static int set_limits(const struct policy *p, struct al_error *err)
 	return 0;
 }
 
-/* execvpe() searches the caller's PATH, not the new environment's: search the sandbox's PATH
- * ourselves, with execvp()'s rules (EACCES remembered, ENOENT/ENOTDIR skipped). */
-static int exec_command(char *const *argv, char *const *envp)
+/* Starts the command with posix_spawnp(): glibc's vfork-style clone shares init's memory until
+ * the exec instead of copying the page tables of a fork of airlock, and reports exec errors
+ * itself. PATH is searched in the sandbox's environment: posix_spawnp() reads environ, which
+ * init has no other use for. Returns 0 or the exec error as -errno. */
+static int spawn_command(const struct launcher_context *ctx, pid_t *ret)
 {
-	const char *path = "/usr/local/bin:/usr/bin:/bin";
-	char buf[EXEC_SEARCH_MAX];
-	bool seen_eacces = false;
-
-	if (strchr(argv[0], '/')) {
-		execve(argv[0], argv, envp);
-		return -errno;
-	}
-	for (char *const *e = envp; *e; e++)
-		if (startswith(*e, "PATH="))
-			path = *e + 5;
-	for (const char *p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		size_t dl = (size_t)(end - p);
-
-		if (dl + strlen(argv[0]) + 2 <= sizeof(buf)) {
-			memcpy(buf, dl ? p : ".", dl ? dl : 1);
-			dl = dl ? dl : 1;
-			buf[dl] = '/';
-			strcpy(buf + dl + 1, argv[0]);
-			execve(buf, argv, envp);
-			if (errno == EACCES)
-				seen_eacces = true;
-			else if (errno != ENOENT && errno != ENOTDIR)
-				return -errno;
-		}
-		if (!*end)
-			break;
-		p = end;
-	}
-	return seen_eacces ? -EACCES : -ENOENT;
-}
-
-_noreturn_ static void command_main(const struct launcher_context *ctx, int sync_fd)
-{
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED};
-	sigset_t none;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	int r;
 
-	/* The init's signal mask and its ignored SIGPIPE must not reach the command. */
 	(void)sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		(void)signal(s, SIG_DFL);
-	if (chdir(ctx->policy->workspace.mount) < 0)
-		(void)!chdir("/");
-	r = exec_command(ctx->opts->argv, ctx->envp);
-	m.value = r;
+	(void)sigfillset(&all);
+	(void)sigdelset(&all, SIGKILL);
+	(void)sigdelset(&all, SIGSTOP);
+	r = posix_spawnattr_init(&attr);
+	if (r != 0)
+		return -r;
+	r = posix_spawn_file_actions_init(&fa);
+	if (r != 0) {
+		(void)posix_spawnattr_destroy(&attr);
+		return -r;
+	}
+	/* The init's signal mask and its ignored SIGPIPE must not reach the command. */
+	r = posix_spawnattr_setsigmask(&attr, &none);
+	if (r == 0)
+		r = posix_spawnattr_setsigdefault(&attr, &all);
+	if (r == 0)
+		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	if (r == 0)
+		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
+	if (r == 0) {
+		environ = ctx->envp;
+		r = posix_spawnp(ret, ctx->opts->argv[0], &fa, &attr, ctx->opts->argv, ctx->envp);
+	}
+	(void)posix_spawn_file_actions_destroy(&fa);
+	(void)posix_spawnattr_destroy(&attr);
+	return -r;
+}
+
+_noreturn_ static void report_exec_failure(int sync_fd, int r)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r};
+
 	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	_exit(r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC);
+	m = (struct launcher_sync_msg){
+		.type = LAUNCHER_SYNC_STATUS,
+		.value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
+	};
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	_exit(0);
 }
 
 static int install_stdio(const struct launcher_context *ctx, struct al_error *err)
@@ -165,7 +161,7 @@ static int install_stdio(const struct launcher_context *ctx, struct al_error *er
 
 _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 {
-	struct launcher_sync_msg m = {0};
+	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
 	sigset_t forwarded;
@@ -174,21 +170,25 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	/* Die with airlock. If airlock is already gone, GO never comes: the read sees EOF. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(sync_fd, &m, -errno);
-	r = launcher_sync_recv(sync_fd, &m, NULL);
-	if (r < 0 || m.type != LAUNCHER_SYNC_GO)
+	r = launcher_sync_recv(sync_fd, &in, NULL);
+	if (r < 0 || in.type != LAUNCHER_SYNC_GO)
 		_exit(LAUNCHER_EXIT_FAILED);
-	memset(&m, 0, sizeof(m));
 	s.last = launcher_now_usec();
 
-	/* Joined the cgroup(s) before this: the namespace's root is the sandbox's own cgroup. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
 	if (sethostname("airlock", strlen("airlock")) < 0)
 		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to set the hostname"));
 	r = launcher_rootfs_setup(ctx, &m.err);
 	if (r < 0)
 		fail(sync_fd, &m, r);
 	step(&s, "mounts");
+
+	/* In the cgroup(s) from here on: the cgroup namespace's root is the sandbox's own cgroup. */
+	r = launcher_sync_recv(sync_fd, &in, NULL);
+	if (r < 0 || in.type != LAUNCHER_SYNC_ATTACHED)
+		_exit(LAUNCHER_EXIT_FAILED);
+	step(&s, "wait");
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
 
 	r = install_stdio(ctx, &m.err);
 	if (r >= 0 && setsid() < 0)
@@ -236,15 +236,9 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	if (r < 0)
 		_exit(LAUNCHER_EXIT_FAILED);
 
-	cmd = fork();
-	if (cmd < 0) {
-		memset(&m, 0, sizeof(m));
-		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to fork the command"));
-	}
-	if (cmd == 0) {
-		sigfd = al_close(sigfd);
-		command_main(ctx, sync_fd);
-	}
+	r = spawn_command(ctx, &cmd);
+	if (r < 0)
+		report_exec_failure(sync_fd, r);
 	/* pid 1 keeps no stdio: the command's output must reach EOF when the command is done. */
 	r = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (r >= 0) {
