@@ -50,7 +50,8 @@ int cli_policy(int argc, char **argv)
 		return verb ? 0 : CLI_EXIT_FAILURE;
 	}
 	if (argc > 3 || (streq(verb, "check") && !file)) {
-		log_error("Usage: airlock policy %s%s", verb, streq(verb, "check") ? " FILE" : " [FILE]");
+		log_error("Usage: airlock policy %s%s", verb,
+			  streq(verb, "check") ? " FILE" : " [FILE]");
 		return CLI_EXIT_FAILURE;
 	}
 	if (!streq(verb, "check") && !streq(verb, "hash") && !streq(verb, "show")) {
@@ -69,7 +70,8 @@ int cli_policy(int argc, char **argv)
 	else {
 		r = policy_to_canonical_json(p, &json);
 		if (r < 0)
-			return log_error_errno(r, "Failed to serialize the policy: %m"), CLI_EXIT_FAILURE;
+			return log_error_errno(r, "Failed to serialize the policy: %m"),
+			       CLI_EXIT_FAILURE;
 		printf("%s\n", json);
 	}
 	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILURE;
@@ -83,7 +85,8 @@ int cli_doctor(int argc, char **argv)
 	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		printf("Usage: airlock doctor [--json]\n\n"
 		       "Probe, by trying them, the kernel features airlock needs, and print a fix\n"
-		       "for each one that is missing. Exit status 1 when a required one is missing.\n");
+		       "for each one that is missing. Exit status 1 when a required one is "
+		       "missing.\n");
 		return 0;
 	}
 	if (argc > 2 || (argc == 2 && !json)) {

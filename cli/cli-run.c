@@ -32,31 +32,32 @@ static size_t arg_n_overrides;
 
 static void help(void)
 {
-	printf("Usage: airlock run [OPTIONS] [--] CMD [ARG...]\n"
-	       "\n"
-	       "Run CMD in a sandbox: new user (when not root), mount, pid, net, ipc, uts and cgroup\n"
-	       "namespaces, a read-only root with the host's /usr, the workspace at /workspace,\n"
-	       "seccomp, landlock, cgroup limits and a scrubbed environment.\n"
-	       "\n"
-	       "Options:\n"
-	       "  -p, --policy FILE          Policy file (JSON); default: the embedded default\n"
-	       "  -w, --workspace DIR        Host folder to mount as the workspace\n"
-	       "  -a, --allow HOST[:PORT]    Allow egress to HOST (a name, *.suffix, an address or\n"
-	       "                             CIDR); without PORT, 80 and 443 (repeatable)\n"
-	       "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
-	       "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
-	       "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
-	       "  -s, --seccomp LEVEL        baseline, restricted or strict\n"
-	       "      --kill-after DURATION  Grace between SIGTERM and SIGKILL on timeout (2s)\n"
-	       "      --audit FILE           Append audit events (JSON lines) to FILE\n"
-	       "      --json                 Capture stdout and stderr (1 MiB each) and print one\n"
-	       "                             JSON result object on stdout\n"
-	       "      --timing               Report how long each launch step took\n"
-	       "  -h, --help                 Print this help\n"
-	       "\n"
-	       "Exit status: the command's own; 128+N when it died of signal N; 124 on timeout;\n"
-	       "125 when airlock failed or refused; 126 when CMD cannot be executed; 127 when CMD\n"
-	       "is not found.\n");
+	printf(
+	    "Usage: airlock run [OPTIONS] [--] CMD [ARG...]\n"
+	    "\n"
+	    "Run CMD in a sandbox: new user (when not root), mount, pid, net, ipc, uts and cgroup\n"
+	    "namespaces, a read-only root with the host's /usr, the workspace at /workspace,\n"
+	    "seccomp, landlock, cgroup limits and a scrubbed environment.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -p, --policy FILE          Policy file (JSON); default: the embedded default\n"
+	    "  -w, --workspace DIR        Host folder to mount as the workspace\n"
+	    "  -a, --allow HOST[:PORT]    Allow egress to HOST (a name, *.suffix, an address or\n"
+	    "                             CIDR); without PORT, 80 and 443 (repeatable)\n"
+	    "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
+	    "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
+	    "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
+	    "  -s, --seccomp LEVEL        baseline, restricted or strict\n"
+	    "      --kill-after DURATION  Grace between SIGTERM and SIGKILL on timeout (2s)\n"
+	    "      --audit FILE           Append audit events (JSON lines) to FILE\n"
+	    "      --json                 Capture stdout and stderr (1 MiB each) and print one\n"
+	    "                             JSON result object on stdout\n"
+	    "      --timing               Report how long each launch step took\n"
+	    "  -h, --help                 Print this help\n"
+	    "\n"
+	    "Exit status: the command's own; 128+N when it died of signal N; 124 on timeout;\n"
+	    "125 when airlock failed or refused; 126 when CMD cannot be executed; 127 when CMD\n"
+	    "is not found.\n");
 }
 
 static int override_add(int opt, const char *arg)
@@ -74,19 +75,19 @@ static int parse_argv(int argc, char **argv)
 {
 	enum { ARG_KILL_AFTER = 0x100, ARG_AUDIT, ARG_JSON, ARG_TIMING };
 	static const struct option options[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"workspace", required_argument, NULL, 'w'},
-		{"allow", required_argument, NULL, 'a'},
-		{"memory", required_argument, NULL, 'm'},
-		{"timeout", required_argument, NULL, 't'},
-		{"env", required_argument, NULL, 'e'},
-		{"seccomp", required_argument, NULL, 's'},
-		{"kill-after", required_argument, NULL, ARG_KILL_AFTER},
-		{"audit", required_argument, NULL, ARG_AUDIT},
-		{"json", no_argument, NULL, ARG_JSON},
-		{"timing", no_argument, NULL, ARG_TIMING},
-		{"help", no_argument, NULL, 'h'},
-		{},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"workspace", required_argument, NULL, 'w'},
+	    {"allow", required_argument, NULL, 'a'},
+	    {"memory", required_argument, NULL, 'm'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"env", required_argument, NULL, 'e'},
+	    {"seccomp", required_argument, NULL, 's'},
+	    {"kill-after", required_argument, NULL, ARG_KILL_AFTER},
+	    {"audit", required_argument, NULL, ARG_AUDIT},
+	    {"json", no_argument, NULL, ARG_JSON},
+	    {"timing", no_argument, NULL, ARG_TIMING},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	int c;
 
@@ -106,8 +107,8 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_KILL_AFTER:
 			if (al_parse_duration(optarg, &arg_kill_after_usec) < 0)
-				return log_error_errno(-EINVAL, "--kill-after: \"%s\" is not a duration",
-						       optarg);
+				return log_error_errno(
+				    -EINVAL, "--kill-after: \"%s\" is not a duration", optarg);
 			break;
 		case ARG_AUDIT:
 			arg_audit = optarg;
@@ -126,7 +127,8 @@ static int parse_argv(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return log_error_errno(-EINVAL, "Missing command: airlock run [OPTIONS] -- CMD [ARG...]");
+		return log_error_errno(-EINVAL,
+				       "Missing command: airlock run [OPTIONS] -- CMD [ARG...]");
 	return 1;
 }
 
@@ -184,7 +186,11 @@ static char *utf8_sanitize(const char *s, size_t len)
 		return NULL;
 	while (i < len) {
 		unsigned char c = (unsigned char)s[i];
-		size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+		size_t n = c < 0x80	      ? 1
+			   : (c >> 5) == 0x6  ? 2
+			   : (c >> 4) == 0xe  ? 3
+			   : (c >> 3) == 0x1e ? 4
+					      : 0;
 		bool ok = n > 0 && i + n <= len;
 
 		for (size_t k = 1; ok && k < n; k++)
@@ -249,7 +255,8 @@ static int print_json(const struct policy *p, const struct launcher_result *res)
 
 		if (!e || al_json_add(e, "kind", json_object_new_string(res->violations[i].kind)) ||
 		    al_json_add(e, "detail", json_object_new_string(res->violations[i].detail)) ||
-		    al_json_add(e, "count", json_object_new_int64((int64_t)res->violations[i].count)) ||
+		    al_json_add(e, "count",
+				json_object_new_int64((int64_t)res->violations[i].count)) ||
 		    json_object_array_add(v, e) < 0)
 			r = -ENOMEM;
 	}
@@ -280,8 +287,8 @@ static void print_timing(const struct launcher_result *res)
 	size_t l = 0;
 
 	for (size_t i = 0; i < res->n_steps && l < sizeof(line); i++)
-		l += (size_t)snprintf(line + l, sizeof(line) - l, "%s%s=%" PRIu64 "us", i ? " " : "",
-				      res->steps[i].name, res->steps[i].usec);
+		l += (size_t)snprintf(line + l, sizeof(line) - l, "%s%s=%" PRIu64 "us",
+				      i ? " " : "", res->steps[i].name, res->steps[i].usec);
 	log_notice("Timing: %s total=%" PRIu64 "us", line, res->duration_usec);
 }
 
@@ -308,11 +315,11 @@ int cli_run(int argc, char **argv)
 	if (r < 0)
 		return LAUNCHER_EXIT_FAILED;
 	opts = (struct launcher_options){
-		.argv = argv + optind,
-		.capture = arg_json,
-		.kill_grace_usec = arg_kill_after_usec,
-		.audit_path = arg_audit,
-		.timing = arg_timing,
+	    .argv = argv + optind,
+	    .capture = arg_json,
+	    .kill_grace_usec = arg_kill_after_usec,
+	    .audit_path = arg_audit,
+	    .timing = arg_timing,
 	};
 	r = launcher_run(p, &opts, &res, &err);
 	if (r < 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/argv-util.h"
 #include "common/fd-util.h"
 #include "common/log.h"
 
@@ -53,16 +54,17 @@ static void sanitize_process(void)
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"verbose", no_argument, NULL, 'v'},
-		{"log-level", required_argument, NULL, 'L'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"log-level", required_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {},
 	};
 	const char *env_level = getenv("AIRLOCK_LOG");
 	const char *verb;
 	int c;
 
+	al_argv_save(argc, argv);
 	sanitize_process();
 	if (env_level && al_log_set_max_level_from_string(env_level) < 0)
 		log_warning("Ignoring AIRLOCK_LOG=%s: not a log level", env_level);

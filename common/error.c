@@ -12,7 +12,7 @@ static void error_sanitize(struct al_error *err)
 }
 
 _printf_(4, 0) static int error_vset(struct al_error *err, int code, bool with_errno,
-				      const char *fmt, va_list ap)
+				     const char *fmt, va_list ap)
 {
 	size_t l;
 

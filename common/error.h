@@ -8,7 +8,7 @@
 #define AL_ERROR_MSG_MAX 512
 
 struct al_error {
-	int code;		     /* negative errno, 0 when unset */
+	int code;		    /* negative errno, 0 when unset */
 	char msg[AL_ERROR_MSG_MAX]; /* NUL-terminated, one line */
 };
 

@@ -31,8 +31,9 @@ int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object
 	for (; off < len; off++)
 		if (!strchr(" \t\r\n", buf[off])) {
 			(void)json_object_put(o);
-			return al_error_set(err, -EINVAL,
-					    "invalid JSON at byte %zu: trailing data after the value", off);
+			return al_error_set(
+			    err, -EINVAL, "invalid JSON at byte %zu: trailing data after the value",
+			    off);
 		}
 	*ret = o;
 	return 0;
@@ -54,7 +55,8 @@ int al_json_to_string(struct json_object *obj, char **ret)
 	const char *s;
 	char *d;
 
-	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	s = json_object_to_json_string_ext(obj,
+					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!s)
 		return -ENOMEM;
 	d = strdup(s);

@@ -13,8 +13,8 @@ enum al_log_level al_log_max_level = AL_LOG_NOTICE;
 int al_log_set_max_level_from_string(const char *s)
 {
 	static const char *const names[] = {
-		[AL_LOG_ERR] = "err",	  [AL_LOG_WARNING] = "warning", [AL_LOG_NOTICE] = "notice",
-		[AL_LOG_INFO] = "info", [AL_LOG_DEBUG] = "debug",
+	    [AL_LOG_ERR] = "err",   [AL_LOG_WARNING] = "warning", [AL_LOG_NOTICE] = "notice",
+	    [AL_LOG_INFO] = "info", [AL_LOG_DEBUG] = "debug",
 	};
 	char *end;
 	long v;

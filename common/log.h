@@ -29,7 +29,7 @@ int al_log_set_max_level_from_string(const char *s);
 /* Writes one line. errno is set to -error (when error < 0) so that %m prints it.
  * Returns error, or 0 when error >= 0. Preserves errno. */
 int al_log_internal(enum al_log_level level, int error, const char *module, const char *fmt, ...)
-	_printf_(4, 5);
+    _printf_(4, 5);
 
 #define al_log_full(level, error, ...)                                                             \
 	({                                                                                         \

@@ -17,7 +17,7 @@
 #include "launcher/launcher-internal.h"
 
 /* Host folders that must never be handed to a sandbox writable as its workspace. */
-static const char *const blocked_roots[] = {"/", "/etc", "/var", "/proc", "/sys", "/dev",
+static const char *const blocked_roots[] = {"/",     "/etc", "/var", "/proc", "/sys", "/dev",
 					    "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64"};
 
 static int bind_add(struct launcher_context *ctx, const char *source, const char *target,
@@ -60,9 +60,9 @@ static int add_workspace(struct launcher_context *ctx, struct al_error *err)
 		return al_error_set(err, -ENOTDIR, "workspace.root: %s is not a folder", root);
 	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
 		if (streq(root, blocked_roots[i]))
-			return al_error_set(err, -EPERM,
-					    "workspace.root: refusing to expose %s as the workspace",
-					    root);
+			return al_error_set(
+			    err, -EPERM, "workspace.root: refusing to expose %s as the workspace",
+			    root);
 	return bind_add(ctx, root, p->workspace.mount, false, "workspace.root", err);
 }
 
@@ -112,6 +112,25 @@ static int make_identity(struct launcher_context *ctx)
 	return 0;
 }
 
+static int strv_copy(char *const *l, char ***ret)
+{
+	_cleanup_(launcher_strv_freep) char **c = NULL;
+	size_t n = 0;
+
+	while (l[n])
+		n++;
+	c = calloc(n + 1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		c[i] = strdup(l[i]);
+		if (!c[i])
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
 static int read_cap_last(void)
 {
 	_cleanup_free_ char *s = NULL;
@@ -130,13 +149,13 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	int r;
 
 	*ctx = (struct launcher_context){
-		.policy = p,
-		.opts = opts,
-		.uid = geteuid(),
-		.gid = getegid(),
-		.stdout_w = -EBADF,
-		.stderr_w = -EBADF,
-		.sync_fd = -EBADF,
+	    .policy = p,
+	    .opts = opts,
+	    .uid = geteuid(),
+	    .gid = getegid(),
+	    .stdout_w = -EBADF,
+	    .stderr_w = -EBADF,
+	    .sync_fd = -EBADF,
 	};
 	ctx->userns = ctx->uid != 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -148,7 +167,9 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 		if (!ctx->image)
 			return -ENOMEM;
 	}
-	r = add_workspace(ctx, err);
+	r = strv_copy(opts->argv, &ctx->argv);
+	if (r >= 0)
+		r = add_workspace(ctx, err);
 	if (r >= 0)
 		r = add_mounts(ctx, err);
 	if (r >= 0)
@@ -169,6 +190,7 @@ void launcher_context_done(struct launcher_context *ctx)
 	free(ctx->etc_passwd);
 	free(ctx->etc_group);
 	launcher_strv_free(ctx->envp);
+	launcher_strv_free(ctx->argv);
 	launcher_seccomp_filter_done(&ctx->seccomp);
 	ctx->stdout_w = al_close(ctx->stdout_w);
 	ctx->stderr_w = al_close(ctx->stderr_w);

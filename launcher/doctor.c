@@ -63,34 +63,29 @@ struct doctor {
 
 /* ---- facts about the machine ---- */
 
-/* An integer from a /proc file, or -1 when it is absent or unreadable. */
-static long read_proc_long(const char *path)
+/* True when the /proc file exists and holds the integer want. */
+static bool proc_value_is(const char *path, long want)
 {
 	_cleanup_free_ char *text = NULL;
 	char *end;
 	long v;
 
 	if (al_read_file_at(AT_FDCWD, path, 4096, &text, NULL) < 0)
-		return -1;
+		return false;
 	v = strtol(text, &end, 10);
-	return end == text ? -1 : v;
+	return end != text && v == want;
 }
 
-/* The Seccomp: mode of this process (0 none, 1 strict, 2 filter), or -1. */
-static int self_seccomp_mode(void)
+/* True when this process runs under a seccomp filter (Seccomp: 2), as inside most containers. */
+static bool self_is_filtered(void)
 {
 	_cleanup_free_ char *status = NULL;
 	const char *p;
 
 	if (al_read_file_at(AT_FDCWD, "/proc/self/status", 65536, &status, NULL) < 0)
-		return -1;
+		return false;
 	p = strstr(status, "\nSeccomp:");
-	return p ? atoi(p + strlen("\nSeccomp:")) : -1;
-}
-
-static bool self_is_filtered(void)
-{
-	return self_seccomp_mode() == 2;
+	return p && atoi(p + strlen("\nSeccomp:")) == 2;
 }
 
 /* What blocks a feature, and how to unblock it. */
@@ -131,11 +126,11 @@ static const struct blocker blocker_unprivileged =
 static const struct blocker *userns_blocker(bool unprivileged)
 {
 	if (unprivileged &&
-	    read_proc_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+	    proc_value_is("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 1))
 		return &blocker_apparmor;
-	if (unprivileged && read_proc_long("/proc/sys/kernel/unprivileged_userns_clone") == 0)
+	if (unprivileged && proc_value_is("/proc/sys/kernel/unprivileged_userns_clone", 0))
 		return &blocker_debian;
-	if (read_proc_long("/proc/sys/user/max_user_namespaces") == 0)
+	if (proc_value_is("/proc/sys/user/max_user_namespaces", 0))
 		return &blocker_max;
 	if (self_is_filtered())
 		return &blocker_seccomp;

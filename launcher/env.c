@@ -31,7 +31,8 @@ static bool inherited_value_is_sane(const char *v)
 	l = strlen(v);
 	if (l == 0 || l > INHERITED_VALUE_MAX)
 		return false;
-	return strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@+") == l;
+	return strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@+") ==
+	       l;
 }
 
 static const char *policy_env_get(const struct policy *p, const char *name)
@@ -58,10 +59,10 @@ int launcher_env_build(const struct policy *p, char ***ret)
 		const char *name;
 		const char *fallback;
 	} base[] = {
-		{"PATH", DEFAULT_PATH},
-		{"HOME", DEFAULT_HOME},
-		{"LANG", DEFAULT_LANG},
-		{"TERM", NULL},
+	    {"PATH", DEFAULT_PATH},
+	    {"HOME", DEFAULT_HOME},
+	    {"LANG", DEFAULT_LANG},
+	    {"TERM", NULL},
 	};
 	_cleanup_(launcher_strv_freep) char **l = NULL;
 	size_t n = 0;

@@ -70,8 +70,8 @@ _noreturn_ static void report_and_exit(int sync_fd, int status)
 _noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd)
 {
 	struct pollfd pfd[2] = {
-		{.fd = sigfd, .events = POLLIN},
-		{.fd = sync_fd, .events = POLLIN},
+	    {.fd = sigfd, .events = POLLIN},
+	    {.fd = sync_fd, .events = POLLIN},
 	};
 	int status = 0;
 

@@ -38,10 +38,10 @@ void launcher_seccomp_filter_done(struct launcher_seccomp_filter *f);
 int launcher_seccomp_install(const struct launcher_seccomp_filter *f, int *ret_notify_fd);
 
 struct launcher_seccomp_violation {
-	pid_t pid;	 /* in airlock's pid namespace */
+	pid_t pid; /* in airlock's pid namespace */
 	int syscall_nr;
-	char name[32];	 /* syscall name, or "syscall_<nr>" */
-	int error;	 /* positive errno returned to the caller */
+	char name[32]; /* syscall name, or "syscall_<nr>" */
+	int error;     /* positive errno returned to the caller */
 };
 
 /* Supervisor side: receives one pending notification from notify_fd, answers it with the
@@ -132,8 +132,8 @@ const char *launcher_doctor_hint(uint64_t clone_flags, int error);
 #define LAUNCHER_NEWROOT "/newroot"
 
 struct launcher_bind {
-	char *source;	/* canonical host path (realpath), checked by the parent */
-	char *target;	/* absolute path in the sandbox */
+	char *source; /* canonical host path (realpath), checked by the parent */
+	char *target; /* absolute path in the sandbox */
 	bool read_only;
 	bool is_dir;
 };
@@ -141,19 +141,20 @@ struct launcher_bind {
 struct launcher_context {
 	const struct policy *policy;
 	const struct launcher_options *opts;
-	char id[32];			/* "<airlock pid>-<8 hex>" */
-	bool userns;			/* not root: the sandbox gets its own user namespace */
-	uid_t uid;			/* airlock's euid/egid, mapped to itself inside */
+	char id[32]; /* "<airlock pid>-<8 hex>" */
+	bool userns; /* not root: the sandbox gets its own user namespace */
+	uid_t uid;   /* airlock's euid/egid, mapped to itself inside */
 	gid_t gid;
-	char *image;			/* rootfs folder, or NULL for the host's /usr */
-	struct launcher_bind *binds;	/* workspace, extra mounts */
+	char *image;		     /* rootfs folder, or NULL for the host's /usr */
+	char **argv;		     /* a copy of the command: the child wipes main()'s argv */
+	struct launcher_bind *binds; /* workspace, extra mounts */
 	size_t n_binds;
-	char **envp;			/* the scrubbed environment of the command */
-	char *etc_passwd, *etc_group;	/* generated contents */
-	int cap_last;			/* /proc/sys/kernel/cap_last_cap */
+	char **envp;		      /* the scrubbed environment of the command */
+	char *etc_passwd, *etc_group; /* generated contents */
+	int cap_last;		      /* /proc/sys/kernel/cap_last_cap */
 	struct launcher_seccomp_filter seccomp;
-	int stdout_w, stderr_w;		/* write ends of the output pipes */
-	int sync_fd;			/* the child's end of the sync socket */
+	int stdout_w, stderr_w; /* write ends of the output pipes */
+	int sync_fd;		/* the child's end of the sync socket */
 };
 
 /* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
@@ -165,13 +166,13 @@ void launcher_context_done(struct launcher_context *ctx);
 /* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
 
 enum launcher_sync_type {
-	LAUNCHER_SYNC_GO = 1,	  /* parent -> child: id maps written, build the root */
-	LAUNCHER_SYNC_ATTACHED,	  /* parent -> child: now in the sandbox's cgroup(s) */
-	LAUNCHER_SYNC_READY,	  /* child -> parent: sandbox built (+ seccomp listener fd) */
-	LAUNCHER_SYNC_ERROR,	  /* child -> parent: setup failed, see err */
+	LAUNCHER_SYNC_GO = 1,	   /* parent -> child: id maps written, build the root */
+	LAUNCHER_SYNC_ATTACHED,	   /* parent -> child: now in the sandbox's cgroup(s) */
+	LAUNCHER_SYNC_READY,	   /* child -> parent: sandbox built (+ seccomp listener fd) */
+	LAUNCHER_SYNC_ERROR,	   /* child -> parent: setup failed, see err */
 	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */
-	LAUNCHER_SYNC_STATUS,	  /* init -> parent: the command ended: value = code, signal */
-	LAUNCHER_SYNC_TERMINATE,  /* parent -> init: SIGTERM every process (timeout) */
+	LAUNCHER_SYNC_STATUS,	   /* init -> parent: the command ended: value = code, signal */
+	LAUNCHER_SYNC_TERMINATE,   /* parent -> init: SIGTERM every process (timeout) */
 };
 
 #define LAUNCHER_SYNC_STEPS 8

@@ -104,8 +104,8 @@ static void audit(struct run *run, const char *kind, const struct al_audit_field
 
 static int open_audit(struct run *run, struct al_error *err)
 {
-	const char *path = run->ctx.opts->audit_path ? run->ctx.opts->audit_path
-						     : run->ctx.policy->audit;
+	const char *path =
+	    run->ctx.opts->audit_path ? run->ctx.opts->audit_path : run->ctx.policy->audit;
 	int r;
 
 	if (!path)
@@ -115,10 +115,10 @@ static int open_audit(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, r, "audit: cannot open %s", path);
 	audit(run, "exec",
 	      (struct al_audit_field[]){
-		      AL_AUDIT_SV("argv", run->ctx.opts->argv),
-		      AL_AUDIT_S("policy_hash", run->result->policy_hash),
-		      AL_AUDIT_I("uid", run->ctx.uid),
-		      AL_AUDIT_S("seccomp", policy_seccomp_to_string(run->ctx.policy->seccomp)),
+		  AL_AUDIT_SV("argv", run->ctx.opts->argv),
+		  AL_AUDIT_S("policy_hash", run->result->policy_hash),
+		  AL_AUDIT_I("uid", run->ctx.uid),
+		  AL_AUDIT_S("seccomp", policy_seccomp_to_string(run->ctx.policy->seccomp)),
 	      },
 	      4);
 	return 0;
@@ -137,9 +137,10 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 	if (p->executables.n > 0) {
 		abi = launcher_landlock_abi();
 		if (abi < 1)
-			return al_error_set_errno(err, abi < 0 ? abi : -EOPNOTSUPP,
-						  "executables: cannot be enforced: landlock is not "
-						  "available on this kernel; see airlock doctor");
+			return al_error_set_errno(
+			    err, abi < 0 ? abi : -EOPNOTSUPP,
+			    "executables: cannot be enforced: landlock is not "
+			    "available on this kernel; see airlock doctor");
 	}
 	return launcher_seccomp_compile(p->seccomp, &run->ctx.seccomp, err);
 }
@@ -148,8 +149,8 @@ static int spawn(struct run *run, struct al_error *err)
 {
 	int sp[2], out[2], errp[2];
 	struct clone_args args = {.exit_signal = SIGCHLD};
-	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			 CLONE_PIDFD;
+	uint64_t flags =
+	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
 	int pidfd = -EBADF;
 	long pid;
 
@@ -266,7 +267,7 @@ static int handshake(struct run *run, struct al_error *err)
 				if (streq(m.steps[i].name, known[k]))
 					name = known[k];
 			run->result->steps[run->result->n_steps++] =
-				(struct launcher_step){name, m.steps[i].usec};
+			    (struct launcher_step){name, m.steps[i].usec};
 		}
 	run->t_last = launcher_now_usec();
 	return 0;
@@ -275,8 +276,8 @@ static int handshake(struct run *run, struct al_error *err)
 static int arm_timer(int fd, uint64_t usec)
 {
 	struct itimerspec its = {
-		.it_value = {.tv_sec = (time_t)(usec / 1000000u),
-			     .tv_nsec = (long)(usec % 1000000u) * 1000},
+	    .it_value = {.tv_sec = (time_t)(usec / 1000000u),
+			 .tv_nsec = (long)(usec % 1000000u) * 1000},
 	};
 
 	if (usec == 0)
@@ -323,7 +324,8 @@ static void record_violation(struct launcher_result *res, const char *kind, cons
 	struct launcher_violation *v;
 
 	for (size_t i = 0; i < res->n_violations; i++)
-		if (streq(res->violations[i].kind, kind) && streq(res->violations[i].detail, detail)) {
+		if (streq(res->violations[i].kind, kind) &&
+		    streq(res->violations[i].detail, detail)) {
 			res->violations[i].count++;
 			return;
 		}
@@ -346,7 +348,8 @@ static void on_sync(struct run *run)
 			run->exec_failed = true;
 			run->exec_error = m.value;
 		} else if (m.type == LAUNCHER_SYNC_STATUS) {
-			log_debug("Command ended after %" PRIu64 "us", launcher_now_usec() - run->t_last);
+			log_debug("Command ended after %" PRIu64 "us",
+				  launcher_now_usec() - run->t_last);
 			run->got_status = true;
 			run->status = m;
 		}
@@ -391,10 +394,10 @@ static void on_notify(struct run *run, short revents)
 			record_violation(run->result, "seccomp", v.name);
 			audit(run, "violation",
 			      (struct al_audit_field[]){
-				      AL_AUDIT_S("violation", "seccomp"),
-				      AL_AUDIT_S("syscall", v.name),
-				      AL_AUDIT_I("pid", v.pid),
-				      AL_AUDIT_I("errno", v.error),
+				  AL_AUDIT_S("violation", "seccomp"),
+				  AL_AUDIT_S("syscall", v.name),
+				  AL_AUDIT_I("pid", v.pid),
+				  AL_AUDIT_I("errno", v.error),
 			      },
 			      4);
 		}
@@ -423,10 +426,12 @@ static void supervise(struct run *run)
 	struct pollfd pfd[PFD_MAX];
 
 	for (;;) {
-		pfd[PFD_SYNC] = (struct pollfd){.fd = run->reaped ? -1 : run->sync_fd, .events = POLLIN};
+		pfd[PFD_SYNC] =
+		    (struct pollfd){.fd = run->reaped ? -1 : run->sync_fd, .events = POLLIN};
 		pfd[PFD_OUT] = (struct pollfd){.fd = run->out_fd, .events = POLLIN};
 		pfd[PFD_ERR] = (struct pollfd){.fd = run->err_fd, .events = POLLIN};
-		pfd[PFD_PIDFD] = (struct pollfd){.fd = run->reaped ? -1 : run->pidfd, .events = POLLIN};
+		pfd[PFD_PIDFD] =
+		    (struct pollfd){.fd = run->reaped ? -1 : run->pidfd, .events = POLLIN};
 		pfd[PFD_SIGNAL] = (struct pollfd){.fd = run->sig_fd, .events = POLLIN};
 		pfd[PFD_TIMER] = (struct pollfd){.fd = run->timer_fd, .events = POLLIN};
 		pfd[PFD_NOTIFY] = (struct pollfd){.fd = run->notify_fd, .events = POLLIN};
@@ -438,9 +443,11 @@ static void supervise(struct run *run)
 			log_debug_errno(-errno, "poll() failed: %m");
 			return;
 		}
-		if (pfd[PFD_OUT].revents && !pump(run->out_fd, STDOUT_FILENO, opts->capture, &res->out))
+		if (pfd[PFD_OUT].revents &&
+		    !pump(run->out_fd, STDOUT_FILENO, opts->capture, &res->out))
 			run->out_fd = al_close(run->out_fd);
-		if (pfd[PFD_ERR].revents && !pump(run->err_fd, STDERR_FILENO, opts->capture, &res->err))
+		if (pfd[PFD_ERR].revents &&
+		    !pump(run->err_fd, STDERR_FILENO, opts->capture, &res->err))
 			run->err_fd = al_close(run->err_fd);
 		if (pfd[PFD_NOTIFY].revents)
 			on_notify(run, pfd[PFD_NOTIFY].revents);
@@ -462,8 +469,8 @@ static void finish(struct run *run)
 
 	if (run->exec_failed) {
 		res->exec_error = run->exec_error < 0 ? run->exec_error : -EIO;
-		res->exit_code = run->exec_error == -ENOENT ? LAUNCHER_EXIT_NOTFOUND
-							    : LAUNCHER_EXIT_NOEXEC;
+		res->exit_code =
+		    run->exec_error == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC;
 	} else if (run->got_status) {
 		res->exit_code = run->status.value;
 		res->signal = run->status.signal;
@@ -479,11 +486,11 @@ static void finish(struct run *run)
 	res->oom_killed = run->cgroup && launcher_cgroup_oom_killed(run->cgroup);
 	audit(run, "exit",
 	      (struct al_audit_field[]){
-		      AL_AUDIT_I("exit_code", res->exit_code),
-		      AL_AUDIT_I("signal", res->signal),
-		      AL_AUDIT_B("timed_out", res->timed_out),
-		      AL_AUDIT_B("oom_killed", res->oom_killed),
-		      AL_AUDIT_I("violations", (int64_t)res->n_violations),
+		  AL_AUDIT_I("exit_code", res->exit_code),
+		  AL_AUDIT_I("signal", res->signal),
+		  AL_AUDIT_B("timed_out", res->timed_out),
+		  AL_AUDIT_B("oom_killed", res->oom_killed),
+		  AL_AUDIT_I("violations", (int64_t)res->n_violations),
 	      },
 	      5);
 }
@@ -511,14 +518,14 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		 struct launcher_result *ret, struct al_error *err)
 {
 	struct run run = {
-		.result = ret,
-		.pidfd = -EBADF,
-		.sync_fd = -EBADF,
-		.out_fd = -EBADF,
-		.err_fd = -EBADF,
-		.sig_fd = -EBADF,
-		.timer_fd = -EBADF,
-		.notify_fd = -EBADF,
+	    .result = ret,
+	    .pidfd = -EBADF,
+	    .sync_fd = -EBADF,
+	    .out_fd = -EBADF,
+	    .err_fd = -EBADF,
+	    .sig_fd = -EBADF,
+	    .timer_fd = -EBADF,
+	    .notify_fd = -EBADF,
 	};
 	int r;
 

@@ -16,10 +16,10 @@
 #define LAUNCHER_CAPTURE_MAX (1024 * 1024)
 
 struct launcher_options {
-	char *const *argv;   /* command to run; argv[0] looked up on the sandbox's PATH */
-	bool capture;	     /* capture stdout/stderr for the result instead of streaming them */
+	char *const *argv; /* command to run; argv[0] looked up on the sandbox's PATH */
+	bool capture;	   /* capture stdout/stderr for the result instead of streaming them */
 	uint64_t kill_grace_usec; /* between SIGTERM and SIGKILL on timeout */
-	const char *audit_path;   /* overrides policy->audit when set */
+	const char *audit_path;	  /* overrides policy->audit when set */
 	bool timing;		  /* record per-step timings in the result */
 };
 
@@ -42,9 +42,9 @@ struct launcher_step {
 };
 
 struct launcher_result {
-	int exit_code;	 /* what `airlock run` exits with */
-	int signal;	 /* the signal that killed the command, or 0 */
-	int exec_error;	 /* -errno when the command could not be executed, else 0 */
+	int exit_code;	/* what `airlock run` exits with */
+	int signal;	/* the signal that killed the command, or 0 */
+	int exec_error; /* -errno when the command could not be executed, else 0 */
 	bool timed_out;
 	bool oom_killed;
 	uint64_t duration_usec;

@@ -41,7 +41,8 @@ static int mount_attr(const char *path, uint64_t set, bool recursive, struct al_
 	struct mount_attr a = {.attr_set = set};
 
 	if (mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a, sizeof(a)) < 0)
-		return al_error_set_errno(err, -errno, "Failed to set mount attributes of %s", path);
+		return al_error_set_errno(err, -errno, "Failed to set mount attributes of %s",
+					  path);
 	return 0;
 }
 
@@ -204,19 +205,19 @@ static int write_etc_file(int etc_fd, const char *name, const char *content, str
 static int setup_etc(const struct launcher_context *ctx, struct al_error *err)
 {
 	static const char *const mirrored[] = {
-		"ld.so.cache", "ssl",	   "ca-certificates", "alternatives", "localtime",
-		"services",    "protocols", "mime.types",	   "os-release",
+	    "ld.so.cache", "ssl",	"ca-certificates", "alternatives", "localtime",
+	    "services",	   "protocols", "mime.types",	   "os-release",
 	};
 	static const struct {
 		const char *name;
 		const char *content;
 	} generated[] = {
-		{"hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tairlock\n::1\tlocalhost ip6-localhost\n"},
-		{"hostname", "airlock\n"},
-		{"resolv.conf", "# airlock: name service is provided by the egress proxy, if any\n"
-				"nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"},
-		{"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-				  "networks: files\nprotocols: files\nservices: files\n"},
+	    {"hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tairlock\n::1\tlocalhost ip6-localhost\n"},
+	    {"hostname", "airlock\n"},
+	    {"resolv.conf", "# airlock: name service is provided by the egress proxy, if any\n"
+			    "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"},
+	    {"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			      "networks: files\nprotocols: files\nservices: files\n"},
 	};
 	char src[PATH_MAX], dst[PATH_MAX];
 	_cleanup_close_ int etc_fd = -EBADF;
@@ -255,9 +256,9 @@ static int setup_dev(struct al_error *err)
 		const char *name;
 		const char *target;
 	} links[] = {
-		{"ptmx", "pts/ptmx"},	    {"fd", "/proc/self/fd"},
-		{"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
-		{"stderr", "/proc/self/fd/2"},
+	    {"ptmx", "pts/ptmx"},	   {"fd", "/proc/self/fd"},
+	    {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
+	    {"stderr", "/proc/self/fd/2"},
 	};
 	char src[PATH_MAX], dst[PATH_MAX];
 	int r;
@@ -302,8 +303,8 @@ static int setup_dev(struct al_error *err)
 static int setup_proc(struct al_error *err)
 {
 	static const char *const read_only[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
-	static const char *const hidden[] = {"kcore", "keys", "timer_list", "sched_debug",
-					     "latency_stats", "kallsyms"};
+	static const char *const hidden[] = {"kcore",	    "keys",	     "timer_list",
+					     "sched_debug", "latency_stats", "kallsyms"};
 	char path[PATH_MAX];
 	struct stat st;
 	int r;
@@ -326,7 +327,8 @@ static int setup_proc(struct al_error *err)
 		(void)snprintf(path, sizeof(path), LAUNCHER_NEWROOT "/proc/%s", hidden[i]);
 		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		r = bind_mount(LAUNCHER_OLDROOT "/dev/null", path, ATTR_RO | MOUNT_ATTR_NOEXEC, err);
+		r = bind_mount(LAUNCHER_OLDROOT "/dev/null", path, ATTR_RO | MOUNT_ATTR_NOEXEC,
+			       err);
 		if (r < 0)
 			return r;
 	}
@@ -357,7 +359,8 @@ static int open_bind_sources(const struct launcher_context *ctx, int *fds, struc
 	for (size_t i = 0; i < ctx->n_binds; i++) {
 		fds[i] = open(ctx->binds[i].source, O_PATH | O_CLOEXEC);
 		if (fds[i] < 0)
-			return al_error_set_errno(err, -errno, "Failed to open %s", ctx->binds[i].source);
+			return al_error_set_errno(err, -errno, "Failed to open %s",
+						  ctx->binds[i].source);
 	}
 	return 0;
 }

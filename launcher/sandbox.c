@@ -5,9 +5,9 @@
  * socket as a struct al_error, then the child _exit()s. */
 
 #include <fcntl.h>
-#include <sched.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/argv-util.h"
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
 
@@ -67,9 +68,8 @@ static int drop_capabilities(int cap_last, struct al_error *err)
 
 	r = RET_NERRNO(prctl(PR_SET_SECUREBITS,
 			     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-				     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-				     SECBIT_NO_CAP_AMBIENT_RAISE |
-				     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+				 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				 SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 			     0, 0, 0));
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to lock the securebits");
@@ -93,7 +93,8 @@ static int set_limits(const struct policy *p, struct al_error *err)
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set RLIMIT_CORE");
 	if (p->resources.nofile > 0 && setrlimit(RLIMIT_NOFILE, &nofile) < 0)
-		return al_error_set_errno(err, -errno, "resources.nofile: Failed to set RLIMIT_NOFILE");
+		return al_error_set_errno(err, -errno,
+					  "resources.nofile: Failed to set RLIMIT_NOFILE");
 	return 0;
 }
 
@@ -130,7 +131,7 @@ static int spawn_command(const struct launcher_context *ctx, pid_t *ret)
 		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
 	if (r == 0) {
 		environ = ctx->envp;
-		r = posix_spawnp(ret, ctx->opts->argv[0], &fa, &attr, ctx->opts->argv, ctx->envp);
+		r = posix_spawnp(ret, ctx->argv[0], &fa, &attr, ctx->argv, ctx->envp);
 	}
 	(void)posix_spawn_file_actions_destroy(&fa);
 	(void)posix_spawnattr_destroy(&attr);
@@ -143,8 +144,8 @@ _noreturn_ static void report_exec_failure(int sync_fd, int r)
 
 	(void)launcher_sync_send(sync_fd, &m, -EBADF);
 	m = (struct launcher_sync_msg){
-		.type = LAUNCHER_SYNC_STATUS,
-		.value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
+	    .type = LAUNCHER_SYNC_STATUS,
+	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
 	};
 	(void)launcher_sync_send(sync_fd, &m, -EBADF);
 	_exit(0);
@@ -170,6 +171,9 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	/* Die with airlock. If airlock is already gone, GO never comes: the read sees EOF. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(sync_fd, &m, -errno);
+	/* /proc/1/cmdline is readable by the sandbox: airlock's command line is none of its
+	 * business. */
+	al_argv_wipe("airlock-init");
 	r = launcher_sync_recv(sync_fd, &in, NULL);
 	if (r < 0 || in.type != LAUNCHER_SYNC_GO)
 		_exit(LAUNCHER_EXIT_FAILED);
@@ -182,13 +186,15 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		fail(sync_fd, &m, r);
 	step(&s, "mounts");
 
-	/* In the cgroup(s) from here on: the cgroup namespace's root is the sandbox's own cgroup. */
+	/* In the cgroup(s) from here on: the cgroup namespace's root is the sandbox's own cgroup.
+	 */
 	r = launcher_sync_recv(sync_fd, &in, NULL);
 	if (r < 0 || in.type != LAUNCHER_SYNC_ATTACHED)
 		_exit(LAUNCHER_EXIT_FAILED);
 	step(&s, "wait");
 	if (unshare(CLONE_NEWCGROUP) < 0)
-		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
+		fail(sync_fd, &m,
+		     al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
 
 	r = install_stdio(ctx, &m.err);
 	if (r >= 0 && setsid() < 0)
@@ -217,7 +223,8 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 
 	r = launcher_seccomp_install(&ctx->seccomp, &notify_fd);
 	if (r < 0)
-		fail(sync_fd, &m, al_error_set_errno(&m.err, r, "Failed to install the seccomp filter"));
+		fail(sync_fd, &m,
+		     al_error_set_errno(&m.err, r, "Failed to install the seccomp filter"));
 	step(&s, "seccomp");
 
 	(void)sigemptyset(&forwarded);
@@ -230,8 +237,8 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 
 	m.type = LAUNCHER_SYNC_READY;
 	r = launcher_sync_send(sync_fd, &m, notify_fd);
-	/* Only airlock may answer the sandbox's seccomp notifications: the listener must not stay in
-	 * any sandboxed process. */
+	/* Only airlock may answer the sandbox's seccomp notifications: the listener must not stay
+	 * in any sandboxed process. */
 	notify_fd = al_close(notify_fd);
 	if (r < 0)
 		_exit(LAUNCHER_EXIT_FAILED);

@@ -52,10 +52,10 @@ int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd)
 	} control = {0};
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
 	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = control.buf,
-		.msg_controllen = sizeof(control.buf),
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = control.buf,
+	    .msg_controllen = sizeof(control.buf),
 	};
 	int passed = -EBADF;
 	ssize_t n;

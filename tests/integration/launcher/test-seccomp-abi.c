@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 /* Runs the probe in mode, under the filter f (or none): its exit status or 128 + signal. */
 static int run_probe(const char *probe, const char *mode, const struct launcher_seccomp_filter *f)

@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 
 #include "common/json-util.h"
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 static const char *const required_features[] = {
     "mount namespace",

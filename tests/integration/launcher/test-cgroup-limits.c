@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 #define MiB (UINT64_C(1024) * 1024)
 #define DIRS_MAX 8

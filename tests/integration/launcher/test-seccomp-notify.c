@@ -17,7 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40

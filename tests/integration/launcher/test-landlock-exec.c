@@ -6,7 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 static int exec_errno(const char *path)
 {

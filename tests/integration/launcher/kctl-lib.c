@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/integration/kctl/kctl-lib.h"
+#include "tests/integration/launcher/kctl-lib.h"
 
 void kctl_skip(const char *why)
 {

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Launch time of `airlock run -- /bin/true` against bubblewrap with equivalent isolation and a
+# bare /bin/true, measured side by side in one hyperfine run; plus airlock's own per-step
+# breakdown (`run --timing --json`, median per step). Prints markdown and writes it to the
+# "Launch" section of docs/BENCHMARKS.md.
+#
+# usage: bench/launch.sh            (as root; scripts/dev.sh bench builds first and calls this)
+# environment: AIRLOCK (default build/cli/airlock), BENCH_RUNS (default 50), BENCH_WARMUP (5),
+#              BENCH_DOC (default docs/BENCHMARKS.md; "-" = print only)
+# Installs bubblewrap and hyperfine with apt-get when they are missing.
+
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+airlock=${AIRLOCK:-$repo/build/cli/airlock}
+runs=${BENCH_RUNS:-50}
+warmup=${BENCH_WARMUP:-5}
+doc=${BENCH_DOC:-$repo/docs/BENCHMARKS.md}
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+
+if [ "$runs" -lt 50 ]; then
+	echo "launch.sh: BENCH_RUNS must be at least 50 (medians of fewer runs are noise)" >&2
+	exit 2
+fi
+if [ ! -x "$airlock" ]; then
+	echo "launch.sh: no airlock binary at $airlock (build first: scripts/dev.sh build)" >&2
+	exit 1
+fi
+
+missing=()
+for p in bubblewrap hyperfine; do
+	[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "launch.sh: installing ${missing[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+tmp=$(mktemp -d /tmp/airlock-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+ws=$tmp/ws
+mkdir "$ws"
+
+# bubblewrap doing what airlock does for /bin/true: every namespace, a read-only root with /usr
+# and the /bin /lib* /sbin links (or binds) as on the host, the same minimal /etc, a new /proc,
+# a minimal /dev, a private /tmp, the workspace, the hostname, no capabilities, a new session.
+# Not included: seccomp, cgroup limits, landlock (bwrap does not set those up by itself).
+bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --hostname airlock
+	--ro-bind /usr /usr)
+for d in bin sbin lib lib32 lib64 libx32; do
+	if [ -L "/$d" ]; then
+		bwrap_args+=(--symlink "$(readlink "/$d")" "/$d")
+	elif [ -d "/$d" ]; then
+		bwrap_args+=(--ro-bind "/$d" "/$d")
+	fi
+done
+bwrap_args+=(--dir /etc)
+for f in passwd group hosts resolv.conf nsswitch.conf ld.so.cache ssl alternatives localtime; do
+	bwrap_args+=(--ro-bind-try "/etc/$f" "/etc/$f")
+done
+bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
+	--remount-ro / /bin/true)
+
+airlock_cmd="$airlock run -w $ws -- /bin/true"
+bwrap_cmd="bwrap ${bwrap_args[*]}"
+
+# Both must work before anything is timed.
+if ! out=$($airlock_cmd 2>&1); then
+	echo "launch.sh: airlock run -- /bin/true fails: $out" >&2
+	exit 1
+fi
+if ! out=$($bwrap_cmd 2>&1); then
+	echo "launch.sh: bwrap fails: $out" >&2
+	exit 1
+fi
+
+load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
+echo "launch.sh: hyperfine, $runs runs each after $warmup warm-up runs" >&2
+hyperfine -N --style basic --runs "$runs" --warmup "$warmup" --export-json "$tmp/hyperfine.json" \
+	-n "airlock run -- /bin/true" "$airlock_cmd" \
+	-n "bwrap (equivalent binds) /bin/true" "$bwrap_cmd" \
+	-n "/bin/true" "/bin/true" >&2
+
+echo "launch.sh: airlock run --timing --json, $runs runs" >&2
+for _ in $(seq "$runs"); do
+	"$airlock" run --timing --json -w "$ws" -- /bin/true
+	echo
+done >"$tmp/steps.jsonl"
+
+section=$("$py" - "$tmp/hyperfine.json" "$tmp/steps.jsonl" <<'EOF'
+import json, statistics, sys
+
+results = json.load(open(sys.argv[1]))["results"]
+bwrap = next(r for r in results if r["command"].startswith("bwrap"))
+print("| command | median (ms) | mean (ms) | min (ms) | median / bwrap |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for r in results:
+    print("| `%s` | %.2f | %.2f | %.2f | %.2fx |" % (
+        r["command"], r["median"] * 1e3, r["mean"] * 1e3, r["min"] * 1e3,
+        r["median"] / bwrap["median"]))
+
+steps = {}
+order = []
+for line in open(sys.argv[2]):
+    if not line.strip():
+        continue
+    for name, usec in json.loads(line).get("steps", {}).items():
+        if name not in steps:
+            steps[name] = []
+            order.append(name)
+        steps[name].append(usec)
+print()
+if steps:
+    print("airlock's steps (`airlock run --timing --json -- /bin/true`, median of each step over"
+          " %d runs; these runs also capture the output):" % max(len(v) for v in steps.values()))
+    print()
+    print("| step | median (µs) |")
+    print("| --- | ---: |")
+    for name in order:
+        print("| %s | %d |" % (name, statistics.median(steps[name])))
+    print("| **sum of steps** | %d |" % sum(statistics.median(v) for v in steps.values()))
+else:
+    print("airlock reported no steps with --timing.")
+EOF
+)
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+load=$(cut -d ' ' -f 1-3 /proc/loadavg)
+version=$("$airlock" --version 2>/dev/null | head -n 1 || true)
+commit=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+body="## Launch
+
+Measured $(date -u +%Y-%m-%d) on $(nproc) cores (${cpu:-unknown CPU}), kernel $(uname -r),
+${version:-airlock} at commit $commit, as $(id -un); hyperfine $runs runs after $warmup warm-up runs,
+without a shell (-N); load average before: $load_before, after: $load.
+bwrap gets the same namespaces, binds, /etc files, /proc, /dev, /tmp and workspace as airlock,
+but no seccomp filter, cgroup or landlock rules.
+
+$section
+
+Reproduce: \`scripts/dev.sh bench\` (or \`AIRLOCK=build/cli/airlock bench/launch.sh\`), as root.
+"
+
+printf '%s\n' "$body"
+
+if [ "$doc" != - ]; then
+	mkdir -p "$(dirname "$doc")"
+	[ -f "$doc" ] || printf '# airlock benchmarks\n\nResults of bench/*.sh; each section is rewritten by its script.\n\n' >"$doc"
+	# Replace the "## Launch" section (up to the next "## " heading), or append it.
+	printf '%s\n' "$body" >"$tmp/section.md"
+	"$py" - "$doc" "$tmp/section.md" <<'EOF'
+import sys
+
+path, section = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n"
+lines = open(path).read().splitlines(keepends=True)
+start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == "## Launch"), None)
+if start is None:
+    text = "".join(lines).rstrip("\n") + "\n\n" + section
+else:
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    rest = "".join(lines[end:])
+    text = "".join(lines[:start]) + section + ("\n" + rest if rest else "")
+open(path, "w").write(text)
+EOF
+	echo "launch.sh: wrote the Launch section of $doc" >&2
+fi

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# The developer's and CI's one entry point. On a fresh Debian 12 machine, as root:
+#   scripts/dev.sh demo    install what is missing, build, show the sandbox from the inside
+#   scripts/dev.sh test    install what is missing, build three ways, run every test suite
+# and also:
+#   scripts/dev.sh deps    only install the missing Debian packages
+#   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
+#   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap)
+#
+# `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
+# build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
+# and runs every fuzz-*-libfuzzer for FUZZ_SECONDS (default 30) on its corpus. A skipped root
+# test counts as failed (AIRLOCK_TEST_MUST_RUN=1). Its last line is "N passed, N failed" over
+# everything it ran; it exits non-zero if anything failed.
+
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+packages=(
+	# build
+	meson ninja-build pkg-config gcc clang
+	libfuse3-dev libseccomp-dev libsodium-dev libnl-3-dev libnl-route-3-dev libjson-c-dev
+	libssl-dev libcmocka-dev
+	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
+	libclang-rt-14-dev clang-format
+	# run time and tests: fusermount3, ip, ps, setpriv; python3 reads JSON in tests and here
+	fuse3 iproute2 procps util-linux python3 git
+)
+
+log()
+{
+	if [ -t 2 ]; then
+		printf '\033[1m==> %s\033[0m\n' "$*" >&2
+	else
+		printf '==> %s\n' "$*" >&2
+	fi
+}
+
+as_root()
+{
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		echo "dev.sh: need root to run: $*" >&2
+		return 1
+	fi
+}
+
+cmd_deps()
+{
+	local missing=() p
+	for p in "${packages[@]}"; do
+		if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" != "ii " ]; then
+			missing+=("$p")
+		fi
+	done
+	if [ "${#missing[@]}" -eq 0 ]; then
+		log "deps: all ${#packages[@]} packages are installed"
+		return 0
+	fi
+	log "deps: installing ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${missing[@]}"
+}
+
+# setup_build DIR CC [MESON OPTIONS...]: configures DIR (or reconfigures it with the options) and
+# builds it.
+setup_build()
+{
+	local dir=$1 cc=$2
+	shift 2
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1 ||
+			{ cat "$dir.setup.log" >&2; return 1; }
+	else
+		CC=$cc meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 ||
+			{ cat "$dir.setup.log" >&2; return 1; }
+	fi
+	rm -f "$dir.setup.log"
+	ninja -C "$dir"
+}
+
+cmd_build()
+{
+	cmd_deps
+	log "build: build/ (gcc, -Dwerror=true)"
+	setup_build build gcc -Dwerror=true
+}
+
+cmd_demo()
+{
+	local rc=0
+	cmd_build
+	local airlock=$repo/build/cli/airlock
+	log "demo: airlock run -- /bin/sh /workspace/examples/demo.sh   (embedded default policy, workspace = $repo)"
+	"$airlock" run -- /bin/sh /workspace/examples/demo.sh || rc=$?
+	log "demo: airlock run -p examples/demo-policy.json -- /bin/sh /workspace/examples/demo.sh"
+	"$airlock" run -p examples/demo-policy.json -- /bin/sh /workspace/examples/demo.sh || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		log "demo: a run failed or leaked (exit $rc)"
+		return 1
+	fi
+	log "demo: nothing leaked"
+}
+
+cmd_bench()
+{
+	cmd_build
+	AIRLOCK=$repo/build/cli/airlock bench/launch.sh
+}
+
+# ---- test ----
+
+total_passed=0
+total_failed=0
+total_skipped=0
+failed_names=()
+
+count_pass()
+{
+	total_passed=$((total_passed + 1))
+}
+
+count_fail()
+{
+	total_failed=$((total_failed + 1))
+	failed_names+=("$1")
+}
+
+summary()
+{
+	local rc=$?
+	trap - EXIT
+	if [ "$rc" -ne 0 ] && [ "$total_failed" -eq 0 ]; then
+		count_fail "dev.sh test stopped early (exit $rc)"
+	fi
+	echo
+	if [ "${#failed_names[@]}" -gt 0 ]; then
+		echo "Failed:"
+		printf '  %s\n' "${failed_names[@]}"
+	fi
+	[ "$total_skipped" -eq 0 ] || echo "Skipped: $total_skipped"
+	echo "$total_passed passed, $total_failed failed"
+	[ "$total_failed" -eq 0 ] && [ "$rc" -eq 0 ]
+	exit $?
+}
+
+# run_suites DIR LABEL [MESON TEST OPTIONS...]: runs meson test and counts its testlog.json.
+run_suites()
+{
+	local dir=$1 label=$2 counts p f s
+	shift 2
+	rm -f "$dir/meson-logs/testlog.json"
+	log "test: $label: meson test $*"
+	meson test -C "$dir" --print-errorlogs --num-processes 2 "$@" || true
+	if [ ! -f "$dir/meson-logs/testlog.json" ]; then
+		log "test: $label: no test ran"
+		return 0
+	fi
+	counts=$(python3 - "$dir/meson-logs/testlog.json" "$label" <<'EOF'
+import json, sys
+
+passed = failed = skipped = 0
+names = []
+with open(sys.argv[1]) as f:
+    for line in f:
+        if not line.strip():
+            continue
+        t = json.loads(line)
+        if t["result"] in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif t["result"] == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+            names.append("%s: %s (%s)" % (sys.argv[2], t["name"], t["result"]))
+print(passed, failed, skipped)
+for n in names:
+    print(n)
+EOF
+	)
+	read -r p f s <<<"$(head -n 1 <<<"$counts")"
+	total_passed=$((total_passed + p))
+	total_failed=$((total_failed + f))
+	total_skipped=$((total_skipped + s))
+	while IFS= read -r name; do
+		[ -n "$name" ] && failed_names+=("$name")
+	done < <(tail -n +2 <<<"$counts")
+	log "test: $label: $p passed, $f failed, $s skipped"
+}
+
+# fuzz_run BINARY: one bounded libFuzzer run on the target's corpus; a crash fails it and its
+# reproducer is kept in tests/fuzz/crashes/<target>/.
+fuzz_run()
+{
+	local bin=$1 name target corpus scratch crashes
+	name=$(basename "$bin")
+	target=${name#fuzz-}
+	target=${target%-libfuzzer}
+	corpus=$repo/tests/fuzz/corpus/$target
+	scratch=$repo/build-fuzz/fuzz-scratch/$target
+	crashes=$repo/tests/fuzz/crashes/$target
+	rm -rf "$scratch"
+	mkdir -p "$scratch" "$crashes"
+	local dirs=("$scratch")
+	if [ -d "$corpus" ]; then
+		dirs+=("$corpus")
+	else
+		log "fuzz: $target: no corpus folder $corpus, starting from nothing"
+	fi
+	log "fuzz: $target: ${FUZZ_SECONDS}s"
+	# New inputs go to the first folder (scratch), so the committed corpus is never changed.
+	if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix="$crashes/" "${dirs[@]}" \
+		>"$repo/build-fuzz/$name.log" 2>&1; then
+		count_pass
+		log "fuzz: $target: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' \
+			"$repo/build-fuzz/$name.log" | grep -o '[0-9]*$' || echo '?') runs)"
+	else
+		tail -n 40 "$repo/build-fuzz/$name.log" >&2
+		local kept
+		kept=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$repo/build-fuzz/$name.log" |
+			tr '\n' ' ')
+		count_fail "fuzz: $target failed; reproducer: ${kept:-none written, see build-fuzz/$name.log}"
+		log "fuzz: $target: FAILED; reproducer: ${kept:-none written, see build-fuzz/$name.log}"
+	fi
+}
+
+cmd_test()
+{
+	export AIRLOCK_TEST_MUST_RUN=1
+	FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+	trap summary EXIT
+
+	cmd_deps || { count_fail "deps: installing the Debian packages"; return 1; }
+
+	log "test: build/ (gcc, -Dwerror=true)"
+	if setup_build build gcc -Dwerror=true; then
+		run_suites build gcc --suite unit --suite fuzz --suite lint --suite root
+	else
+		count_fail "build: build/ (gcc) does not build"
+	fi
+
+	log "test: build-asan/ (gcc, -Db_sanitize=address,undefined)"
+	if setup_build build-asan gcc -Dwerror=true -Db_sanitize=address,undefined; then
+		run_suites build-asan asan --suite unit --suite fuzz --suite root --timeout-multiplier 3
+	else
+		count_fail "build: build-asan/ does not build"
+	fi
+
+	if command -v clang >/dev/null; then
+		log "test: build-fuzz/ (clang, -Dfuzzing=true)"
+		if setup_build build-fuzz clang -Dwerror=true -Dfuzzing=true; then
+			local fuzzers
+			mapfile -t fuzzers < <(find build-fuzz -type f -perm -u+x -name 'fuzz-*-libfuzzer' | sort)
+			[ "${#fuzzers[@]}" -gt 0 ] || log "fuzz: no fuzz-*-libfuzzer binary in build-fuzz/"
+			local bin
+			for bin in "${fuzzers[@]}"; do
+				fuzz_run "$repo/$bin"
+			done
+		else
+			count_fail "build: build-fuzz/ (clang, libFuzzer) does not build"
+		fi
+	else
+		log "test: clang not found: no libFuzzer runs"
+	fi
+}
+
+usage()
+{
+	sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+}
+
+case ${1:-} in
+deps) cmd_deps ;;
+build) cmd_build ;;
+demo) cmd_demo ;;
+test) cmd_test ;;
+bench) cmd_bench ;;
+-h | --help | help) usage ;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac

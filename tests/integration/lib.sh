@@ -1,0 +1,423 @@
+# shellcheck shell=bash
+# Shared helpers of the integration tests (suite 'root'), sourced by each test-*.sh.
+#
+# A test: `. "$IT_LIB"; it_setup; ...checks...; it_finish`. Checks don't stop the test: each
+# prints "ok - ..." or "FAIL - ..." and it_finish exits 1 if any failed, after checking that
+# nothing is left behind (mounts, cgroups, processes, /tmp entries).
+#
+# Environment (set by tests/integration/meson.build):
+#   AIRLOCK        the airlock binary under test
+#   AIRLOCK_PROBE  probes/airlock-probe, run inside the sandbox
+#   ITRUN          helpers/itrun: watchdog, signal dispositions, exact environment, terminal
+#   AIRLOCK_TEST_MUST_RUN=1  a test that cannot run here fails instead of skipping
+
+set -u
+set -o pipefail
+
+IT_NAME=$(basename "$0" .sh)
+IT_NAME=${IT_NAME#test-}
+# Put into the command lines of everything a test starts, to find leftovers by.
+IT_MARK="airlock-it-$$-$RANDOM"
+IT_PASSED=0
+IT_FAILED=0
+IT_TMP=""
+IT_WATCHDOG=${IT_WATCHDOG:-60}
+if [ -x /usr/bin/python3 ]; then
+	IT_PY=/usr/bin/python3
+else
+	IT_PY=python3
+fi
+
+it_log()
+{
+	printf '%s\n' "$*"
+}
+
+it_pass()
+{
+	IT_PASSED=$((IT_PASSED + 1))
+	it_log "ok - $1"
+}
+
+it_fail()
+{
+	IT_FAILED=$((IT_FAILED + 1))
+	it_log "FAIL - $1"
+	shift
+	local detail
+	for detail in "$@"; do
+		[ -n "$detail" ] && printf '%s\n' "$detail" | sed -n '1,40s/^/    | /p'
+	done
+	return 0
+}
+
+# Cannot run here: skip (77), or fail when AIRLOCK_TEST_MUST_RUN=1 (CI).
+it_skip()
+{
+	if [ "${AIRLOCK_TEST_MUST_RUN:-0}" = 1 ]; then
+		it_log "FAIL - cannot run: $* (AIRLOCK_TEST_MUST_RUN=1 turns a skip into a failure)"
+		exit 1
+	fi
+	it_log "SKIP - $*"
+	exit 77
+}
+
+# assert_eq EXPECTED ACTUAL WHAT
+assert_eq()
+{
+	if [ "$1" = "$2" ]; then
+		it_pass "$3"
+	else
+		it_fail "$3" "expected: $1" "actual:   $2" "${AL_ERR:+airlock stderr: $AL_ERR}"
+	fi
+}
+
+assert_ne()
+{
+	if [ "$1" != "$2" ]; then
+		it_pass "$3"
+	else
+		it_fail "$3" "expected anything but: $1"
+	fi
+}
+
+# assert_contains HAYSTACK NEEDLE WHAT
+assert_contains()
+{
+	if [[ $1 == *"$2"* ]]; then
+		it_pass "$3"
+	else
+		it_fail "$3" "expected to contain: $2" "actual: $1" "${AL_ERR:+airlock stderr: $AL_ERR}"
+	fi
+}
+
+assert_not_contains()
+{
+	if [[ $1 != *"$2"* ]]; then
+		it_pass "$3"
+	else
+		it_fail "$3" "expected not to contain: $2" "actual: $1"
+	fi
+}
+
+# assert_match EXTENDED_REGEX ACTUAL WHAT
+assert_match()
+{
+	if [[ $2 =~ $1 ]]; then
+		it_pass "$3"
+	else
+		it_fail "$3" "expected to match: $1" "actual: $2" "${AL_ERR:+airlock stderr: $AL_ERR}"
+	fi
+}
+
+# assert_true WHAT COMMAND...: the command succeeds.
+assert_true()
+{
+	local what=$1
+	shift
+	if "$@"; then
+		it_pass "$what"
+	else
+		it_fail "$what" "command failed: $*"
+	fi
+}
+
+assert_false()
+{
+	local what=$1
+	shift
+	if "$@"; then
+		it_fail "$what" "command succeeded: $*"
+	else
+		it_pass "$what"
+	fi
+}
+
+# One line of stderr that starts with "airlock: " (the contract for refusals).
+assert_one_error_line()
+{
+	local err=$1 what=$2 lines
+	lines=$(printf '%s' "$err" | grep -c '' || true)
+	if [ "$lines" = 1 ] && [[ $err == "airlock: "* ]]; then
+		it_pass "$what"
+	else
+		it_fail "$what" "expected exactly one line starting with \"airlock: \", got $lines:" "$err"
+	fi
+}
+
+# ---- running airlock ----
+
+# al_run ARGS...: runs "$AIRLOCK" ARGS under the watchdog, stdin inherited.
+# Sets AL_RC, AL_OUT and AL_ERR (files: $IT_TMP/al.out, $IT_TMP/al.err).
+al_run()
+{
+	"$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" "$@" >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
+	AL_RC=$?
+	AL_OUT=$(cat "$IT_TMP/al.out")
+	AL_ERR=$(cat "$IT_TMP/al.err")
+	if [ "$AL_RC" = 255 ] && [[ $AL_ERR == *"itrun: watchdog"* ]]; then
+		it_fail "airlock ended by itself within ${IT_WATCHDOG}s: airlock $*" "$AL_ERR"
+		# It hangs: let the remaining checks fail faster, within meson's timeout.
+		IT_WATCHDOG=15
+	fi
+	return 0
+}
+
+# sb_run [RUN OPTIONS] -- CMD...: `airlock run -w $WS ...`.
+sb_run()
+{
+	al_run run -w "$WS" "$@"
+}
+
+# sb_sh SCRIPT: runs a shell script in the sandbox on the embedded default policy.
+sb_sh()
+{
+	sb_run -- /bin/sh -c "$1" "$IT_MARK"
+}
+
+# json_get FILE EXPR: evaluates a Python expression over the JSON document d in FILE and prints
+# it (bool as true/false, None as null, lists and objects as sorted JSON). Prints
+# "JSON-ERROR: ..." when FILE is not one JSON document.
+json_get()
+{
+	"$IT_PY" -c '
+import json, sys
+try:
+    with open(sys.argv[1]) as f:
+        text = f.read()
+    d = json.loads(text)
+except Exception as e:
+    print("JSON-ERROR: %s" % e)
+    sys.exit(0)
+try:
+    v = eval(sys.argv[2], {"d": d, "len": len, "isinstance": isinstance, "int": int,
+                           "float": float, "str": str, "bool": bool, "list": list,
+                           "dict": dict, "sorted": sorted, "all": all, "any": any,
+                           "text": text, "type": type})
+except Exception as e:
+    print("JSON-ERROR: %r: %s" % (sys.argv[2], e))
+    sys.exit(0)
+if isinstance(v, bool):
+    print("true" if v else "false")
+elif v is None:
+    print("null")
+elif isinstance(v, (dict, list)):
+    print(json.dumps(v, sort_keys=True))
+else:
+    print(v)
+' "$1" "$2"
+}
+
+# write_policy FILE: writes stdin to FILE (a policy for -p).
+write_policy()
+{
+	cat >"$1"
+}
+
+# ---- host state: nothing may be left behind ----
+
+it_mounts()
+{
+	# mount point, type and source of each mount of the test's mount namespace
+	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 1), $(i + 2); break } }' \
+		/proc/self/mountinfo | sort
+}
+
+# it_cgroup_mount CONTROLLERS: "MOUNTPOINT ROOT" of the hierarchy with those controllers (as
+# in /proc/PID/cgroup: "memory", "cpu,cpuacct", "name=systemd"; "" for cgroup2).
+it_cgroup_mount()
+{
+	awk -v want="$1" '
+	{
+		for (i = 7; i <= NF; i++)
+			if ($i == "-")
+				break
+		type = $(i + 1)
+		if (want == "") {
+			if (type == "cgroup2") {
+				print $5, $4
+				exit
+			}
+			next
+		}
+		if (type != "cgroup")
+			next
+		n = split(want, w, ",")
+		m = split($(i + 3), o, ",")
+		found = 1
+		for (a = 1; a <= n; a++) {
+			hit = 0
+			for (b = 1; b <= m; b++)
+				if (o[b] == w[a])
+					hit = 1
+			if (!hit)
+				found = 0
+		}
+		if (found) {
+			print $5, $4
+			exit
+		}
+	}' /proc/self/mountinfo
+}
+
+# it_cgroup_dirs_of PID: the cgroup folder of PID in each mounted hierarchy.
+it_cgroup_dirs_of()
+{
+	local id ctrls path mnt root
+	while IFS=: read -r id ctrls path; do
+		read -r mnt root <<<"$(it_cgroup_mount "$ctrls")"
+		[ -n "$mnt" ] || continue
+		[ "$root" = / ] || path=${path#"$root"}
+		printf '%s\n' "${mnt%/}${path}"
+	done 2>/dev/null <"/proc/$1/cgroup"
+}
+
+# Cgroups that airlock may create: below this test's own cgroup in each hierarchy (where airlock,
+# our child, starts), and anything named *airlock* anywhere.
+it_cgroups()
+{
+	{
+		local dir
+		for dir in $(it_cgroup_dirs_of self); do
+			find "$dir" -mindepth 1 -maxdepth 2 -type d 2>/dev/null
+		done
+		find /sys/fs/cgroup -mindepth 1 -maxdepth 8 -type d -iname '*airlock*' 2>/dev/null
+	} | sort -u
+}
+
+it_tmp_entries()
+{
+	local d
+	for d in /tmp /var/tmp /dev/shm; do
+		[ -d "$d" ] || continue
+		find "$d" -mindepth 1 -maxdepth 1 2>/dev/null
+	done | grep -v -x -F "$IT_TMP" |
+		# compilers of builds that may run beside a developer's test run
+		grep -v -E '^/tmp/cc[A-Za-z0-9]{6}\.' | sort || true
+}
+
+# Pids of processes whose command line mentions the marker (or $1), except this shell.
+it_marked_pids()
+{
+	local mark=${1:-$IT_MARK} p args
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = "$$" ] && continue
+		[ "${p#/proc/}" = "${BASHPID:-$$}" ] && continue
+		# builtins only: this runs over every process of the host, often
+		mapfile -d '' -t args 2>/dev/null <"$p/cmdline" || continue
+		[[ "${args[*]}" == *"$mark"* ]] && printf '%s\n' "${p#/proc/}"
+	done
+	return 0
+}
+
+it_snapshot()
+{
+	it_mounts >"$IT_TMP/state.mounts"
+	it_cgroups >"$IT_TMP/state.cgroups"
+	it_tmp_entries >"$IT_TMP/state.tmp"
+}
+
+# wait_for SECONDS COMMAND...: polls (every 50 ms) until the command succeeds.
+wait_for()
+{
+	local deadline=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ "$SECONDS" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+
+it_no_marked_processes()
+{
+	[ -z "$(it_marked_pids "$@")" ]
+}
+
+# assert_clean WHAT: no mount, airlock cgroup, /tmp entry or marked process appeared since
+# it_setup (or the last it_snapshot).
+assert_clean()
+{
+	local what=$1 new
+	if wait_for 5 it_no_marked_processes; then
+		it_pass "$what: no process of the sandbox is left"
+	else
+		it_fail "$what: no process of the sandbox is left" \
+			"$(for p in $(it_marked_pids); do
+				printf '%s: %s\n' "$p" "$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"
+			done)"
+		for p in $(it_marked_pids); do kill -KILL "$p" 2>/dev/null; done
+	fi
+	new=$(it_mounts | comm -13 "$IT_TMP/state.mounts" -)
+	if [ -z "$new" ]; then
+		it_pass "$what: no mount is left on the host"
+	else
+		it_fail "$what: no mount is left on the host" "$new"
+	fi
+	# The "airlock" folder that holds the runs' cgroups is shared by all runs and may stay.
+	new=$(it_cgroups | comm -13 "$IT_TMP/state.cgroups" - | grep -v '/airlock$' || true)
+	if [ -z "$new" ]; then
+		it_pass "$what: no airlock cgroup is left"
+	else
+		it_fail "$what: no airlock cgroup is left" "$new"
+	fi
+	new=$(it_tmp_entries | comm -13 "$IT_TMP/state.tmp" -)
+	if [ -n "$new" ]; then
+		# Another program's temporary file comes and goes; a leftover stays.
+		sleep 1
+		new=$(comm -12 <(sort <<<"$new") <(it_tmp_entries | comm -13 "$IT_TMP/state.tmp" -))
+	fi
+	if [ -z "$new" ]; then
+		it_pass "$what: nothing is left in /tmp, /var/tmp or /dev/shm"
+	else
+		it_fail "$what: nothing is left in /tmp, /var/tmp or /dev/shm" "$new"
+	fi
+}
+
+# ---- set-up and end ----
+
+it_cleanup()
+{
+	local p
+	for p in $(it_marked_pids); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	if [ -n "$IT_TMP" ] && [ -d "$IT_TMP" ]; then
+		rm -rf --one-file-system "$IT_TMP"
+	fi
+}
+
+# it_setup: checks the prerequisites (root, the binaries), makes $IT_TMP (removed on exit) and the
+# workspace $WS (with the probe at $WS/airlock-probe, i.e. /workspace/airlock-probe inside),
+# and records the host state for assert_clean.
+it_setup()
+{
+	if [ "$(id -u)" != 0 ]; then
+		it_skip "needs root (the integration tests run airlock as root)"
+	fi
+	if [ -z "${AIRLOCK:-}" ] || [ ! -x "$AIRLOCK" ]; then
+		it_log "FAIL - AIRLOCK is not set to the airlock binary (got '${AIRLOCK:-}')"
+		exit 1
+	fi
+	if [ -z "${ITRUN:-}" ] || [ ! -x "$ITRUN" ] || [ -z "${AIRLOCK_PROBE:-}" ]; then
+		it_log "FAIL - ITRUN and AIRLOCK_PROBE must name the helpers built by meson"
+		exit 1
+	fi
+	IT_TMP=$(mktemp -d /tmp/airlock-it.XXXXXX) || exit 1
+	chmod 755 "$IT_TMP"
+	trap it_cleanup EXIT
+	WS=$IT_TMP/ws
+	mkdir -p "$WS"
+	install -m 755 "$AIRLOCK_PROBE" "$WS/airlock-probe"
+	PROBE=/workspace/airlock-probe
+	it_snapshot
+	it_log "# $IT_NAME: airlock=$AIRLOCK marker=$IT_MARK tmp=$IT_TMP"
+}
+
+it_finish()
+{
+	assert_clean "after $IT_NAME"
+	it_log "# $IT_NAME: $IT_PASSED passed, $IT_FAILED failed"
+	[ "$IT_FAILED" -eq 0 ]
+	exit $?
+}
