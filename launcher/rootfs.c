@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #define SCRATCH "/tmp"
 #define ROOT_TMPFS_OPTS "mode=0755,size=8m,nr_inodes=4096"
 #define DEV_TMPFS_OPTS "mode=0755,size=64k,nr_inodes=64"
+#define COPY_MAX (128 * 1024) /* /etc files up to this size are copied, not bound */
 
 static int pivot_root(const char *new_root, const char *put_old)
 {
@@ -116,9 +118,38 @@ static int copy_symlink(const char *src, const char *dst, struct al_error *err)
 	return 0;
 }
 
-/* Mirrors one entry of a host folder: a symlink is copied, a folder or file is bound read-only,
- * anything else is left out. A missing source is skipped when optional. */
-static int mirror_entry(const char *src, const char *dst, bool optional, struct al_error *err)
+/* Copies a small regular file into the sandbox's root tmpfs (read-only like the rest of it):
+ * cheaper than a bind mount and its teardown. */
+static int copy_small_file(const char *src, const char *dst, const struct stat *st,
+			   struct al_error *err)
+{
+	_cleanup_close_ int in = -EBADF, out = -EBADF;
+	off_t off = 0;
+
+	in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (in < 0)
+		return al_error_set_errno(err, -errno, "Failed to open %s", src);
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st->st_mode & 0755);
+	if (out < 0)
+		return al_error_set_errno(err, -errno, "Failed to create %s", dst);
+	while (off < st->st_size) {
+		ssize_t n = sendfile(out, in, &off, (size_t)(st->st_size - off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return al_error_set_errno(err, -errno, "Failed to copy %s", src);
+		if (n == 0)
+			break; /* the file shrank meanwhile: keep what there was */
+	}
+	return 0;
+}
+
+/* Mirrors one entry of a host folder: a symlink is copied, a folder is bound read-only, a file is
+ * copied when small and copy_small is set, else bound read-only; anything else is left out. A
+ * missing source is skipped when optional. */
+static int mirror_entry(const char *src, const char *dst, bool optional, bool copy_small,
+			struct al_error *err)
 {
 	struct stat st;
 	int r;
@@ -132,6 +163,8 @@ static int mirror_entry(const char *src, const char *dst, bool optional, struct 
 		return copy_symlink(src, dst, err);
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return 0;
+	if (copy_small && S_ISREG(st.st_mode) && st.st_size <= COPY_MAX)
+		return copy_small_file(src, dst, &st, err);
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
 	if (r < 0)
 		return r;
@@ -147,7 +180,7 @@ static int setup_host_system(struct al_error *err)
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/%s", dirs[i]);
 		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/%s", dirs[i]);
-		r = mirror_entry(src, dst, !streq(dirs[i], "usr"), err);
+		r = mirror_entry(src, dst, !streq(dirs[i], "usr"), false, err);
 		if (r < 0)
 			return r;
 	}
@@ -178,7 +211,7 @@ static int setup_image(const char *image, struct al_error *err)
 			continue;
 		(void)snprintf(src, sizeof(src), "%s/%s", base, de->d_name);
 		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/%s", de->d_name);
-		r = mirror_entry(src, dst, true, err);
+		r = mirror_entry(src, dst, true, false, err);
 		if (r < 0)
 			break;
 	}
@@ -242,14 +275,39 @@ static int setup_etc(const struct launcher_context *ctx, struct al_error *err)
 	for (size_t i = 0; i < ELEMENTSOF(mirrored); i++) {
 		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/etc/%s", mirrored[i]);
 		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/etc/%s", mirrored[i]);
-		r = mirror_entry(src, dst, true, err);
+		r = mirror_entry(src, dst, true, true, err);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int setup_dev(struct al_error *err)
+/* A device node for the sandbox: with CAP_MKNOD (airlock runs as root) a new node with the
+ * host's device number, cheaper than a bind mount; in a user namespace the host's node is bound. */
+static int make_node(const char *src, const char *dst, struct al_error *err)
+{
+	struct stat st;
+
+	if (stat(src, &st) < 0)
+		return al_error_set_errno(err, -errno, "Failed to stat %s", src);
+	if (!S_ISCHR(st.st_mode))
+		return al_error_set(err, -ENODEV, "%s is not a character device", src);
+	if (mknod(dst, S_IFCHR | 0666, st.st_rdev) < 0 || chmod(dst, 0666) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create %s", dst);
+	return 0;
+}
+
+static int bind_node(const char *src, const char *dst, struct al_error *err)
+{
+	int r;
+
+	r = make_mountpoint(dst, false, err);
+	if (r < 0)
+		return r;
+	return bind_mount(src, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+}
+
+static int setup_dev(bool userns, struct al_error *err)
 {
 	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	static const struct {
@@ -272,9 +330,7 @@ static int setup_dev(struct al_error *err)
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/dev/%s", nodes[i]);
 		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "/dev/%s", nodes[i]);
-		r = make_mountpoint(dst, false, err);
-		if (r >= 0)
-			r = bind_mount(src, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+		r = userns ? bind_node(src, dst, err) : make_node(src, dst, err);
 		if (r < 0)
 			return r;
 	}
@@ -455,7 +511,7 @@ int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *e
 	if (r >= 0 && !ctx->image)
 		r = setup_etc(ctx, err);
 	if (r >= 0)
-		r = setup_dev(err);
+		r = setup_dev(ctx->userns, err);
 	if (r >= 0)
 		r = setup_proc(err);
 	if (r >= 0)
