@@ -186,8 +186,9 @@ static int parse_seccomp(struct policy *p, const struct policy_where *w, struct 
 	return policy_parse_seccomp(w, s, &p->seccomp, err);
 }
 
-static int parse_workspace_root(struct policy *p, const struct policy_where *w,
-				struct json_object *v, struct al_error *err)
+/* A path string, normalised per flags, replacing *slot. */
+static int parse_path_into(const struct policy_where *w, struct json_object *v, unsigned flags,
+			   char **slot, struct al_error *err)
 {
 	const char *s;
 	char *d = NULL;
@@ -196,30 +197,24 @@ static int parse_workspace_root(struct policy *p, const struct policy_where *w,
 	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
 	if (r < 0)
 		return r;
-	r = policy_normalize_path(w, s, POLICY_PATH_ALLOW_DOTDOT, &d, err);
+	r = policy_normalize_path(w, s, flags, &d, err);
 	if (r < 0)
 		return r;
-	free(p->workspace.root);
-	p->workspace.root = d;
+	free(*slot);
+	*slot = d;
 	return 0;
+}
+
+static int parse_workspace_root(struct policy *p, const struct policy_where *w,
+				struct json_object *v, struct al_error *err)
+{
+	return parse_path_into(w, v, POLICY_PATH_ALLOW_DOTDOT, &p->workspace.root, err);
 }
 
 static int parse_workspace_mount(struct policy *p, const struct policy_where *w,
 				 struct json_object *v, struct al_error *err)
 {
-	const char *s;
-	char *d = NULL;
-	int r;
-
-	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
-	if (r < 0)
-		return r;
-	r = policy_normalize_path(w, s, POLICY_PATH_SANDBOX, &d, err);
-	if (r < 0)
-		return r;
-	free(p->workspace.mount);
-	p->workspace.mount = d;
-	return 0;
+	return parse_path_into(w, v, POLICY_PATH_SANDBOX, &p->workspace.mount, err);
 }
 
 static int parse_globs(const struct policy_where *w, struct json_object *v, struct policy_strv *ret,
@@ -640,14 +635,8 @@ static int parse_network(struct policy *p, const struct policy_where *w, struct 
 static int parse_audit(struct policy *p, const struct policy_where *w, struct json_object *v,
 		       struct al_error *err)
 {
-	const char *s;
-	int r;
-
-	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
-	if (r < 0)
-		return r;
-	return policy_normalize_path(w, s, POLICY_PATH_ALLOW_DOTDOT | POLICY_PATH_NOT_ROOT,
-				     &p->audit, err);
+	return parse_path_into(w, v, POLICY_PATH_ALLOW_DOTDOT | POLICY_PATH_NOT_ROOT, &p->audit,
+			       err);
 }
 
 static int parse_labels(struct policy *p, const struct policy_where *w, struct json_object *v,
