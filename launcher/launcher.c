@@ -26,6 +26,8 @@
 
 #define OUTPUT_CHUNK 65536
 #define DEFAULT_KILL_GRACE_USEC (2 * 1000000ULL)
+#define VIOLATION_KINDS_MAX 256 /* distinct (kind, detail) pairs kept in the result */
+#define VIOLATION_AUDIT_ALL 10	/* violations of one kind audited one by one */
 
 enum {
 	PFD_SYNC,
@@ -319,24 +321,39 @@ static bool pump(int fd, int dest, bool capture, struct launcher_buffer *buf)
 	return true;
 }
 
-static void record_violation(struct launcher_result *res, const char *kind, const char *detail)
+/* Counts a violation; returns its count so far (0 when it could not be recorded). */
+static uint64_t record_violation(struct launcher_result *res, const char *kind, const char *detail)
 {
 	struct launcher_violation *v;
 
 	for (size_t i = 0; i < res->n_violations; i++)
 		if (streq(res->violations[i].kind, kind) &&
-		    streq(res->violations[i].detail, detail)) {
-			res->violations[i].count++;
-			return;
-		}
+		    streq(res->violations[i].detail, detail))
+			return ++res->violations[i].count;
+	if (res->n_violations >= VIOLATION_KINDS_MAX)
+		return 0;
 	v = reallocarray(res->violations, res->n_violations + 1, sizeof(*v));
 	if (!v)
-		return;
+		return 0;
 	res->violations = v;
 	v = &v[res->n_violations++];
 	*v = (struct launcher_violation){.count = 1};
 	(void)snprintf(v->kind, sizeof(v->kind), "%s", kind);
 	(void)snprintf(v->detail, sizeof(v->detail), "%s", detail);
+	return 1;
+}
+
+/* A sandbox can repeat a denied call millions of times: audit the first few of each kind, then
+ * every power of ten, each with the count so far, so the audit file cannot be flooded. */
+static bool violation_is_audited(uint64_t count)
+{
+	if (count == 0)
+		return false;
+	if (count <= VIOLATION_AUDIT_ALL)
+		return true;
+	while (count % 10 == 0)
+		count /= 10;
+	return count == 1;
 }
 
 static void on_sync(struct run *run)
@@ -391,15 +408,18 @@ static void on_notify(struct run *run, short revents)
 	if (revents & POLLIN) {
 		r = launcher_seccomp_handle_notify(run->notify_fd, run->ctx.policy->seccomp, &v);
 		if (r >= 0) {
-			record_violation(run->result, "seccomp", v.name);
-			audit(run, "violation",
-			      (struct al_audit_field[]){
-				  AL_AUDIT_S("violation", "seccomp"),
-				  AL_AUDIT_S("syscall", v.name),
-				  AL_AUDIT_I("pid", v.pid),
-				  AL_AUDIT_I("errno", v.error),
-			      },
-			      4);
+			uint64_t count = record_violation(run->result, "seccomp", v.name);
+
+			if (violation_is_audited(count))
+				audit(run, "violation",
+				      (struct al_audit_field[]){
+					  AL_AUDIT_S("violation", "seccomp"),
+					  AL_AUDIT_S("syscall", v.name),
+					  AL_AUDIT_I("pid", v.pid),
+					  AL_AUDIT_I("errno", v.error),
+					  AL_AUDIT_I("count", (int64_t)count),
+				      },
+				      5);
 		}
 	}
 	if (revents & (POLLHUP | POLLERR | POLLNVAL))
