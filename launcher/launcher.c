@@ -218,6 +218,31 @@ static int write_id_maps(struct run *run, struct al_error *err)
 	return 0;
 }
 
+/* Waits for the sandbox's READY or ERROR. A signal that would end airlock ends the wait too: the
+ * command has not started, so there is nothing to forward it to. */
+static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct al_error *err)
+{
+	struct pollfd pfd[2] = {
+	    {.fd = run->sync_fd, .events = POLLIN},
+	    {.fd = run->sig_fd, .events = POLLIN},
+	};
+	struct signalfd_siginfo si;
+
+	for (;;) {
+		if (poll(pfd, ELEMENTSOF(pfd), -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[0].revents)
+			return launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
+		if (read(run->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			return al_error_set(err, -EINTR,
+					    "Interrupted by signal %u while setting up the sandbox",
+					    si.ssi_signo);
+	}
+}
+
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
  * cgroup namespace, and runs no code but airlock's, only after ATTACHED. */
 static int handshake(struct run *run, struct al_error *err)
@@ -247,7 +272,9 @@ static int handshake(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
 	run_step(run, "cgroup");
 
-	r = launcher_sync_recv(run->sync_fd, &m, &run->notify_fd);
+	r = wait_for_sandbox(run, &m, err);
+	if (r == -EINTR)
+		return r;
 	if (r == -EPIPE)
 		return al_error_set(err, -ECHILD, "The sandbox died while being set up");
 	if (r < 0)

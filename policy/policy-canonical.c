@@ -221,7 +221,8 @@ static int add_resources(struct json_object *root, const struct policy_resources
 	}
 	r = res->memory > 0 ? add_bytes(o, "memory", res->memory) : add_string(o, "memory", "max");
 	if (r >= 0)
-		r = res->pids > 0 ? add_int(o, "pids", (int64_t)res->pids) : add_string(o, "pids", "max");
+		r = res->pids > 0 ? add_int(o, "pids", (int64_t)res->pids)
+				  : add_string(o, "pids", "max");
 	if (r < 0 || add_bytes(o, "disk", res->disk) < 0)
 		return -ENOMEM;
 	if (res->timeout_usec > 0) {
