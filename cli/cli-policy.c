@@ -25,6 +25,29 @@ static int load(const char *path, struct policy **ret)
 	return 0;
 }
 
+/* Prints what verb asks for: "check" a verdict, "hash" the hash, "show" the canonical form. */
+static int print_policy(const char *verb, const char *file, const struct policy *p)
+{
+	char hash[POLICY_HASH_HEX_SIZE];
+	_cleanup_free_ char *json = NULL;
+	int r;
+
+	r = policy_hash_hex(p, hash);
+	if (r < 0)
+		return r;
+	if (streq(verb, "check")) {
+		printf("%s: ok (%s)\n", file, hash);
+	} else if (streq(verb, "hash")) {
+		printf("%s\n", hash);
+	} else {
+		r = policy_to_canonical_json(p, &json);
+		if (r < 0)
+			return r;
+		printf("%s\n", json);
+	}
+	return fflush(stdout) == 0 ? 0 : -errno;
+}
+
 static void help(void)
 {
 	printf("Usage: airlock policy check FILE\n"
@@ -39,8 +62,6 @@ static void help(void)
 int cli_policy(int argc, char **argv)
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
-	char hash[POLICY_HASH_HEX_SIZE];
-	_cleanup_free_ char *json = NULL;
 	const char *verb = argc > 1 ? argv[1] : NULL;
 	const char *file = argc > 2 ? argv[2] : NULL;
 	int r;
@@ -60,21 +81,12 @@ int cli_policy(int argc, char **argv)
 	}
 	if (load(file, &p) < 0)
 		return CLI_EXIT_FAILURE;
-	r = policy_hash_hex(p, hash);
-	if (r < 0)
-		return log_error_errno(r, "Failed to hash the policy: %m"), CLI_EXIT_FAILURE;
-	if (streq(verb, "check"))
-		printf("%s: ok (%s)\n", file, hash);
-	else if (streq(verb, "hash"))
-		printf("%s\n", hash);
-	else {
-		r = policy_to_canonical_json(p, &json);
-		if (r < 0)
-			return log_error_errno(r, "Failed to serialize the policy: %m"),
-			       CLI_EXIT_FAILURE;
-		printf("%s\n", json);
+	r = print_policy(verb, file, p);
+	if (r < 0) {
+		log_error_errno(r, "Failed to print the policy: %m");
+		return CLI_EXIT_FAILURE;
 	}
-	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILURE;
+	return 0;
 }
 
 int cli_doctor(int argc, char **argv)
@@ -94,7 +106,9 @@ int cli_doctor(int argc, char **argv)
 		return CLI_EXIT_FAILURE;
 	}
 	r = launcher_doctor(stdout, json);
-	if (r < 0)
-		return log_error_errno(r, "Failed to run the checks: %m"), CLI_EXIT_FAILURE;
+	if (r < 0) {
+		log_error_errno(r, "Failed to run the checks: %m");
+		return CLI_EXIT_FAILURE;
+	}
 	return r > 0 ? CLI_EXIT_FAILURE : 0;
 }
