@@ -16,29 +16,120 @@
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
 
-/* Host folders that must never be handed to a sandbox writable as its workspace. */
+/* Host folders that must never be handed to a sandbox writable. */
 static const char *const blocked_roots[] = {"/",     "/etc", "/var", "/proc", "/sys", "/dev",
 					    "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64"};
 
+/* airlock's own state (the seccomp filter cache, later the vault and the broker's socket): a
+ * sandbox that could write there could weaken every later sandbox. No writable bind may be one
+ * of these, lie inside one, or contain one. */
+static const char *const protected_dirs[] = {"/var/cache/airlock", "/var/lib/airlock",
+					     "/etc/airlock", "/run/airlock"};
+
+/* True when a equals b or lies below it (both canonical). */
+static bool path_is_within(const char *a, const char *b)
+{
+	const char *rest = startswith(a, b);
+
+	return rest && (*rest == '\0' || *rest == '/' || streq(b, "/"));
+}
+
+/* Makes path absolute (against the current folder) and removes ".", ".." and "//" lexically,
+ * without looking at the file system. */
+static int path_lexical(const char *path, char **ret)
+{
+	_cleanup_free_ char *joined = NULL, *out = NULL;
+	char cwd[PATH_MAX], *save = NULL, *c;
+	size_t l = 0;
+
+	if (path[0] == '/') {
+		joined = strdup(path);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		if (asprintf(&joined, "%s/%s", cwd, path) < 0)
+			joined = NULL;
+	}
+	out = malloc(joined ? strlen(joined) + 2 : 1);
+	if (!joined || !out)
+		return -ENOMEM;
+	for (c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (streq(c, "."))
+			continue;
+		if (streq(c, "..")) {
+			while (l > 0 && out[--l] != '/')
+				;
+			continue;
+		}
+		out[l++] = '/';
+		memcpy(out + l, c, strlen(c));
+		l += strlen(c);
+	}
+	if (l == 0)
+		out[l++] = '/';
+	out[l] = '\0';
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* A writable bind must not expose the host's system folders or airlock's own state. */
+static int check_writable_source(const char *canonical, const char *field, struct al_error *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
+		if (streq(canonical, blocked_roots[i]))
+			return al_error_set(err, -EPERM, "%s: refusing to expose %s writable",
+					    field, canonical);
+	for (size_t i = 0; i < ELEMENTSOF(protected_dirs); i++)
+		if (path_is_within(canonical, protected_dirs[i]) ||
+		    path_is_within(protected_dirs[i], canonical))
+			return al_error_set(err, -EPERM,
+					    "%s: refusing to expose %s writable: it holds or is "
+					    "airlock's own state (%s)",
+					    field, canonical, protected_dirs[i]);
+	return 0;
+}
+
+/* Resolves source and checks it. A path that resolves through a symbolic link is refused: the
+ * workspace (and any writable bind) is the sandbox's to shape, so a link found on the way may have
+ * been planted by an earlier sandbox to aim a later bind at a host folder. */
 static int bind_add(struct launcher_context *ctx, const char *source, const char *target,
 		    bool read_only, const char *field, struct al_error *err)
 {
-	_cleanup_free_ char *canonical = NULL;
+	_cleanup_free_ char *canonical = NULL, *lexical = NULL;
 	struct launcher_bind *b;
 	struct stat st;
+	int r;
 
 	canonical = realpath(source, NULL);
 	if (!canonical || stat(canonical, &st) < 0)
 		return al_error_set_errno(err, -errno, "%s: %s", field, source);
+	r = path_lexical(source, &lexical);
+	if (r < 0)
+		return al_error_set_errno(err, r, "%s: %s", field, source);
+	if (!streq(lexical, canonical))
+		return al_error_set(err, -ELOOP,
+				    "%s: %s resolves through a symbolic link to %s; name the real "
+				    "path",
+				    field, source, canonical);
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return al_error_set(err, -EINVAL, "%s: %s is neither a folder nor a file", field,
 				    source);
+	if (!read_only) {
+		r = check_writable_source(canonical, field, err);
+		if (r < 0)
+			return r;
+	}
 	b = reallocarray(ctx->binds, ctx->n_binds + 1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	ctx->binds = b;
 	b = &ctx->binds[ctx->n_binds];
-	*b = (struct launcher_bind){.read_only = read_only, .is_dir = S_ISDIR(st.st_mode)};
+	*b = (struct launcher_bind){
+	    .read_only = read_only,
+	    .is_dir = S_ISDIR(st.st_mode),
+	    .dev = st.st_dev,
+	    .ino = st.st_ino,
+	};
 	b->target = strdup(target);
 	if (!b->target)
 		return -ENOMEM;
@@ -50,20 +141,8 @@ static int bind_add(struct launcher_context *ctx, const char *source, const char
 static int add_workspace(struct launcher_context *ctx, struct al_error *err)
 {
 	const struct policy *p = ctx->policy;
-	_cleanup_free_ char *root = NULL;
-	struct stat st;
 
-	root = realpath(p->workspace.root, NULL);
-	if (!root)
-		return al_error_set_errno(err, -errno, "workspace.root: %s", p->workspace.root);
-	if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
-		return al_error_set(err, -ENOTDIR, "workspace.root: %s is not a folder", root);
-	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
-		if (streq(root, blocked_roots[i]))
-			return al_error_set(
-			    err, -EPERM, "workspace.root: refusing to expose %s as the workspace",
-			    root);
-	return bind_add(ctx, root, p->workspace.mount, false, "workspace.root", err);
+	return bind_add(ctx, p->workspace.root, p->workspace.mount, false, "workspace.root", err);
 }
 
 static int add_mounts(struct launcher_context *ctx, struct al_error *err)

@@ -136,6 +136,8 @@ struct launcher_bind {
 	char *target; /* absolute path in the sandbox */
 	bool read_only;
 	bool is_dir;
+	dev_t dev; /* what the parent checked: the child binds only this very object */
+	ino_t ino;
 };
 
 struct launcher_context {

@@ -268,7 +268,8 @@ static int handshake(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
 	m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ATTACHED};
 	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
-	if (r < 0)
+	/* EPIPE: the child gave up already; its ERROR message is waiting to be read. */
+	if (r < 0 && r != -EPIPE)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
 	run_step(run, "cgroup");
 

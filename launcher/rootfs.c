@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -85,22 +86,6 @@ static int make_mountpoint(const char *path, bool dir, struct al_error *err)
 	if (fd < 0)
 		return al_error_set_errno(err, -errno, "Failed to create %s", path);
 	(void)al_close(fd);
-	return 0;
-}
-
-/* mkdir -p for a path below /newroot, made of folders the sandbox root tmpfs holds. */
-static int make_parents(char *path, struct al_error *err)
-{
-	for (char *s = path + strlen(LAUNCHER_NEWROOT) + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			int r = -errno;
-
-			*s = '/';
-			return al_error_set_errno(err, r, "Failed to create %s", path);
-		}
-		*s = '/';
-	}
 	return 0;
 }
 
@@ -410,13 +395,29 @@ static int setup_tmp(const struct policy *p, struct al_error *err)
  * caller's own mount namespace, so fds the parent opened cannot be used: they are opened here,
  * in the child's namespace, and from then on bound through /proc/self/fd, immune to what happens
  * to the paths meanwhile. */
+/* Opens the bind sources before anything covers them. A source must be a mount of the caller's
+ * own mount namespace, so the parent's fds cannot be used; instead no symbolic link is followed
+ * (the parent checked that the canonical path has none, so one now means the path was changed)
+ * and the object must be the very one the parent checked. */
 static int open_bind_sources(const struct launcher_context *ctx, int *fds, struct al_error *err)
 {
+	struct open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+
 	for (size_t i = 0; i < ctx->n_binds; i++) {
-		fds[i] = open(ctx->binds[i].source, O_PATH | O_CLOEXEC);
+		const struct launcher_bind *b = &ctx->binds[i];
+
+		fds[i] = (int)syscall(SYS_openat2, AT_FDCWD, b->source, &how, sizeof(how));
 		if (fds[i] < 0)
-			return al_error_set_errno(err, -errno, "Failed to open %s",
-						  ctx->binds[i].source);
+			return al_error_set_errno(err, -errno, "%s: cannot open %s", b->target,
+						  b->source);
+		if (fstat(fds[i], &st) < 0 || st.st_dev != b->dev || st.st_ino != b->ino)
+			return al_error_set(err, -ESTALE,
+					    "%s: %s changed while the sandbox was being set up",
+					    b->target, b->source);
 	}
 	return 0;
 }
@@ -427,26 +428,111 @@ static void close_bind_sources(size_t n, int *fds)
 		fds[i] = al_close(fds[i]);
 }
 
+/* Walks target's folders below the new root, creating the missing ones, without following any
+ * symbolic link: a target inside the workspace lies in a folder that an earlier sandbox shaped,
+ * and a link planted there must not steer airlock's mkdir onto the host. Returns an O_PATH fd of
+ * the last folder and copies the last component into name. */
+static int open_parent_beneath(const char *target, char *name, size_t name_size,
+			       struct al_error *err)
+{
+	_cleanup_close_ int cur = -EBADF;
+	char path[PATH_MAX], *save = NULL, *c, *next;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s", target) >= sizeof(path))
+		return al_error_set(err, -ENAMETOOLONG, "%s: path too long", target);
+	cur = open(LAUNCHER_NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return al_error_set_errno(err, -errno, "Failed to open the new root");
+	c = strtok_r(path, "/", &save);
+	if (!c)
+		return al_error_set(err, -EINVAL, "%s: not a mount point", target);
+	while ((next = strtok_r(NULL, "/", &save))) {
+		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0 && errno == ENOENT) {
+			if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
+				return al_error_set_errno(err, -errno,
+							  "%s: cannot create folder %s", target, c);
+			fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0)
+			return al_error_set_errno(
+			    err, -errno, "%s: %s is not a folder (a symbolic link?)", target, c);
+		(void)al_close(cur);
+		cur = fd;
+		c = next;
+	}
+	if ((size_t)snprintf(name, name_size, "%s", c) >= name_size)
+		return al_error_set(err, -ENAMETOOLONG, "%s: name too long", target);
+	return TAKE_FD(cur);
+}
+
+/* Creates the mount point name in parent unless it exists; an existing one must be of the right
+ * type. Nothing is opened for reading or writing, so a FIFO planted there cannot block setup. */
+static int make_point_at(int parent, const char *name, bool dir, const char *target,
+			 struct al_error *err)
+{
+	struct stat st;
+	int fd;
+
+	if (dir) {
+		if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
+	} else {
+		fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0444);
+		if (fd < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
+		fd = al_close(fd);
+	}
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot stat it", target);
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return al_error_set(err, -ENOTDIR, "%s: exists and is not a %s", target,
+				    dir ? "folder" : "regular file");
+	return 0;
+}
+
+/* Binds the tree of src_fd at target with the attributes attr, through fds only: the copy of the
+ * tree gets its attributes while still detached, then moves into place. */
+static int bind_beneath(int src_fd, const char *target, bool dir, uint64_t attr,
+			struct al_error *err)
+{
+	_cleanup_close_ int parent = -EBADF, tree = -EBADF;
+	struct mount_attr a = {.attr_set = attr};
+	char name[NAME_MAX + 1];
+	int r;
+
+	parent = open_parent_beneath(target, name, sizeof(name), err);
+	if (parent < 0)
+		return parent;
+	r = make_point_at(parent, name, dir, target, err);
+	if (r < 0)
+		return r;
+	tree = open_tree(src_fd, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot copy the source's mount",
+					  target);
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot set mount attributes", target);
+	if (move_mount(tree, "", parent, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot mount it", target);
+	return 0;
+}
+
 /* The workspace and the policy's mounts. */
 static int setup_binds(const struct launcher_context *ctx, const int *fds, struct al_error *err)
 {
-	char src[PATH_MAX], dst[PATH_MAX];
 	int r;
 
 	for (size_t i = 0; i < ctx->n_binds; i++) {
 		const struct launcher_bind *b = &ctx->binds[i];
 
-		(void)snprintf(src, sizeof(src), LAUNCHER_OLDROOT "/proc/self/fd/%d", fds[i]);
-		(void)snprintf(dst, sizeof(dst), LAUNCHER_NEWROOT "%s", b->target);
-		r = make_parents(dst, err);
-		if (r >= 0)
-			r = make_mountpoint(dst, b->is_dir, err);
-		if (r >= 0)
-			r = bind_mount(src, dst, b->read_only ? ATTR_RO : ATTR_RW, err);
-		if (r < 0) {
-			al_error_prefix(err, "%s", b->target);
+		r = bind_beneath(fds[i], b->target, b->is_dir, b->read_only ? ATTR_RO : ATTR_RW,
+				 err);
+		if (r < 0)
 			return r;
-		}
 	}
 	return 0;
 }
