@@ -26,7 +26,7 @@ static const char *arg_policy;
 static bool arg_json;
 static bool arg_timing;
 static const char *arg_audit;
-static uint64_t arg_kill_after_usec;
+static uint64_t arg_kill_after_usec = 2 * 1000000ULL;
 static struct override *arg_overrides;
 static size_t arg_n_overrides;
 
@@ -176,8 +176,9 @@ static int load_policy(struct policy **ret)
 	return 0;
 }
 
-/* JSON strings must be UTF-8; program output need not be. Invalid bytes become U+FFFD. */
-static char *utf8_sanitize(const char *s, size_t len)
+/* JSON strings must be UTF-8; program output need not be. Invalid bytes become U+FFFD. NUL bytes
+ * are kept (JSON escapes them), so the result's length is returned in *ret_len. */
+static char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
 {
 	char *out = malloc(len * 3 + 1), *o = out;
 	size_t i = 0;
@@ -216,14 +217,16 @@ static char *utf8_sanitize(const char *s, size_t len)
 		}
 	}
 	*o = '\0';
+	*ret_len = (size_t)(o - out);
 	return out;
 }
 
 static struct json_object *json_output(const struct launcher_buffer *b)
 {
-	_cleanup_free_ char *s = utf8_sanitize(b->data ? b->data : "", b->len);
+	size_t len = 0;
+	_cleanup_free_ char *s = utf8_sanitize(b->data ? b->data : "", b->len, &len);
 
-	return s ? json_object_new_string(s) : NULL;
+	return s ? json_object_new_string_len(s, (int)len) : NULL;
 }
 
 static int print_json(const struct policy *p, const struct launcher_result *res)

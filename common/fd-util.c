@@ -141,3 +141,26 @@ int al_close_range_cloexec(int from)
 {
 	return RET_NERRNO((int)syscall(SYS_close_range, (unsigned)from, ~0U, CLOSE_RANGE_CLOEXEC));
 }
+
+int al_close_all_except(int *keep, size_t n)
+{
+	unsigned from = 0;
+
+	/* Insertion sort: n is a handful, and qsort is not async-signal-safe. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < from)
+			continue;
+		if ((unsigned)keep[i] > from &&
+		    syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return RET_NERRNO((int)syscall(SYS_close_range, from, ~0U, 0));
+}

@@ -51,5 +51,8 @@ int al_write_file_at(int dirfd, const char *path, const char *s);
 /* Sets or clears O_NONBLOCK. */
 int al_fd_nonblock(int fd, bool nonblock);
 
-/* Marks every fd >= from close-on-exec, except those listed. Async-signal-safe. */
+/* Marks every fd >= from close-on-exec. Async-signal-safe. */
 int al_close_range_cloexec(int from);
+
+/* Closes every fd except the n listed in keep (which it sorts). Async-signal-safe. */
+int al_close_all_except(int *keep, size_t n);

@@ -234,6 +234,7 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	    .gid = getegid(),
 	    .stdout_w = -EBADF,
 	    .stderr_w = -EBADF,
+	    .stdin_r = -EBADF,
 	    .sync_fd = -EBADF,
 	};
 	ctx->userns = ctx->uid != 0;
@@ -271,8 +272,10 @@ void launcher_context_done(struct launcher_context *ctx)
 	launcher_strv_free(ctx->envp);
 	launcher_strv_free(ctx->argv);
 	launcher_seccomp_filter_done(&ctx->seccomp);
+	ctx->stdin_r = al_close(ctx->stdin_r);
 	ctx->stdout_w = al_close(ctx->stdout_w);
 	ctx->stderr_w = al_close(ctx->stderr_w);
 	ctx->sync_fd = al_close(ctx->sync_fd);
-	*ctx = (struct launcher_context){.stdout_w = -EBADF, .stderr_w = -EBADF, .sync_fd = -EBADF};
+	*ctx = (struct launcher_context){
+	    .stdout_w = -EBADF, .stderr_w = -EBADF, .stdin_r = -EBADF, .sync_fd = -EBADF};
 }

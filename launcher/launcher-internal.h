@@ -2,6 +2,7 @@
 
 /* Internal interfaces of the launcher module: for launcher/ *.c and tests/unit/launcher only. */
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,7 +157,9 @@ struct launcher_context {
 	int cap_last;		      /* /proc/sys/kernel/cap_last_cap */
 	struct launcher_seccomp_filter seccomp;
 	int stdout_w, stderr_w; /* write ends of the output pipes */
-	int sync_fd;		/* the child's end of the sync socket */
+	int stdin_r; /* read end of the stdin pipe when airlock's stdin is a terminal, else -EBADF
+		      */
+	int sync_fd; /* the child's end of the sync socket */
 };
 
 /* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
@@ -227,3 +230,28 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx);
  * sends LAUNCHER_SYNC_STATUS and exits (which kills whatever is left in the namespace).
  * sigfd is a signalfd for the forwarded signals and SIGCHLD (which are blocked). */
 _noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd);
+
+/* ---- stream.c: moving bytes between airlock's stdio and the sandbox without ever blocking ---- */
+
+#define LAUNCHER_STREAM_CHUNK 4096 /* <= PIPE_BUF: a write after POLLOUT on a pipe cannot block */
+
+struct launcher_stream {
+	int from, to;			 /* -EBADF once closed */
+	bool owns_from, owns_to;	 /* close them when done (pipes airlock made) */
+	struct launcher_buffer *capture; /* collect here instead of writing to 'to' */
+	size_t capture_max;
+	char buf[LAUNCHER_STREAM_CHUNK];
+	size_t off, len;
+};
+
+/* from is read until EOF; what is read goes to 'to' (or into capture, up to capture_max, the rest
+ * counted as truncated). When the reader of 'to' goes away (EPIPE), 'from' is closed, so the
+ * writer on the other side gets EPIPE/SIGPIPE too, as it would without airlock in between. */
+void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, int to, bool owns_to,
+			  struct launcher_buffer *capture, size_t capture_max);
+/* Fills the stream's two pollfds (either may be unused: fd -1). */
+void launcher_stream_poll(const struct launcher_stream *s, struct pollfd *in, struct pollfd *out);
+/* Acts on the events poll() returned for the two pollfds. */
+void launcher_stream_handle(struct launcher_stream *s, short in_revents, short out_revents);
+bool launcher_stream_done(const struct launcher_stream *s);
+void launcher_stream_close(struct launcher_stream *s);

@@ -24,19 +24,22 @@
 #include "launcher/launcher-internal.h"
 #include "launcher/launcher.h"
 
-#define OUTPUT_CHUNK 65536
-#define DEFAULT_KILL_GRACE_USEC (2 * 1000000ULL)
-#define VIOLATION_KINDS_MAX 256 /* distinct (kind, detail) pairs kept in the result */
-#define VIOLATION_AUDIT_ALL 10	/* violations of one kind audited one by one */
+#define SETUP_TIMEOUT_USEC (60 * 1000000ULL) /* from clone to READY */
+#define VIOLATION_KINDS_MAX 256		     /* distinct (kind, detail) pairs kept in the result */
+#define VIOLATION_AUDIT_ALL 10		     /* violations of one kind audited one by one */
 
 enum {
 	PFD_SYNC,
-	PFD_OUT,
-	PFD_ERR,
 	PFD_PIDFD,
 	PFD_SIGNAL,
 	PFD_TIMER,
 	PFD_NOTIFY,
+	PFD_OUT_IN,
+	PFD_OUT_OUT,
+	PFD_ERR_IN,
+	PFD_ERR_OUT,
+	PFD_IN_IN,
+	PFD_IN_OUT,
 	PFD_MAX,
 };
 
@@ -46,7 +49,8 @@ struct run {
 	struct al_audit *audit;
 	struct launcher_result *result;
 	pid_t pid;
-	int pidfd, sync_fd, out_fd, err_fd, sig_fd, timer_fd, notify_fd;
+	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
+	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
 	bool reaped, got_status, exec_failed, timed_out, killed;
 	int init_status, exec_error;
 	struct launcher_sync_msg status;
@@ -73,8 +77,9 @@ static void run_done(struct run *run)
 	run->audit = al_audit_close(run->audit);
 	run->pidfd = al_close(run->pidfd);
 	run->sync_fd = al_close(run->sync_fd);
-	run->out_fd = al_close(run->out_fd);
-	run->err_fd = al_close(run->err_fd);
+	launcher_stream_close(&run->out);
+	launcher_stream_close(&run->err);
+	launcher_stream_close(&run->in);
 	run->sig_fd = al_close(run->sig_fd);
 	run->timer_fd = al_close(run->timer_fd);
 	run->notify_fd = al_close(run->notify_fd);
@@ -149,11 +154,14 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 
 static int spawn(struct run *run, struct al_error *err)
 {
-	int sp[2], out[2], errp[2];
+	int sp[2], out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, in[2] = {-EBADF, -EBADF};
 	struct clone_args args = {.exit_signal = SIGCHLD};
 	uint64_t flags =
 	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-	int pidfd = -EBADF;
+	bool capture = run->ctx.opts->capture;
+	struct launcher_result *res = run->result;
+	const char *hint;
+	int pidfd = -EBADF, r;
 	long pid;
 
 	if (run->ctx.userns)
@@ -162,20 +170,33 @@ static int spawn(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, -errno, "Failed to create the sync socket");
 	run->sync_fd = sp[0];
 	run->ctx.sync_fd = sp[1];
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
-		return al_error_set_errno(err, -errno, "Failed to create the output pipes");
-	run->out_fd = out[0];
+	/* Each end is owned by run or ctx as soon as it exists, so every error path closes it. */
+	r = RET_NERRNO(pipe2(out, O_CLOEXEC));
+	launcher_stream_init(&run->out, out[0], true, STDOUT_FILENO, false,
+			     capture ? &res->out : NULL, LAUNCHER_CAPTURE_MAX);
 	run->ctx.stdout_w = out[1];
-	run->err_fd = errp[0];
+	if (r >= 0)
+		r = RET_NERRNO(pipe2(errp, O_CLOEXEC));
+	launcher_stream_init(&run->err, errp[0], true, STDERR_FILENO, false,
+			     capture ? &res->err : NULL, LAUNCHER_CAPTURE_MAX);
 	run->ctx.stderr_w = errp[1];
+	/* A terminal is not handed to the sandbox: it could change its modes, write escape
+	 * sequences past the capture, or read what is typed after it ends. Its input is copied
+	 * into a pipe instead. Other stdin (a file, a pipe) is passed as is. */
+	if (r >= 0 && isatty(STDIN_FILENO))
+		r = RET_NERRNO(pipe2(in, O_CLOEXEC));
+	launcher_stream_init(&run->in, in[0] >= 0 ? STDIN_FILENO : -EBADF, false, in[1], true, NULL,
+			     0);
+	run->ctx.stdin_r = in[0];
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to create the stdio pipes");
 
 	args.flags = flags;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0) {
-		int r = -errno;
-		const char *hint = launcher_doctor_hint(flags, r);
-
+		r = -errno;
+		hint = launcher_doctor_hint(flags, r);
 		return al_error_set(err, r, "Failed to create the sandbox's %s namespaces: %s; %s",
 				    run->ctx.userns ? "user, mount, pid, net, ipc and uts"
 						    : "mount, pid, net, ipc and uts",
@@ -184,8 +205,9 @@ static int spawn(struct run *run, struct al_error *err)
 	if (pid == 0) {
 		/* The child: drop airlock's ends; everything else it needs is in ctx. */
 		(void)al_close(run->sync_fd);
-		(void)al_close(run->out_fd);
-		(void)al_close(run->err_fd);
+		launcher_stream_close(&run->out);
+		launcher_stream_close(&run->err);
+		launcher_stream_close(&run->in);
 		launcher_sandbox_main(&run->ctx);
 	}
 	run->pid = (pid_t)pid;
@@ -193,6 +215,7 @@ static int spawn(struct run *run, struct al_error *err)
 	run->ctx.sync_fd = al_close(run->ctx.sync_fd);
 	run->ctx.stdout_w = al_close(run->ctx.stdout_w);
 	run->ctx.stderr_w = al_close(run->ctx.stderr_w);
+	run->ctx.stdin_r = al_close(run->ctx.stdin_r);
 	return 0;
 }
 
@@ -218,29 +241,57 @@ static int write_id_maps(struct run *run, struct al_error *err)
 	return 0;
 }
 
+/* Arms fd to fire once after usec; 0 disarms it. */
+static int arm_timer(int fd, uint64_t usec)
+{
+	struct itimerspec its = {
+	    .it_value = {.tv_sec = (time_t)(usec / 1000000u),
+			 .tv_nsec = (long)(usec % 1000000u) * 1000},
+	};
+
+	return RET_NERRNO(timerfd_settime(fd, 0, &its, NULL));
+}
+
 /* Waits for the sandbox's READY or ERROR. A signal that would end airlock ends the wait too: the
  * command has not started, so there is nothing to forward it to. */
 static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct al_error *err)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 	    {.fd = run->sync_fd, .events = POLLIN},
 	    {.fd = run->sig_fd, .events = POLLIN},
+	    {.fd = run->timer_fd, .events = POLLIN},
 	};
 	struct signalfd_siginfo si;
+	int r;
 
+	r = arm_timer(run->timer_fd, SETUP_TIMEOUT_USEC);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to arm the setup timer");
 	for (;;) {
 		if (poll(pfd, ELEMENTSOF(pfd), -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (pfd[0].revents)
-			return launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
-		if (read(run->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			return al_error_set(err, -EINTR,
-					    "Interrupted by signal %u while setting up the sandbox",
-					    si.ssi_signo);
+		if (pfd[0].revents) {
+			r = launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
+			break;
+		}
+		if (pfd[2].revents) {
+			r = al_error_set(err, -ETIMEDOUT,
+					 "The sandbox was not set up within %u seconds",
+					 (unsigned)(SETUP_TIMEOUT_USEC / 1000000));
+			break;
+		}
+		if (read(run->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			r = al_error_set(err, -EINTR,
+					 "Interrupted by signal %u while setting up the sandbox",
+					 si.ssi_signo);
+			break;
+		}
 	}
+	(void)arm_timer(run->timer_fd, 0);
+	return r;
 }
 
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
@@ -274,7 +325,7 @@ static int handshake(struct run *run, struct al_error *err)
 	run_step(run, "cgroup");
 
 	r = wait_for_sandbox(run, &m, err);
-	if (r == -EINTR)
+	if (r == -EINTR || r == -ETIMEDOUT)
 		return r;
 	if (r == -EPIPE)
 		return al_error_set(err, -ECHILD, "The sandbox died while being set up");
@@ -286,6 +337,10 @@ static int handshake(struct run *run, struct al_error *err)
 	}
 	if (m.type != LAUNCHER_SYNC_READY || run->notify_fd < 0)
 		return al_error_set(err, -EBADMSG, "Unexpected message from the sandbox");
+	/* From here on airlock only reacts to messages: never wait in recvmsg(). */
+	r = al_fd_nonblock(run->sync_fd, true);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to set up the sync socket");
 	for (uint32_t i = 0; i < m.n_steps; i++)
 		if (run->result->n_steps < LAUNCHER_STEP_MAX) {
 			/* Names point into static storage: map them to our own constants. */
@@ -303,52 +358,6 @@ static int handshake(struct run *run, struct al_error *err)
 	return 0;
 }
 
-static int arm_timer(int fd, uint64_t usec)
-{
-	struct itimerspec its = {
-	    .it_value = {.tv_sec = (time_t)(usec / 1000000u),
-			 .tv_nsec = (long)(usec % 1000000u) * 1000},
-	};
-
-	if (usec == 0)
-		its.it_value.tv_nsec = 1;
-	return RET_NERRNO(timerfd_settime(fd, 0, &its, NULL));
-}
-
-/* Moves output from the sandbox to airlock's own stdout/stderr, or into the capture buffer.
- * Returns false at EOF. */
-static bool pump(int fd, int dest, bool capture, struct launcher_buffer *buf)
-{
-	char chunk[OUTPUT_CHUNK];
-	ssize_t n;
-
-	n = read(fd, chunk, sizeof(chunk));
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
-	if (n == 0)
-		return false;
-	if (!capture) {
-		(void)al_write_all(dest, chunk, (size_t)n);
-		return true;
-	}
-	if (buf->len < LAUNCHER_CAPTURE_MAX) {
-		size_t take = MIN((size_t)n, LAUNCHER_CAPTURE_MAX - buf->len);
-		char *d = realloc(buf->data, buf->len + take + 1);
-
-		if (d) {
-			buf->data = d;
-			memcpy(d + buf->len, chunk, take);
-			buf->len += take;
-			d[buf->len] = '\0';
-		}
-		if (take < (size_t)n || !d)
-			buf->truncated = true;
-	} else {
-		buf->truncated = true;
-	}
-	return true;
-}
-
 /* Counts a violation; returns its count so far (0 when it could not be recorded). */
 static uint64_t record_violation(struct launcher_result *res, const char *kind, const char *detail)
 {
@@ -358,8 +367,8 @@ static uint64_t record_violation(struct launcher_result *res, const char *kind, 
 		if (streq(res->violations[i].kind, kind) &&
 		    streq(res->violations[i].detail, detail))
 			return ++res->violations[i].count;
-	if (res->n_violations >= VIOLATION_KINDS_MAX)
-		return 0;
+	if (res->n_violations >= VIOLATION_KINDS_MAX - 1 && !streq(detail, "other"))
+		return record_violation(res, kind, "other");
 	v = reallocarray(res->violations, res->n_violations + 1, sizeof(*v));
 	if (!v)
 		return 0;
@@ -411,7 +420,7 @@ static void on_timer(struct run *run)
 	if (!run->timed_out) {
 		run->timed_out = true;
 		(void)launcher_sync_send(run->sync_fd, &m, -EBADF);
-		(void)arm_timer(run->timer_fd, grace ? grace : DEFAULT_KILL_GRACE_USEC);
+		(void)arm_timer(run->timer_fd, MAX(grace, (uint64_t)1));
 	} else if (!run->killed) {
 		run->killed = true;
 		(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
@@ -463,40 +472,40 @@ static void on_exit_of_init(struct run *run)
 	run->reaped = true;
 	log_debug("Sandbox's init reaped after %" PRIu64 "us", launcher_now_usec() - run->t_last);
 	run->init_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
-	(void)al_fd_nonblock(run->sync_fd, true);
 	on_sync(run);
 }
 
 static void supervise(struct run *run)
 {
-	const struct launcher_options *opts = run->ctx.opts;
-	struct launcher_result *res = run->result;
 	struct pollfd pfd[PFD_MAX];
 
 	for (;;) {
+		/* The output is delivered in full after the sandbox ends, however slowly it is
+		 * read, unless the run timed out: then what nobody read by now is dropped. */
+		if (run->reaped && (run->timed_out || (launcher_stream_done(&run->out) &&
+						       launcher_stream_done(&run->err))))
+			return;
 		pfd[PFD_SYNC] =
 		    (struct pollfd){.fd = run->reaped ? -1 : run->sync_fd, .events = POLLIN};
-		pfd[PFD_OUT] = (struct pollfd){.fd = run->out_fd, .events = POLLIN};
-		pfd[PFD_ERR] = (struct pollfd){.fd = run->err_fd, .events = POLLIN};
 		pfd[PFD_PIDFD] =
 		    (struct pollfd){.fd = run->reaped ? -1 : run->pidfd, .events = POLLIN};
 		pfd[PFD_SIGNAL] = (struct pollfd){.fd = run->sig_fd, .events = POLLIN};
 		pfd[PFD_TIMER] = (struct pollfd){.fd = run->timer_fd, .events = POLLIN};
 		pfd[PFD_NOTIFY] = (struct pollfd){.fd = run->notify_fd, .events = POLLIN};
-		if (run->reaped && run->out_fd < 0 && run->err_fd < 0)
-			return;
+		launcher_stream_poll(&run->out, &pfd[PFD_OUT_IN], &pfd[PFD_OUT_OUT]);
+		launcher_stream_poll(&run->err, &pfd[PFD_ERR_IN], &pfd[PFD_ERR_OUT]);
+		launcher_stream_poll(&run->in, &pfd[PFD_IN_IN], &pfd[PFD_IN_OUT]);
 		if (poll(pfd, PFD_MAX, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_debug_errno(-errno, "poll() failed: %m");
 			return;
 		}
-		if (pfd[PFD_OUT].revents &&
-		    !pump(run->out_fd, STDOUT_FILENO, opts->capture, &res->out))
-			run->out_fd = al_close(run->out_fd);
-		if (pfd[PFD_ERR].revents &&
-		    !pump(run->err_fd, STDERR_FILENO, opts->capture, &res->err))
-			run->err_fd = al_close(run->err_fd);
+		launcher_stream_handle(&run->out, pfd[PFD_OUT_IN].revents,
+				       pfd[PFD_OUT_OUT].revents);
+		launcher_stream_handle(&run->err, pfd[PFD_ERR_IN].revents,
+				       pfd[PFD_ERR_OUT].revents);
+		launcher_stream_handle(&run->in, pfd[PFD_IN_IN].revents, pfd[PFD_IN_OUT].revents);
 		if (pfd[PFD_NOTIFY].revents)
 			on_notify(run, pfd[PFD_NOTIFY].revents);
 		if (pfd[PFD_SYNC].revents)
@@ -523,10 +532,13 @@ static void finish(struct run *run)
 		res->exit_code = run->status.value;
 		res->signal = run->status.signal;
 	} else if (WIFSIGNALED(st)) {
+		/* pid 1 was killed (the kernel's OOM killer, our SIGKILL after the grace): the
+		 * command died with it. */
 		res->signal = WTERMSIG(st);
 		res->exit_code = 128 + res->signal;
 	} else {
-		res->exit_code = WEXITSTATUS(st);
+		/* pid 1 ended without a status: airlock's side of the sandbox failed. */
+		res->exit_code = LAUNCHER_EXIT_FAILED;
 	}
 	res->timed_out = run->timed_out;
 	if (run->timed_out)
@@ -569,8 +581,6 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	    .result = ret,
 	    .pidfd = -EBADF,
 	    .sync_fd = -EBADF,
-	    .out_fd = -EBADF,
-	    .err_fd = -EBADF,
 	    .sig_fd = -EBADF,
 	    .timer_fd = -EBADF,
 	    .notify_fd = -EBADF,

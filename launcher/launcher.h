@@ -18,7 +18,7 @@
 struct launcher_options {
 	char *const *argv; /* command to run; argv[0] looked up on the sandbox's PATH */
 	bool capture;	   /* capture stdout/stderr for the result instead of streaming them */
-	uint64_t kill_grace_usec; /* between SIGTERM and SIGKILL on timeout */
+	uint64_t kill_grace_usec; /* between SIGTERM and SIGKILL on timeout; 0 = at once */
 	const char *audit_path;	  /* overrides policy->audit when set */
 	bool timing;		  /* record per-step timings in the result */
 };

@@ -289,7 +289,8 @@ static int bind_node(const char *src, const char *dst, struct al_error *err)
 	r = make_mountpoint(dst, false, err);
 	if (r < 0)
 		return r;
-	return bind_mount(src, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	/* Read-only: the node stays usable, but its owner, mode and times cannot be changed. */
+	return bind_mount(src, dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 }
 
 static int setup_dev(bool userns, struct al_error *err)

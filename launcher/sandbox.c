@@ -153,8 +153,11 @@ _noreturn_ static void report_exec_failure(int sync_fd, int r)
 
 static int install_stdio(const struct launcher_context *ctx, struct al_error *err)
 {
+	if (ctx->stdin_r >= 0 && dup2(ctx->stdin_r, STDIN_FILENO) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set up stdin");
 	if (dup2(ctx->stdout_w, STDOUT_FILENO) < 0 || dup2(ctx->stderr_w, STDERR_FILENO) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set up stdout/stderr");
+	(void)al_close(ctx->stdin_r);
 	(void)al_close(ctx->stdout_w);
 	(void)al_close(ctx->stderr_w);
 	return 0;
@@ -165,12 +168,21 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
+	int keep[7];
 	sigset_t forwarded;
 	pid_t cmd;
 
 	/* Die with airlock. If airlock is already gone, GO never comes: the read sees EOF. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(sync_fd, &m, -errno);
+	/* pid 1 never execs, so close-on-exec never happens for it: drop every fd it inherited
+	 * (the caller's, airlock's audit file, timers...) but the ones the sandbox is built from.
+	 */
+	keep[0] = STDIN_FILENO, keep[1] = STDOUT_FILENO, keep[2] = STDERR_FILENO;
+	keep[3] = sync_fd, keep[4] = ctx->stdout_w, keep[5] = ctx->stderr_w;
+	keep[6] = ctx->stdin_r;
+	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
+		_exit(LAUNCHER_EXIT_FAILED);
 	/* /proc/1/cmdline is readable by the sandbox: airlock's command line is none of its
 	 * business. */
 	al_argv_wipe("airlock-init");

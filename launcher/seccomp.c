@@ -1,13 +1,15 @@
 /* The sandbox's seccomp filter: rule tables for the three levels, compilation with libseccomp (the
- * only user of it), an on-disk cache of the compiled program, installation in the child and the
- * supervisor's side of user notifications.
+ * only user of it), root's on-disk cache of the compiled program, installation in the child and
+ * the supervisor's side of user notifications.
  *
  * Every call a level refuses returns SECCOMP_RET_USER_NOTIF: airlock's main process answers it
- * with the errno of the table row that refused it and records it as a violation. The one
- * exception is clone3(), which gets ENOSYS straight from the filter: its flags live in memory,
- * where seccomp cannot read them, so libc's probe is refused quietly and libc falls back to
- * clone(), whose flags we do check. Non-native ABIs (i386 through int 0x80, x32 through
- * nr | 0x40000000) kill the process: the tables name native syscalls only. */
+ * with the errno of the table row that refused it and records it as a violation. Two kinds of
+ * refusal are answered by the filter itself with ENOSYS and not recorded, because libraries make
+ * such calls routinely and fall back, as they do on an older kernel: the quiet rows of the table
+ * (clone3, openat2, io_uring, probed by glibc and libuv), and syscall numbers newer than
+ * libseccomp's table, which the tables cannot name (glibc tries fchmodat2 before fchmodat).
+ * Non-native ABIs (i386 through int 0x80, x32 through nr | 0x40000000) kill the process: the
+ * tables name native syscalls only. */
 
 #define LOG_MODULE "seccomp"
 
@@ -91,14 +93,20 @@ struct arg_set {
  * NETLINK_ROUTE). AF_PACKET, AF_KEY, AF_ALG, AF_BLUETOOTH, AF_TIPC, AF_RDS, ... are kernel code
  * that ordinary programs never reach and that has had its share of exploits. */
 #define SOCKET_COMMON_FAMILIES ARG_SET(0, 0xffffffffU, true, AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
-/* Device nodes are how a process reaches hardware; FIFOs, sockets and regular files are not. */
-#define MKNOD_DEVICE(a) ARG_SET(a, S_IFMT, false, S_IFCHR, S_IFBLK)
+/* A mode argument without the set-user-ID and set-group-ID bits (see the table). The kernel reads
+ * modes as 16 bits, so the low 32 bits hold all it sees. */
+#define MODE_NO_SETID(a) ARG_SET(a, S_ISUID | S_ISGID, true, 0)
+/* mknod() of a regular file (type 0 or S_IFREG), FIFO or socket, without set-id bits. Device
+ * nodes are how a process reaches hardware; the other types mknod() refuses anyway. */
+#define MKNOD_PLAIN(a)                                                                             \
+	ARG_SET(a, S_IFMT | S_ISUID | S_ISGID, true, 0, S_IFREG, S_IFIFO, S_IFSOCK)
 
 struct deny_rule {
 	const char *name;
 	enum policy_seccomp level;  /* the lowest level that refuses it */
 	int error;		    /* positive errno the caller gets */
 	const struct arg_set *args; /* NULL: every call; else the calls outside args' allowed set */
+	bool quiet; /* answered by the filter itself, not a violation (then args is NULL) */
 };
 
 /* The refusals, by level. A level refuses its own rows and those of the levels below it; a

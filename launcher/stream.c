@@ -1,0 +1,134 @@
+#define LOG_MODULE "launcher"
+
+/* The supervisor copies the sandbox's output to airlock's stdout/stderr (or captures it), and a
+ * terminal's input to the sandbox's stdin pipe. It must never block in a write: the timeout, the
+ * seccomp notifications and signals are served by the same loop. So each stream holds at most one
+ * chunk, reads only when that chunk is empty and writes only after POLLOUT, at most PIPE_BUF bytes
+ * at a time (a pipe with POLLOUT takes that much without blocking). */
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "launcher/launcher-internal.h"
+
+void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, int to, bool owns_to,
+			  struct launcher_buffer *capture, size_t capture_max)
+{
+	*s = (struct launcher_stream){
+	    .from = from,
+	    .to = to,
+	    .owns_from = owns_from,
+	    .owns_to = owns_to,
+	    .capture = capture,
+	    .capture_max = capture_max,
+	};
+}
+
+static void close_from(struct launcher_stream *s)
+{
+	if (s->owns_from)
+		(void)al_close(s->from);
+	s->from = -EBADF;
+}
+
+static void close_to(struct launcher_stream *s)
+{
+	if (s->owns_to)
+		(void)al_close(s->to);
+	s->to = -EBADF;
+	s->len = s->off = 0;
+}
+
+void launcher_stream_close(struct launcher_stream *s)
+{
+	close_from(s);
+	close_to(s);
+}
+
+bool launcher_stream_done(const struct launcher_stream *s)
+{
+	return s->from < 0 && s->len == 0;
+}
+
+void launcher_stream_poll(const struct launcher_stream *s, struct pollfd *in, struct pollfd *out)
+{
+	*in = (struct pollfd){.fd = -1};
+	*out = (struct pollfd){.fd = -1};
+	if (s->len > 0)
+		*out = (struct pollfd){.fd = s->to, .events = POLLOUT};
+	else if (s->from >= 0)
+		*in = (struct pollfd){.fd = s->from, .events = POLLIN};
+}
+
+static void capture(struct launcher_stream *s, const char *data, size_t n)
+{
+	struct launcher_buffer *b = s->capture;
+	size_t take = b->len < s->capture_max ? MIN(n, s->capture_max - b->len) : 0;
+	char *d;
+
+	if (take > 0) {
+		d = realloc(b->data, b->len + take + 1);
+		if (!d) {
+			b->truncated = true;
+			return;
+		}
+		b->data = d;
+		memcpy(d + b->len, data, take);
+		b->len += take;
+		d[b->len] = '\0';
+	}
+	if (take < n)
+		b->truncated = true;
+}
+
+static void on_readable(struct launcher_stream *s)
+{
+	ssize_t n = read(s->from, s->buf, sizeof(s->buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		/* EOF (or an error, which ends the stream the same way): pass the EOF on. */
+		close_from(s);
+		if (!s->capture)
+			close_to(s);
+		return;
+	}
+	if (s->capture) {
+		capture(s, s->buf, (size_t)n);
+		return;
+	}
+	s->off = 0;
+	s->len = (size_t)n;
+}
+
+static void on_writable(struct launcher_stream *s, short revents)
+{
+	ssize_t n = -1;
+
+	if (revents & POLLOUT) {
+		n = write(s->to, s->buf + s->off, s->len - s->off);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			return;
+	}
+	if (n <= 0) {
+		/* The reader is gone: stop reading, so the writer learns it too. */
+		close_from(s);
+		close_to(s);
+		return;
+	}
+	s->off += (size_t)n;
+	if (s->off == s->len)
+		s->off = s->len = 0;
+}
+
+void launcher_stream_handle(struct launcher_stream *s, short in_revents, short out_revents)
+{
+	if (s->len > 0 && out_revents)
+		on_writable(s, out_revents);
+	else if (s->len == 0 && s->from >= 0 && in_revents)
+		on_readable(s);
+}
