@@ -377,6 +377,14 @@ static int setup_proc(struct al_error *err)
 	return 0;
 }
 
+/* With an executables allow list, nothing the sandbox can write may be executed or mapped
+ * executable: landlock checks execve() only, so a program written to /tmp could otherwise still be
+ * loaded by the ELF interpreter ("ld.so /tmp/prog"). */
+static bool has_allow_list(const struct policy *p)
+{
+	return p->executables.n > 0;
+}
+
 static int setup_tmp(const struct policy *p, struct al_error *err)
 {
 	char opts[64];
@@ -389,13 +397,10 @@ static int setup_tmp(const struct policy *p, struct al_error *err)
 		(void)snprintf(opts, sizeof(opts), "mode=1777,size=%" PRIu64, p->resources.disk);
 	else
 		(void)snprintf(opts, sizeof(opts), "mode=1777");
-	return do_mount("tmpfs", LAUNCHER_NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
+	return do_mount("tmpfs", LAUNCHER_NEWROOT "/tmp", "tmpfs",
+			MS_NOSUID | MS_NODEV | (has_allow_list(p) ? MS_NOEXEC : 0), opts, err);
 }
 
-/* Opens the bind sources before anything covers them. A bind source must be a mount of the
- * caller's own mount namespace, so fds the parent opened cannot be used: they are opened here,
- * in the child's namespace, and from then on bound through /proc/self/fd, immune to what happens
- * to the paths meanwhile. */
 /* Opens the bind sources before anything covers them. A source must be a mount of the caller's
  * own mount namespace, so the parent's fds cannot be used; instead no symbolic link is followed
  * (the parent checked that the canonical path has none, so one now means the path was changed)
@@ -529,9 +534,11 @@ static int setup_binds(const struct launcher_context *ctx, const int *fds, struc
 
 	for (size_t i = 0; i < ctx->n_binds; i++) {
 		const struct launcher_bind *b = &ctx->binds[i];
+		uint64_t attr =
+		    (b->read_only ? ATTR_RO : ATTR_RW) |
+		    (has_allow_list(ctx->policy) && !b->read_only ? MOUNT_ATTR_NOEXEC : 0);
 
-		r = bind_beneath(fds[i], b->target, b->is_dir, b->read_only ? ATTR_RO : ATTR_RW,
-				 err);
+		r = bind_beneath(fds[i], b->target, b->is_dir, attr, err);
 		if (r < 0)
 			return r;
 	}

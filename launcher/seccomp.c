@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +111,8 @@ struct deny_rule {
 };
 
 /* The refusals, by level. A level refuses its own rows and those of the levels below it; a
- * syscall listed twice takes the row of the highest level that applies (socket). strict keeps
- * every refusal and adds an allow list.
+ * syscall listed twice takes the row of the highest level that applies (socket, mknod). strict
+ * keeps every refusal and adds an allow list.
  *
  * baseline is what container runtimes refuse by default, so that programs that run in a
  * container run here: loading or replacing kernel code, stopping the machine, setting the clock,
@@ -120,9 +121,26 @@ struct deny_rule {
  * namespace is the usual door to kernel code reserved to root), looking into other processes
  * (ptrace and its relatives), the kernel keyring, and kernel subsystems that matter to kernel
  * exploits far more than to programs (bpf, perf_event_open, userfaultfd, handles that bypass
- * path permissions). Three rows are escapes rather than attack surface, so even baseline has
- * them: io_uring (its operations run without passing seccomp, so it would void the filter),
- * AF_VSOCK and terminal input injection.
+ * path permissions). Four kinds of row are escapes rather than attack surface, so even baseline
+ * has them: io_uring (its operations run without passing seccomp, so it would void the filter),
+ * AF_VSOCK, terminal input injection, and set-id files.
+ *
+ * Set-id files: when airlock runs as root, the sandbox is host uid 0 without capabilities. It
+ * owns what it creates in the workspace, and a set-user-ID file there is a root shell for the
+ * host user who runs it later: nosuid holds only in the sandbox's view of the workspace. So no
+ * level lets a call set S_ISUID or S_ISGID: the chmod family, and creating a file, node or
+ * directory with such a mode (glibc and musl pass mode 0 to open() without O_CREAT or
+ * O_TMPFILE, so testing the mode alone is exact; mkdir() drops both bits in the kernel today,
+ * the rows keep that from being the only guard). openat2() carries its mode in a struct seccomp
+ * cannot read, so it is refused quietly (glibc's open() does not use it). A fchmodat2() that
+ * libseccomp cannot name is refused as a number newer than its table. File capabilities
+ * (setxattr of "security.capability") cannot be told apart by name, which is behind a pointer;
+ * setting them needs CAP_SETFCAP, which the sandbox does not have.
+ *
+ * Quiet rows return their errno from the filter and are not violations: libraries probe these
+ * calls and fall back (glibc's clone3 -> clone, whose flags we do check, as clone3's live in
+ * memory seccomp cannot read; libuv's and liburing users' io_uring -> epoll and threads). A
+ * reported violation should mean the program tried something, not that its libc started.
  *
  * restricted, the default, also refuses what a program in a sandbox has no use for: the network
  * families beyond unix/IP/netlink, chroot, device nodes, the host and domain name, the kernel
@@ -193,18 +211,33 @@ static const struct deny_rule deny_rules[] = {
     {"open_by_handle_at", POLICY_SECCOMP_BASELINE, EPERM, NULL},
     {"name_to_handle_at", POLICY_SECCOMP_BASELINE, EPERM, NULL},
     {"personality", POLICY_SECCOMP_BASELINE, EPERM, PERSONALITY_HARMLESS},
-    /* escapes. io_uring_setup() answers ENOSYS: libuv and liburing users probe it and fall back */
-    {"io_uring_setup", POLICY_SECCOMP_BASELINE, ENOSYS, NULL},
-    {"io_uring_enter", POLICY_SECCOMP_BASELINE, ENOSYS, NULL},
-    {"io_uring_register", POLICY_SECCOMP_BASELINE, ENOSYS, NULL},
+    /* escapes */
     {"ioctl", POLICY_SECCOMP_BASELINE, EPERM, IOCTL_TTY_INJECT},
     {"socket", POLICY_SECCOMP_BASELINE, EAFNOSUPPORT, SOCKET_NO_VSOCK},
+    /* set-id files */
+    {"chmod", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(1)},
+    {"fchmod", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(1)},
+    {"fchmodat", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(2)},
+    {"fchmodat2", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(2)},
+    {"open", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(2)},
+    {"openat", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(3)},
+    {"creat", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(1)},
+    {"mknod", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(1)},
+    {"mknodat", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(2)},
+    {"mkdir", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(1)},
+    {"mkdirat", POLICY_SECCOMP_BASELINE, EPERM, MODE_NO_SETID(2)},
+    /* quiet */
+    {"clone3", POLICY_SECCOMP_BASELINE, ENOSYS, NULL, .quiet = true},
+    {"openat2", POLICY_SECCOMP_BASELINE, ENOSYS, NULL, .quiet = true},
+    {"io_uring_setup", POLICY_SECCOMP_BASELINE, ENOSYS, NULL, .quiet = true},
+    {"io_uring_enter", POLICY_SECCOMP_BASELINE, ENOSYS, NULL, .quiet = true},
+    {"io_uring_register", POLICY_SECCOMP_BASELINE, ENOSYS, NULL, .quiet = true},
 
     /* restricted */
     {"socket", POLICY_SECCOMP_RESTRICTED, EAFNOSUPPORT, SOCKET_COMMON_FAMILIES},
     {"chroot", POLICY_SECCOMP_RESTRICTED, EPERM, NULL},
-    {"mknod", POLICY_SECCOMP_RESTRICTED, EPERM, MKNOD_DEVICE(1)},
-    {"mknodat", POLICY_SECCOMP_RESTRICTED, EPERM, MKNOD_DEVICE(2)},
+    {"mknod", POLICY_SECCOMP_RESTRICTED, EPERM, MKNOD_PLAIN(1)},
+    {"mknodat", POLICY_SECCOMP_RESTRICTED, EPERM, MKNOD_PLAIN(2)},
     {"sethostname", POLICY_SECCOMP_RESTRICTED, EPERM, NULL},
     {"setdomainname", POLICY_SECCOMP_RESTRICTED, EPERM, NULL},
     {"syslog", POLICY_SECCOMP_RESTRICTED, EPERM, NULL},
@@ -217,10 +250,11 @@ static const struct deny_rule deny_rules[] = {
 };
 
 /* strict: only these run (each still subject to its deny row, if any). It is what python3, node,
- * sh/bash, coreutils, git, gcc, rustc and cargo use (tests/integration/kctl runs them), and what
- * airlock's own pid 1 needs. Anything else, including syscalls newer than this list, gets ENOSYS
- * (so libc falls back, as on an older kernel) and is reported. Names this architecture does not
- * have are skipped. Space-separated, by topic. */
+ * sh/bash, coreutils, git, gcc, rustc and cargo use (tests/integration/kctl runs them), what
+ * airlock's own pid 1 needs, and fchmodat2, which newer glibc tries before fchmodat. Anything
+ * else gets ENOSYS (so libc falls back, as on an older kernel) and is reported; numbers newer
+ * than libseccomp's table get ENOSYS without a report, as at every level. Names this
+ * architecture does not have are skipped. Space-separated, by topic. */
 static const char *const strict_allow[] = {
     /* file descriptors and I/O */
     "read write readv writev pread64 pwrite64 preadv preadv2 pwritev pwritev2 lseek close "
@@ -230,10 +264,10 @@ static const char *const strict_allow[] = {
     "epoll_wait epoll_pwait epoll_pwait2 eventfd eventfd2 inotify_init inotify_init1 "
     "inotify_add_watch inotify_rm_watch",
     /* files and directories */
-    "open openat openat2 creat stat fstat lstat newfstatat statx statfs fstatfs access "
+    "open openat creat stat fstat lstat newfstatat statx statfs fstatfs access "
     "faccessat faccessat2 readlink readlinkat getdents getdents64 getcwd chdir fchdir mkdir "
     "mkdirat rmdir unlink unlinkat rename renameat renameat2 link linkat symlink symlinkat "
-    "chmod fchmod fchmodat chown fchown lchown fchownat umask utime utimes utimensat "
+    "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat umask utime utimes utimensat "
     "futimesat mknod mknodat getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr "
     "setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr",
     /* memory */
@@ -274,7 +308,7 @@ static const char *const level_names[] = {
 /* ---- from tables to rules ---- */
 
 /* One rule as libseccomp gets it: the whole syscall (arg < 0) or (low 32 bits of arg & mask) ==
- * value. The list of rules is the whole input of the compiler, so its hash keys the cache. */
+ * value. */
 struct rule {
 	int32_t nr;
 	uint32_t action;
@@ -284,11 +318,15 @@ struct rule {
 };
 
 #define RULES_MAX 1024
+#define PREFIX_LEN 6
 
+/* The whole input of the compiler, so its hash keys the cache: the rules, and the instructions
+ * that go before libseccomp's program (see seccomp_prefix_build()). */
 struct rule_set {
 	struct rule rules[RULES_MAX];
 	size_t n;
 	bool overflow;
+	struct sock_filter prefix[PREFIX_LEN];
 };
 
 static void rule_add(struct rule_set *s, int nr, uint32_t action, int arg, uint32_t mask,
@@ -365,28 +403,30 @@ static const struct deny_rule *deny_rule_find(const char *name, enum policy_secc
 	return found;
 }
 
-/* baseline, restricted: everything runs but the level's rows, which are referred to airlock. */
-static void rules_add_refusals(struct rule_set *s, enum policy_seccomp level)
+/* Adds the rows that decide at level and are (quiet) or are not quiet, with their action. */
+static void rules_add_refusals(struct rule_set *s, enum policy_seccomp level, bool quiet)
 {
 	for (size_t i = 0; i < ELEMENTSOF(deny_rules); i++) {
 		const struct deny_rule *d = &deny_rules[i];
+		uint32_t action = quiet ? SCMP_ACT_ERRNO((uint32_t)d->error) : SCMP_ACT_NOTIFY;
 		int nr;
 
-		if (deny_rule_find(d->name, level) != d)
+		if (d->quiet != quiet || deny_rule_find(d->name, level) != d)
 			continue; /* a higher level's row for the same syscall decides */
 		nr = seccomp_syscall_resolve_name(d->name);
 		if (nr < 0)
 			continue; /* not a syscall of this architecture */
 		if (!d->args)
-			rule_add(s, nr, SCMP_ACT_NOTIFY, -1, 0, 0);
+			rule_add(s, nr, action, -1, 0, 0);
 		else
-			rule_add_arg_set(s, nr, SCMP_ACT_NOTIFY, d->args, false);
+			rule_add_arg_set(s, nr, action, d->args, false);
 	}
 }
 
 /* strict: only the allow list runs, within the allowed argument values of its rows; the default
- * action refers everything else to airlock. (The refusals need no rules of their own, and
- * libseccomp would reject rules that repeat the default action.) */
+ * action refers everything else to airlock. (The referred refusals need no rules of their own,
+ * and libseccomp would reject rules that repeat the default action; the quiet ones are added
+ * as at every level.) */
 static int rules_add_allow_list(struct rule_set *s)
 {
 	for (size_t i = 0; i < ELEMENTSOF(strict_allow); i++)
@@ -414,22 +454,74 @@ static int rules_add_allow_list(struct rule_set *s)
 	return 0;
 }
 
+/* ---- numbers libseccomp cannot name ----
+ *
+ * Syscalls newer than libseccomp's table (with 2.5: mseal, listmount, statmount, open_tree_attr,
+ * file_setattr, ...; fchmodat2 too in builds without Debian's additions) have numbers no row can
+ * name, so the deny-list levels would let them run. A few instructions before libseccomp's
+ * program answer them ENOSYS, as an older kernel would, since libraries probe new calls and fall
+ * back. Classic BPF jumps are relative and only go forward, so libseccomp's program runs
+ * unchanged behind them:
+ *
+ *	A = arch;  if A != native: to the program (which kills other ABIs)
+ *	A = nr;    if A >= 0x40000000: to the program (x32 calls, and -1, which it knows)
+ *	if A > the highest number libseccomp names: return ERRNO(ENOSYS)
+ *	to the program */
+
+#define SYSCALL_NR_SCAN 1024 /* the native tables of every architecture we build for fit */
+#define X32_SYSCALL_BIT 0x40000000U
+/* The jump offset from prefix instruction i to the first instruction of libseccomp's program */
+#define TO_PROGRAM(i) (PREFIX_LEN - 1 - (i))
+
+/* The highest native syscall number libseccomp names, or -EOPNOTSUPP when it names none below
+ * SYSCALL_NR_SCAN. */
+static int seccomp_max_known_nr(void)
+{
+	for (int nr = SYSCALL_NR_SCAN - 1; nr >= 0; nr--) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+
+		if (name) {
+			free(name);
+			return nr;
+		}
+	}
+	return -EOPNOTSUPP;
+}
+
+static int seccomp_prefix_build(struct sock_filter ret[static PREFIX_LEN])
+{
+	int max = seccomp_max_known_nr();
+	const struct sock_filter p[PREFIX_LEN] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 0, TO_PROGRAM(1)),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, TO_PROGRAM(3), 0),
+	    BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, (uint32_t)max, 0, TO_PROGRAM(4)),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	};
+
+	if (max < 0)
+		return max;
+	memcpy(ret, p, sizeof(p));
+	return 0;
+}
+
 static int seccomp_rules_build(enum policy_seccomp level, struct rule_set *s)
 {
-	int nr, r = 0;
+	int r = 0;
 
 	s->n = 0;
 	s->overflow = false;
 	if (level == POLICY_SECCOMP_STRICT)
 		r = rules_add_allow_list(s);
 	else
-		rules_add_refusals(s, level);
+		rules_add_refusals(s, level, false);
 	if (r < 0)
 		return r;
-	nr = seccomp_syscall_resolve_name("clone3");
-	if (nr >= 0)
-		rule_add(s, nr, SCMP_ACT_ERRNO(ENOSYS), -1, 0, 0);
-	return s->overflow ? -E2BIG : 0;
+	rules_add_refusals(s, level, true);
+	if (s->overflow)
+		return -E2BIG;
+	return seccomp_prefix_build(s->prefix);
 }
 
 /* ---- compilation ---- */
@@ -456,8 +548,9 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
 
 #define FNV_INIT UINT64_C(0xcbf29ce484222325)
 
-/* Everything the compiled program depends on: the rules, the filter attributes, the
- * architecture and the library that compiles them. */
+/* Everything the compiled program depends on: the rules and the prefix (which holds the highest
+ * syscall number libseccomp names), the filter attributes, the architecture and the library
+ * that compiles them. */
 static uint64_t seccomp_rules_key(enum policy_seccomp level, const struct rule_set *s)
 {
 	const struct scmp_version *v = seccomp_version();
@@ -480,7 +573,7 @@ static uint64_t seccomp_rules_key(enum policy_seccomp level, const struct rule_s
 
 		h = fnv1a(h, f, sizeof(f));
 	}
-	return h;
+	return fnv1a(h, s->prefix, sizeof(s->prefix));
 }
 
 static void seccomp_ctxp(scmp_filter_ctx *ctx)
@@ -489,8 +582,10 @@ static void seccomp_ctxp(scmp_filter_ctx *ctx)
 		seccomp_release(*ctx);
 }
 
-/* Exports ctx's program: into a memfd, which libseccomp 2.5 can only export to. */
-static int seccomp_export(scmp_filter_ctx ctx, struct sock_filter **ret_insns, size_t *ret_n)
+/* Exports ctx's program behind the prefix: through a memfd, which libseccomp 2.5 can only export
+ * to. */
+static int seccomp_export(scmp_filter_ctx ctx, const struct sock_filter prefix[static PREFIX_LEN],
+			  struct sock_filter **ret_insns, size_t *ret_n)
 {
 	_cleanup_free_ struct sock_filter *insns = NULL;
 	_cleanup_close_ int fd = -EBADF;
@@ -507,23 +602,25 @@ static int seccomp_export(scmp_filter_ctx ctx, struct sock_filter **ret_insns, s
 	size = lseek(fd, 0, SEEK_END);
 	if (size < 0)
 		return -errno;
-	if (size == 0 || size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)) ||
+	if (size == 0 ||
+	    size > (off_t)((BPF_MAXINSNS - PREFIX_LEN) * sizeof(struct sock_filter)) ||
 	    size % sizeof(struct sock_filter) != 0)
 		return -EBADMSG;
-	insns = malloc((size_t)size);
+	insns = malloc(PREFIX_LEN * sizeof(*insns) + (size_t)size);
 	if (!insns)
 		return -ENOMEM;
-	n = pread(fd, insns, (size_t)size, 0);
+	memcpy(insns, prefix, PREFIX_LEN * sizeof(*insns));
+	n = pread(fd, insns + PREFIX_LEN, (size_t)size, 0);
 	if (n < 0)
 		return -errno;
 	if (n != size)
 		return -EIO;
 	*ret_insns = TAKE_PTR(insns);
-	*ret_n = (size_t)size / sizeof(struct sock_filter);
+	*ret_n = PREFIX_LEN + (size_t)size / sizeof(struct sock_filter);
 	return 0;
 }
 
-/* Runs libseccomp over the rules. */
+/* Runs libseccomp over the rules and puts the prefix before its program. */
 static int seccomp_rules_compile(enum policy_seccomp level, const struct rule_set *s,
 				 struct sock_filter **ret_insns, size_t *ret_n)
 {
@@ -556,17 +653,24 @@ static int seccomp_rules_compile(enum policy_seccomp level, const struct rule_se
 			return log_debug_errno(r, "Failed to add seccomp rule for syscall %d: %m",
 					       ru->nr);
 	}
-	return seccomp_export(ctx, ret_insns, ret_n);
+	return seccomp_export(ctx, s->prefix, ret_insns, ret_n);
 }
 
-/* ---- on-disk cache ----
+/* ---- on-disk cache, for root only ----
  *
- * Compiling costs about a millisecond, a cache hit tens of microseconds. The cache holds the next
- * sandbox's filter, so it is used only from a directory nobody but us (or root) can write: owned
- * by our euid, not writable by group or others, its files 0600 and ours. Whoever can write there
- * already owns airlock; the other checks are against accidents. A file's name and header carry
- * the key (a hash of the rules, the filter attributes, the architecture and the libseccomp
- * version), the header a checksum of the program; any doubt means compiling again. */
+ * Compiling costs 0.3 to 2 ms, a cache hit tens of microseconds. But the cache holds the next
+ * sandbox's filter: whoever can write it can turn seccomp off for every later run. A user's own
+ * directories ($XDG_CACHE_HOME, ~/.cache) are within reach of that user's sandboxes (a workspace
+ * of $HOME covers ~/.cache), so only root keeps a cache, in /var/cache/airlock/seccomp, and
+ * every other user compiles each time. No sandbox can write there: the launcher refuses a
+ * read-write bind of /var/cache/airlock or any directory above it. Against what such a bind or
+ * a slip in packaging could still let through, every directory from / down must be root's and
+ * not writable by group or others (each opened without following symbolic links), and the file
+ * 0600, root's and without another name (a hard link elsewhere could be written through).
+ * A file's name and header carry the key (a hash of the rules, the prefix, the filter
+ * attributes, the architecture and the libseccomp version); the header's checksum catches
+ * truncated or damaged files, not tampering, since anyone could recompute it. Any doubt means
+ * compiling again. */
 
 #define CACHE_MAGIC "ALSCMP01"
 
@@ -578,59 +682,68 @@ struct cache_header {
 	uint32_t reserved;
 };
 
-/* AIRLOCK_SECCOMP_CACHE names another directory (tests, packaging) or, empty, turns the cache
- * off. The same ownership checks apply to it. */
-static int cache_dir_path(char *buf, size_t size)
+/* The cache directory, or NULL when this process keeps none: its euid is not 0, or
+ * AIRLOCK_SECCOMP_CACHE (honoured for root only, for tests and packaging) is not an absolute
+ * path; empty turns the cache off. */
+static const char *cache_dir(void)
 {
-	const char *base;
-	int n;
+	const char *dir;
 
-	base = secure_getenv("AIRLOCK_SECCOMP_CACHE");
-	if (base && base[0] != '/')
-		return -ENOENT;
-	if (base)
-		n = snprintf(buf, size, "%s", base);
-	else if (geteuid() == 0)
-		n = snprintf(buf, size, "/var/cache/airlock/seccomp");
-	else if ((base = secure_getenv("XDG_CACHE_HOME")) && base[0] == '/')
-		n = snprintf(buf, size, "%s/airlock/seccomp", base);
-	else if ((base = secure_getenv("HOME")) && base[0] == '/')
-		n = snprintf(buf, size, "%s/.cache/airlock/seccomp", base);
-	else
-		return -ENOENT;
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	if (geteuid() != 0)
+		return NULL;
+	dir = secure_getenv("AIRLOCK_SECCOMP_CACHE");
+	if (!dir)
+		return "/var/cache/airlock/seccomp";
+	return dir[0] == '/' ? dir : NULL;
 }
 
-/* Opens the cache directory, creating it (and its parents, 0700) when create is set. */
-static int cache_dir_open(bool create)
+static int cache_dir_check(int fd, const char *name)
 {
-	char path[PATH_MAX];
-	_cleanup_close_ int fd = -EBADF;
 	struct stat st;
-	int r;
 
-	r = cache_dir_path(path, sizeof(path));
-	if (r < 0)
-		return r;
-	if (create)
-		for (char *p = strchr(path + 1, '/');; p = strchr(p + 1, '/')) {
-			if (p)
-				*p = '\0';
-			if (mkdir(path, 0700) < 0 && errno != EEXIST)
-				return -errno;
-			if (!p)
-				break;
-			*p = '/';
-		}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
-		return log_debug_errno(-EPERM, "Not using seccomp cache %s: unsafe owner or mode",
-				       path);
-	return TAKE_FD(fd);
+	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return log_debug_errno(-EPERM, "Not using seccomp cache: unsafe owner or mode of %s",
+				       name);
+	return 0;
+}
+
+/* Opens path one directory at a time from /, without following symbolic links, and checks each
+ * one. create makes the missing ones (0700). */
+static int cache_dir_open(const char *path, bool create)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char name[NAME_MAX + 1] = "/";
+	int r;
+
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (const char *p = path;;) {
+		size_t n;
+		int next;
+
+		r = cache_dir_check(fd, name);
+		if (r < 0)
+			return r;
+		p += strspn(p, "/");
+		n = strcspn(p, "/");
+		if (n == 0)
+			return TAKE_FD(fd);
+		if (n >= sizeof(name))
+			return -ENAMETOOLONG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (create && mkdirat(fd, name, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return -errno;
+		(void)al_close(fd);
+		fd = next;
+	}
 }
 
 static void cache_file_name(char *buf, size_t size, enum policy_seccomp level, uint64_t key)
@@ -639,8 +752,8 @@ static void cache_file_name(char *buf, size_t size, enum policy_seccomp level, u
 		       (unsigned long long)key);
 }
 
-static int cache_load(enum policy_seccomp level, uint64_t key, struct sock_filter **ret_insns,
-		      size_t *ret_n)
+static int cache_load(const char *dir, enum policy_seccomp level, uint64_t key,
+		      struct sock_filter **ret_insns, size_t *ret_n)
 {
 	_cleanup_close_ int dfd = -EBADF, fd = -EBADF;
 	_cleanup_free_ struct sock_filter *insns = NULL;
@@ -650,7 +763,7 @@ static int cache_load(enum policy_seccomp level, uint64_t key, struct sock_filte
 	size_t len;
 	ssize_t n;
 
-	dfd = cache_dir_open(false);
+	dfd = cache_dir_open(dir, false);
 	if (dfd < 0)
 		return dfd;
 	cache_file_name(name, sizeof(name), level, key);
@@ -659,7 +772,7 @@ static int cache_load(enum policy_seccomp level, uint64_t key, struct sock_filte
 		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0077))
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0077) || st.st_nlink != 1)
 		return -EPERM;
 	if (st.st_size < (off_t)sizeof(h) ||
 	    st.st_size > (off_t)(sizeof(h) + BPF_MAXINSNS * sizeof(struct sock_filter)))
@@ -707,8 +820,8 @@ static void cache_prune(int dfd, enum policy_seccomp level, const char *keep)
 	(void)closedir(d);
 }
 
-static int cache_store(enum policy_seccomp level, uint64_t key, const struct sock_filter *insns,
-		       size_t n)
+static int cache_store(const char *dir, enum policy_seccomp level, uint64_t key,
+		       const struct sock_filter *insns, size_t n)
 {
 	_cleanup_close_ int dfd = -EBADF, fd = -EBADF;
 	struct cache_header h = {.key = key, .n_insns = (uint32_t)n};
@@ -716,7 +829,7 @@ static int cache_store(enum policy_seccomp level, uint64_t key, const struct soc
 	uint64_t rnd;
 	int r;
 
-	dfd = cache_dir_open(true);
+	dfd = cache_dir_open(dir, true);
 	if (dfd < 0)
 		return dfd;
 	memcpy(h.magic, CACHE_MAGIC, sizeof(h.magic));
@@ -747,6 +860,7 @@ int launcher_seccomp_compile(enum policy_seccomp level, struct launcher_seccomp_
 			     struct al_error *err)
 {
 	_cleanup_free_ struct rule_set *s = NULL;
+	const char *dir = cache_dir();
 	struct sock_filter *insns = NULL;
 	size_t n = 0;
 	uint64_t key;
@@ -762,7 +876,7 @@ int launcher_seccomp_compile(enum policy_seccomp level, struct launcher_seccomp_
 		return al_error_set_errno(err, r, "seccomp: cannot build the %s rules",
 					  level_names[level]);
 	key = seccomp_rules_key(level, s);
-	r = cache_load(level, key, &insns, &n);
+	r = dir ? cache_load(dir, level, key, &insns, &n) : -ENOENT;
 	if (r < 0) {
 		if (r != -ENOENT)
 			log_debug_errno(r, "Not using cached seccomp filter: %m");
@@ -770,7 +884,7 @@ int launcher_seccomp_compile(enum policy_seccomp level, struct launcher_seccomp_
 		if (r < 0)
 			return al_error_set_errno(err, r, "seccomp: cannot compile the %s filter",
 						  level_names[level]);
-		r = cache_store(level, key, insns, n);
+		r = dir ? cache_store(dir, level, key, insns, n) : 0;
 		if (r < 0)
 			log_debug_errno(r, "Failed to cache seccomp filter: %m");
 	}

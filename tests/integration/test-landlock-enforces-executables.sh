@@ -9,7 +9,7 @@ it_setup
 
 policy=$IT_TMP/exec.json
 write_policy "$policy" <<EOF2
-{"workspace": {"root": "$WS"}, "executables": ["/bin/sh", "/usr/bin/touch"]}
+{"workspace": {"root": "$WS"}, "executables": ["/bin/sh", "/usr/bin/touch", "/usr/bin/cp"]}
 EOF2
 
 al_run run -p "$policy" -- /bin/sh -c 'echo listed-shell-runs; touch /workspace/touched; /usr/bin/id -u; echo "id=$?"'
@@ -21,6 +21,16 @@ assert_contains "$AL_OUT" "id=126" "an unlisted program cannot be executed from 
 al_run run -p "$policy" -- /usr/bin/id
 assert_eq 126 "$AL_RC" "an unlisted command is refused with 126"
 assert_contains "$AL_ERR" "cannot execute" "airlock says the command cannot be executed"
+
+# landlock checks execve() only; the ELF interpreter can still map a program. So with an allow
+# list nothing the sandbox can write is executable: a program copied to /tmp or the workspace
+# cannot be loaded through ld.so either.
+ldso=$(readlink -f /lib64/ld-linux-x86-64.so.2)
+al_run run -p "$policy" -- /bin/sh -c "
+	cp /usr/bin/id /tmp/u && { $ldso /tmp/u >/dev/null 2>&1 && echo tmp=ran || echo tmp=refused; }
+	cp /usr/bin/id /workspace/u && { $ldso /workspace/u >/dev/null 2>&1 && echo ws=ran || echo ws=refused; }"
+assert_contains "$AL_OUT" "tmp=refused" "a program written to /tmp cannot be run through ld.so"
+assert_contains "$AL_OUT" "ws=refused" "a program written to the workspace cannot be run through ld.so"
 
 # The same policy on a "kernel" without landlock: refused, nothing runs.
 rm -f "$WS/touched"
