@@ -27,8 +27,9 @@ struct launcher_seccomp_filter {
 	enum policy_seccomp level;
 };
 
-/* Builds the filter for a level with libseccomp and exports it. May cache the compiled program
- * (in this process, or on disk keyed by level, arch and libseccomp version). */
+/* Builds the filter for a level with libseccomp and exports it. For root, the compiled program is
+ * cached in /var/cache/airlock/seccomp (keyed by the rules, arch and libseccomp version), which no
+ * sandbox may be given writable; other users compile every time. */
 int launcher_seccomp_compile(enum policy_seccomp level, struct launcher_seccomp_filter *ret,
 			     struct al_error *err);
 void launcher_seccomp_filter_done(struct launcher_seccomp_filter *f);
