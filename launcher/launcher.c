@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -156,8 +157,9 @@ static int spawn(struct run *run, struct al_error *err)
 {
 	int sp[2], out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, in[2] = {-EBADF, -EBADF};
 	struct clone_args args = {.exit_signal = SIGCHLD};
-	uint64_t flags =
-	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+	/* As root, the network namespace is made by airlock while the child builds its root (see
+	 * handshake()); in a user namespace the child's clone makes it, owned by that namespace. */
+	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
 	bool capture = run->ctx.opts->capture;
 	struct launcher_result *res = run->result;
 	const char *hint;
@@ -165,7 +167,7 @@ static int spawn(struct run *run, struct al_error *err)
 	long pid;
 
 	if (run->ctx.userns)
-		flags |= CLONE_NEWUSER;
+		flags |= CLONE_NEWUSER | CLONE_NEWNET;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return al_error_set_errno(err, -errno, "Failed to create the sync socket");
 	run->sync_fd = sp[0];
@@ -294,11 +296,34 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 	return r;
 }
 
+/* Creates a network namespace without entering it: airlock unshares one and steps back into its
+ * own. Creating one takes a few hundred microseconds, which this way overlap with the child's
+ * mounts instead of adding to clone(). If stepping back fails airlock is stranded in the new
+ * namespace, so that error is fatal to the run. Returns an fd of the new namespace. */
+static int make_netns(int *ret)
+{
+	_cleanup_close_ int own = -EBADF, fresh = -EBADF;
+
+	own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0)
+		return -errno;
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	fresh = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (setns(own, CLONE_NEWNET) < 0)
+		return -errno;
+	if (fresh < 0)
+		return -EIO;
+	*ret = TAKE_FD(fresh);
+	return 0;
+}
+
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
  * cgroup namespace, and runs no code but airlock's, only after ATTACHED. */
 static int handshake(struct run *run, struct al_error *err)
 {
 	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
+	_cleanup_close_ int netns = -EBADF;
 	int r;
 
 	if (run->ctx.userns) {
@@ -311,6 +336,12 @@ static int handshake(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
 	run_step(run, "clone");
 
+	if (!run->ctx.userns) {
+		r = make_netns(&netns);
+		if (r < 0)
+			return al_error_set_errno(
+			    err, r, "Failed to create the sandbox's network namespace");
+	}
 	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
 	if (r < 0)
 		return r;
@@ -318,7 +349,7 @@ static int handshake(struct run *run, struct al_error *err)
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
 	m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ATTACHED};
-	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
+	r = launcher_sync_send(run->sync_fd, &m, netns);
 	/* EPIPE: the child gave up already; its ERROR message is waiting to be read. */
 	if (r < 0 && r != -EPIPE)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");

@@ -168,7 +168,7 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
-	int keep[7];
+	int keep[7], netns = -EBADF;
 	sigset_t forwarded;
 	pid_t cmd;
 
@@ -200,10 +200,16 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 
 	/* In the cgroup(s) from here on: the cgroup namespace's root is the sandbox's own cgroup.
 	 */
-	r = launcher_sync_recv(sync_fd, &in, NULL);
+	r = launcher_sync_recv(sync_fd, &in, &netns);
 	if (r < 0 || in.type != LAUNCHER_SYNC_ATTACHED)
 		_exit(LAUNCHER_EXIT_FAILED);
 	step(&s, "wait");
+	/* As root, airlock made the network namespace meanwhile; join it. */
+	if (!ctx->userns && (netns < 0 || setns(netns, CLONE_NEWNET) < 0))
+		fail(sync_fd, &m,
+		     al_error_set_errno(&m.err, netns < 0 ? -EBADMSG : -errno,
+					"Failed to join the network namespace"));
+	netns = al_close(netns);
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail(sync_fd, &m,
 		     al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));
