@@ -5,7 +5,7 @@
 # "Launch" section of docs/BENCHMARKS.md.
 #
 # usage: bench/launch.sh            (as root; scripts/dev.sh bench builds first and calls this)
-# environment: AIRLOCK (default build/cli/airlock), BENCH_RUNS (default 50), BENCH_WARMUP (5),
+# environment: AIRLOCK (default build/cli/airlock), BENCH_RUNS (default 300), BENCH_WARMUP (5),
 #              BENCH_DOC (default docs/BENCHMARKS.md; "-" = print only)
 # Installs bubblewrap and hyperfine with apt-get when they are missing.
 
@@ -13,7 +13,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 airlock=${AIRLOCK:-$repo/build/cli/airlock}
-runs=${BENCH_RUNS:-50}
+runs=${BENCH_RUNS:-300}
 warmup=${BENCH_WARMUP:-5}
 doc=${BENCH_DOC:-$repo/docs/BENCHMARKS.md}
 py=python3
