@@ -390,21 +390,6 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 int policy_parse_credentials(struct policy *p, const struct policy_where *w, struct json_object *v,
 			     struct al_error *err)
 {
-	size_t n;
-	int r;
-
-	r = policy_json_array(w, v, &n, err);
-	if (r < 0 || n == 0)
-		return r;
-	p->credentials = calloc(n, sizeof(*p->credentials));
-	if (!p->credentials)
-		return -ENOMEM;
-	p->n_credentials = n;
-	for (size_t i = 0; i < n; i++) {
-		r = parse_credential(p, i, &POLICY_WHERE_INDEX(w, i),
-				     json_object_array_get_idx(v, i), err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return policy_json_elements(p, w, v, sizeof(*p->credentials), (void **)&p->credentials,
+				    &p->n_credentials, parse_credential, err);
 }

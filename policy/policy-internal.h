@@ -185,6 +185,14 @@ int policy_json_bool(const struct policy_where *w, struct json_object *v, bool *
 /* An array of at most POLICY_LIST_MAX entries. */
 int policy_json_array(const struct policy_where *w, struct json_object *v, size_t *ret_n,
 		      struct al_error *err);
+/* An array of objects: allocates *items (one zeroed element of item_size per entry, the count in
+ * *n_items, both set before parsing so that policy_free() releases a half-parsed array) and calls
+ * parse for each entry with its index. */
+typedef int (*policy_element_parse_fn)(struct policy *p, size_t idx, const struct policy_where *w,
+				       struct json_object *o, struct al_error *err);
+int policy_json_elements(struct policy *p, const struct policy_where *w, struct json_object *v,
+			 size_t item_size, void **items, size_t *n_items,
+			 policy_element_parse_fn parse, struct al_error *err);
 /* An object used as a map (env, resolve): any keys, at most POLICY_LIST_MAX of them. */
 int policy_json_map(const struct policy_where *w, struct json_object *v, struct al_error *err);
 /* A size: a string ("512Mi") or a number of bytes (up to POLICY_JSON_INT_MAX). */

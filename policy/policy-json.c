@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -212,4 +213,26 @@ bool policy_is_name(const char *s, size_t max)
 	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
 
 	return n > 0 && s[n] == '\0' && n <= max;
+}
+
+int policy_json_elements(struct policy *p, const struct policy_where *w, struct json_object *v,
+			 size_t item_size, void **items, size_t *n_items,
+			 policy_element_parse_fn parse, struct al_error *err)
+{
+	size_t n;
+	int r;
+
+	r = policy_json_array(w, v, &n, err);
+	if (r < 0 || n == 0)
+		return r;
+	*items = calloc(n, item_size);
+	if (!*items)
+		return -ENOMEM;
+	*n_items = n;
+	for (size_t i = 0; i < n; i++) {
+		r = parse(p, i, &POLICY_WHERE_INDEX(w, i), json_object_array_get_idx(v, i), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }

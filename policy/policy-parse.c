@@ -317,23 +317,8 @@ static int parse_mount(struct policy *p, size_t idx, const struct policy_where *
 static int parse_mounts(struct policy *p, const struct policy_where *w, struct json_object *v,
 			struct al_error *err)
 {
-	size_t n;
-	int r;
-
-	r = policy_json_array(w, v, &n, err);
-	if (r < 0 || n == 0)
-		return r;
-	p->mounts = calloc(n, sizeof(*p->mounts));
-	if (!p->mounts)
-		return -ENOMEM;
-	p->n_mounts = n;
-	for (size_t i = 0; i < n; i++) {
-		r = parse_mount(p, i, &POLICY_WHERE_INDEX(w, i), json_object_array_get_idx(v, i),
-				err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return policy_json_elements(p, w, v, sizeof(*p->mounts), (void **)&p->mounts, &p->n_mounts,
+				    parse_mount, err);
 }
 
 static int parse_env(struct policy *p, const struct policy_where *w, struct json_object *v,
@@ -552,26 +537,17 @@ static int parse_rule(const struct policy_where *w, struct json_object *o,
 	return parse_action(POLICY_AT(w, "action"), f, &rule->action, err);
 }
 
+static int parse_rule_at(struct policy *p, size_t idx, const struct policy_where *w,
+			 struct json_object *o, struct al_error *err)
+{
+	return parse_rule(w, o, &p->network.rules[idx], err);
+}
+
 static int parse_network_rules(struct policy *p, const struct policy_where *w,
 			       struct json_object *v, struct al_error *err)
 {
-	size_t n;
-	int r;
-
-	r = policy_json_array(w, v, &n, err);
-	if (r < 0 || n == 0)
-		return r;
-	p->network.rules = calloc(n, sizeof(*p->network.rules));
-	if (!p->network.rules)
-		return -ENOMEM;
-	p->network.n_rules = n;
-	for (size_t i = 0; i < n; i++) {
-		r = parse_rule(&POLICY_WHERE_INDEX(w, i), json_object_array_get_idx(v, i),
-			       &p->network.rules[i], err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return policy_json_elements(p, w, v, sizeof(*p->network.rules), (void **)&p->network.rules,
+				    &p->network.n_rules, parse_rule_at, err);
 }
 
 static int resolve_compare(const void *a, const void *b)
