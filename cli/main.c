@@ -1,10 +1,13 @@
 #define LOG_MODULE "cli"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/argv-util.h"
@@ -43,6 +46,18 @@ static void help(void)
 static void sanitize_process(void)
 {
 	sigset_t none;
+
+	/* A closed stdin/stdout/stderr would be taken by airlock's own fds (a signalfd as stdout,
+	 * the audit file as stderr): hold them with /dev/null first. */
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR | O_NOCTTY);
+
+			if (n >= 0 && n != fd) {
+				(void)dup2(n, fd);
+				(void)close(n);
+			}
+		}
 
 	(void)signal(SIGCHLD, SIG_DFL);
 	(void)signal(SIGPIPE, SIG_IGN);

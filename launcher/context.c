@@ -16,9 +16,15 @@
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
 
-/* Host folders that must never be handed to a sandbox writable. */
-static const char *const blocked_roots[] = {"/",     "/etc", "/var", "/proc", "/sys", "/dev",
-					    "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64"};
+/* Host folders a sandbox is never given writable: these themselves (their contents may be a
+ * user's data: /var/www/site, /root/project) ... */
+static const char *const blocked_roots[] = {"/",    "/var", "/root", "/home", "/run",
+					    "/tmp", "/opt", "/srv",  "/mnt",  "/media"};
+/* ... and these with everything below them: what the host runs, configures or schedules from. */
+static const char *const blocked_trees[] = {
+    "/etc",	  "/usr",     "/boot",	  "/bin",      "/sbin",	       "/lib",
+    "/lib32",	  "/lib64",   "/libx32",  "/proc",     "/sys",	       "/dev",
+    "/var/spool", "/var/lib", "/var/log", "/var/mail", "/var/backups", "/var/cache"};
 
 /* airlock's own state (the seccomp filter cache, later the vault and the broker's socket): a
  * sandbox that could write there could weaken every later sandbox. No writable bind may be one
@@ -75,10 +81,18 @@ static int path_lexical(const char *path, char **ret)
 /* A writable bind must not expose the host's system folders or airlock's own state. */
 static int check_writable_source(const char *canonical, const char *field, struct al_error *err)
 {
+	const char *cache = getenv("AIRLOCK_SECCOMP_CACHE"), *home = getenv("HOME");
+	_cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+
 	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
 		if (streq(canonical, blocked_roots[i]))
 			return al_error_set(err, -EPERM, "%s: refusing to expose %s writable",
 					    field, canonical);
+	if (home_real && streq(canonical, home_real))
+		return al_error_set(err, -EPERM,
+				    "%s: refusing to expose your home folder %s writable; use a "
+				    "project folder",
+				    field, canonical);
 	for (size_t i = 0; i < ELEMENTSOF(protected_dirs); i++)
 		if (path_is_within(canonical, protected_dirs[i]) ||
 		    path_is_within(protected_dirs[i], canonical))
@@ -86,6 +100,18 @@ static int check_writable_source(const char *canonical, const char *field, struc
 					    "%s: refusing to expose %s writable: it holds or is "
 					    "airlock's own state (%s)",
 					    field, canonical, protected_dirs[i]);
+	for (size_t i = 0; i < ELEMENTSOF(blocked_trees); i++)
+		if (path_is_within(canonical, blocked_trees[i]))
+			return al_error_set(err, -EPERM,
+					    "%s: refusing to expose %s writable: it is in %s",
+					    field, canonical, blocked_trees[i]);
+	/* A test's seccomp cache folder (root only) is airlock's state as much as the default. */
+	if (cache && cache[0] == '/' && geteuid() == 0 &&
+	    (path_is_within(canonical, cache) || path_is_within(cache, canonical)))
+		return al_error_set(err, -EPERM,
+				    "%s: refusing to expose %s writable: it holds or is airlock's "
+				    "seccomp cache (%s)",
+				    field, canonical, cache);
 	return 0;
 }
 

@@ -234,11 +234,13 @@ _noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd);
 
 /* ---- stream.c: moving bytes between airlock's stdio and the sandbox without ever blocking ---- */
 
-#define LAUNCHER_STREAM_CHUNK 4096 /* <= PIPE_BUF: a write after POLLOUT on a pipe cannot block */
+#define LAUNCHER_STREAM_CHUNK 65536
 
 struct launcher_stream {
-	int from, to;			 /* -EBADF once closed */
-	bool owns_from, owns_to;	 /* close them when done (pipes airlock made) */
+	int from, to;		 /* -EBADF once closed */
+	bool owns_from, owns_to; /* close them when done (pipes and reopened fds of airlock's) */
+	bool nonblocking;	 /* writes to 'to' never block (else: PIPE_BUF after POLLOUT) */
+	bool use_send;		 /* 'to' is a socket: send(MSG_DONTWAIT) */
 	struct launcher_buffer *capture; /* collect here instead of writing to 'to' */
 	size_t capture_max;
 	char buf[LAUNCHER_STREAM_CHUNK];

@@ -52,7 +52,7 @@ struct run {
 	pid_t pid;
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
-	bool reaped, got_status, exec_failed, timed_out, killed;
+	bool reaped, got_status, exec_failed, timed_out, killed, abandoned;
 	int init_status, exec_error;
 	struct launcher_sync_msg status;
 	uint64_t t_start, t_last;
@@ -185,8 +185,13 @@ static int spawn(struct run *run, struct al_error *err)
 	/* A terminal is not handed to the sandbox: it could change its modes, write escape
 	 * sequences past the capture, or read what is typed after it ends. Its input is copied
 	 * into a pipe instead. Other stdin (a file, a pipe) is passed as is. */
-	if (r >= 0 && isatty(STDIN_FILENO))
+	if (r >= 0 && isatty(STDIN_FILENO)) {
 		r = RET_NERRNO(pipe2(in, O_CLOEXEC));
+		/* In the background, reading the terminal would stop airlock (and its timeout)
+		 * with SIGTTIN: ignored, the read fails with EIO, which ends the input. */
+		(void)signal(SIGTTIN, SIG_IGN);
+		(void)signal(SIGTTOU, SIG_IGN);
+	}
 	launcher_stream_init(&run->in, in[0] >= 0 ? STDIN_FILENO : -EBADF, false, in[1], true, NULL,
 			     0);
 	run->ctx.stdin_r = in[0];
@@ -277,6 +282,10 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 		}
 		if (pfd[0].revents) {
 			r = launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
+			/* The child exited with our ATTACHED unread: the kernel reports that once,
+			 * ahead of the ERROR message the child sent. */
+			if (r == -ECONNRESET)
+				r = launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
 			break;
 		}
 		if (pfd[2].revents) {
@@ -464,6 +473,11 @@ static void on_signal(struct run *run)
 
 	if (read(run->sig_fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
+	if (run->reaped) {
+		/* Nobody left to forward it to: the signal ends the delivery of pending output. */
+		run->abandoned = true;
+		return;
+	}
 	log_debug("Forwarding signal %u to the sandbox", si.ssi_signo);
 	(void)syscall(SYS_pidfd_send_signal, run->pidfd, (int)si.ssi_signo, NULL, 0);
 }
@@ -501,6 +515,9 @@ static void on_exit_of_init(struct run *run)
 	if (waitid(P_PIDFD, (id_t)run->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
 		return;
 	run->reaped = true;
+	/* The command is done: what is left is delivering its output, which no timeout cuts. */
+	if (!run->timed_out)
+		(void)arm_timer(run->timer_fd, 0);
 	log_debug("Sandbox's init reaped after %" PRIu64 "us", launcher_now_usec() - run->t_last);
 	run->init_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 	on_sync(run);
@@ -512,9 +529,11 @@ static void supervise(struct run *run)
 
 	for (;;) {
 		/* The output is delivered in full after the sandbox ends, however slowly it is
-		 * read, unless the run timed out: then what nobody read by now is dropped. */
-		if (run->reaped && (run->timed_out || (launcher_stream_done(&run->out) &&
-						       launcher_stream_done(&run->err))))
+		 * read, unless the run timed out or airlock got a signal meanwhile: then what
+		 * nobody read by now is dropped. */
+		if (run->reaped &&
+		    (run->timed_out || run->abandoned ||
+		     (launcher_stream_done(&run->out) && launcher_stream_done(&run->err))))
 			return;
 		pfd[PFD_SYNC] =
 		    (struct pollfd){.fd = run->reaped ? -1 : run->sync_fd, .events = POLLIN};

@@ -3,16 +3,56 @@
 /* The supervisor copies the sandbox's output to airlock's stdout/stderr (or captures it), and a
  * terminal's input to the sandbox's stdin pipe. It must never block in a write: the timeout, the
  * seccomp notifications and signals are served by the same loop. So each stream holds at most one
- * chunk, reads only when that chunk is empty and writes only after POLLOUT, at most PIPE_BUF bytes
- * at a time (a pipe with POLLOUT takes that much without blocking). */
+ * chunk, reads only when that chunk is empty, and writes without blocking:
+ *  - a pipe, terminal or other device is reopened through /proc/self/fd with O_NONBLOCK: a file
+ *    description of airlock's own, so the caller's (shared with the shell, other commands) keeps
+ *    its flags;
+ *  - a socket, which cannot be reopened, is written with send(MSG_DONTWAIT);
+ *  - a regular file is written as it is (keeping its offset and O_APPEND), since it never waits
+ *    for a reader;
+ *  - anything else that cannot be reopened gets at most PIPE_BUF bytes after each POLLOUT. */
 
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
+
+/* Makes writes to s->to non-blocking without touching the caller's file description. */
+static void stream_open_nonblocking(struct launcher_stream *s)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	if (s->to < 0 || s->capture || fstat(s->to, &st) < 0)
+		return;
+	if (S_ISREG(st.st_mode)) {
+		s->nonblocking = true;
+		return;
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		s->nonblocking = s->use_send = true;
+		return;
+	}
+	if (s->owns_to) {
+		s->nonblocking = al_fd_nonblock(s->to, true) >= 0;
+		return;
+	}
+	(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", s->to);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return;
+	s->to = fd;
+	s->owns_to = s->nonblocking = true;
+}
 
 void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, int to, bool owns_to,
 			  struct launcher_buffer *capture, size_t capture_max)
@@ -25,6 +65,7 @@ void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, i
 	    .capture = capture,
 	    .capture_max = capture_max,
 	};
+	stream_open_nonblocking(s);
 }
 
 static void close_from(struct launcher_stream *s)
@@ -110,7 +151,14 @@ static void on_writable(struct launcher_stream *s, short revents)
 	ssize_t n = -1;
 
 	if (revents & POLLOUT) {
-		n = write(s->to, s->buf + s->off, s->len - s->off);
+		size_t want = s->len - s->off;
+
+		if (!s->nonblocking)
+			want = MIN(want, (size_t)PIPE_BUF);
+		if (s->use_send)
+			n = send(s->to, s->buf + s->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+		else
+			n = write(s->to, s->buf + s->off, want);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			return;
 	}
