@@ -51,6 +51,15 @@ EOF2
 	assert_contains "$AL_ERR" "mounts[0].source: refusing to expose $src writable" \
 		"the refusal names mounts[0].source for $src"
 done
+for ws in /etc/cron.d /var/spool /usr/local; do
+	al_run run -w "$ws" -- /bin/true
+	assert_eq 125 "$AL_RC" "a workspace inside a system tree ($ws) is refused"
+done
+mkdir -p "$IT_TMP/home"
+al_run run -w "$IT_TMP/home" -- /bin/true
+assert_eq 0 "$AL_RC" "a folder of one's own is a fine workspace"
+HOME=$IT_TMP/home al_run run -w "$IT_TMP/home" -- /bin/true
+assert_contains "$AL_ERR" "refusing to expose your home folder" "the home folder itself is refused"
 al_run run -w /var/cache -- /bin/true
 assert_contains "$AL_ERR" "airlock's own state" "a workspace containing airlock's cache is refused"
 

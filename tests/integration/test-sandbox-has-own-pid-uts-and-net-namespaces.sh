@@ -74,6 +74,14 @@ sb_sh '
 	fi'
 assert_eq refused "$AL_OUT" "a TCP connection to 192.0.2.1:80 fails inside the sandbox"
 
+# lo is up: the sandbox's own servers and clients on 127.0.0.1 work.
+sb_sh 'python3 -c "
+import socket
+s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen()
+c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b\"ping\")
+print(a.recv(4).decode())"'
+assert_eq ping "$AL_OUT" "loopback works inside the sandbox"
+
 kill "$host_sleep" 2>/dev/null
 wait "$host_sleep" 2>/dev/null
 it_finish
