@@ -218,6 +218,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, launcher_strv_free);
  * only. Fills err with the step and path that failed. */
 int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *err);
 
+/* ---- loopback.c ---- */
+
+/* Brings lo up in the caller's network namespace (a new one has it down), so that the sandbox's
+ * own servers and clients on 127.0.0.1 work. Needs CAP_NET_ADMIN there. Returns 0 or -errno. */
+int launcher_loopback_up(void);
+
 /* ---- sandbox.c (child side) ---- */
 
 /* The body of the cloned child: never returns. Builds the sandbox, reports READY or ERROR, then
@@ -252,6 +258,9 @@ struct launcher_stream {
  * writer on the other side gets EPIPE/SIGPIPE too, as it would without airlock in between. */
 void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, int to, bool owns_to,
 			  struct launcher_buffer *capture, size_t capture_max);
+/* Makes writes to 'to' non-blocking without touching the caller's file description (see
+ * stream.c). Separate from init so that it can run while the sandbox is being set up. */
+void launcher_stream_open_nonblocking(struct launcher_stream *s);
 /* Fills the stream's two pollfds (either may be unused: fd -1). */
 void launcher_stream_poll(const struct launcher_stream *s, struct pollfd *in, struct pollfd *out);
 /* Acts on the events poll() returned for the two pollfds. */

@@ -306,12 +306,13 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 }
 
 /* Creates a network namespace without entering it: airlock unshares one and steps back into its
- * own. Creating one takes a few hundred microseconds, which this way overlap with the child's
- * mounts instead of adding to clone(). If stepping back fails airlock is stranded in the new
- * namespace, so that error is fatal to the run. Returns an fd of the new namespace. */
+ * own. Creating one takes a few hundred microseconds, which this way overlap with the
+ * child's mounts instead of adding to clone(). If stepping back fails airlock is stranded in the
+ * new namespace, so that error is fatal to the run. Returns an fd of the new namespace. */
 static int make_netns(int *ret)
 {
 	_cleanup_close_ int own = -EBADF, fresh = -EBADF;
+	int r;
 
 	own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (own < 0)
@@ -319,10 +320,11 @@ static int make_netns(int *ret)
 	if (unshare(CLONE_NEWNET) < 0)
 		return -errno;
 	fresh = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	r = fresh < 0 ? -errno : 0;
 	if (setns(own, CLONE_NEWNET) < 0)
 		return -errno;
-	if (fresh < 0)
-		return -EIO;
+	if (r < 0)
+		return r;
 	*ret = TAKE_FD(fresh);
 	return 0;
 }
@@ -345,6 +347,10 @@ static int handshake(struct run *run, struct al_error *err)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
 	run_step(run, "clone");
 
+	/* While the child builds its root: */
+	launcher_stream_open_nonblocking(&run->out);
+	launcher_stream_open_nonblocking(&run->err);
+	launcher_stream_open_nonblocking(&run->in);
 	if (!run->ctx.userns) {
 		r = make_netns(&netns);
 		if (r < 0)

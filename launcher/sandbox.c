@@ -7,17 +7,14 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,25 +82,6 @@ static int drop_capabilities(int cap_last, struct al_error *err)
 	r = capset_empty();
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to drop capabilities");
-	return 0;
-}
-
-/* A new network namespace has lo down: bring it up, so that the sandbox's own servers and
- * clients on 127.0.0.1 work. (A plain ioctl: the netlink work of configuring links belongs to
- * netns/.) */
-static int loopback_up(struct al_error *err)
-{
-	struct ifreq ifr = {.ifr_name = "lo"};
-	_cleanup_close_ int fd = -EBADF;
-
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return al_error_set_errno(err, -errno, "Failed to open a socket to set up lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-		return al_error_set_errno(err, -errno, "Failed to read the flags of lo");
-	ifr.ifr_flags |= IFF_UP;
-	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-		return al_error_set_errno(err, -errno, "Failed to bring lo up");
 	return 0;
 }
 
@@ -232,9 +210,9 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		     al_error_set_errno(&m.err, netns < 0 ? -EBADMSG : -errno,
 					"Failed to join the network namespace"));
 	netns = al_close(netns);
-	r = loopback_up(&m.err);
+	r = launcher_loopback_up();
 	if (r < 0)
-		fail(sync_fd, &m, r);
+		fail(sync_fd, &m, al_error_set_errno(&m.err, r, "Failed to bring lo up"));
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail(sync_fd, &m,
 		     al_error_set_errno(&m.err, -errno, "Failed to create the cgroup namespace"));

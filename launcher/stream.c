@@ -25,8 +25,7 @@
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
 
-/* Makes writes to s->to non-blocking without touching the caller's file description. */
-static void stream_open_nonblocking(struct launcher_stream *s)
+void launcher_stream_open_nonblocking(struct launcher_stream *s)
 {
 	char path[64];
 	struct stat st;
@@ -65,7 +64,6 @@ void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, i
 	    .capture = capture,
 	    .capture_max = capture_max,
 	};
-	stream_open_nonblocking(s);
 }
 
 static void close_from(struct launcher_stream *s)
