@@ -123,27 +123,6 @@ static void capture(struct launcher_stream *s, const char *data, size_t n)
 		b->truncated = true;
 }
 
-static void on_readable(struct launcher_stream *s)
-{
-	ssize_t n = read(s->from, s->buf, sizeof(s->buf));
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		/* EOF (or an error, which ends the stream the same way): pass the EOF on. */
-		close_from(s);
-		if (!s->capture)
-			close_to(s);
-		return;
-	}
-	if (s->capture) {
-		capture(s, s->buf, (size_t)n);
-		return;
-	}
-	s->off = 0;
-	s->len = (size_t)n;
-}
-
 static void on_writable(struct launcher_stream *s, short revents)
 {
 	ssize_t n = -1;
@@ -169,6 +148,30 @@ static void on_writable(struct launcher_stream *s, short revents)
 	s->off += (size_t)n;
 	if (s->off == s->len)
 		s->off = s->len = 0;
+}
+
+static void on_readable(struct launcher_stream *s)
+{
+	ssize_t n = read(s->from, s->buf, sizeof(s->buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		/* EOF (or an error, which ends the stream the same way): pass the EOF on. */
+		close_from(s);
+		if (!s->capture)
+			close_to(s);
+		return;
+	}
+	if (s->capture) {
+		capture(s, s->buf, (size_t)n);
+		return;
+	}
+	s->off = 0;
+	s->len = (size_t)n;
+	/* A write that cannot block need not wait for the next poll() to say POLLOUT. */
+	if (s->nonblocking)
+		on_writable(s, POLLOUT);
 }
 
 void launcher_stream_handle(struct launcher_stream *s, short in_revents, short out_revents)
