@@ -8,9 +8,12 @@
  *
  * id is "<airlock pid>-<8 hex digits>": the pid is how launcher_cgroup_remove_stale() tells a
  * leftover of a dead run from the cgroup of a live one. The "airlock" directories are shared by
- * concurrent runs and stay. */
+ * concurrent runs: the last run out removes one (rmdir fails while another run's cgroup is in it),
+ * and a run that finds it gone between creating it and its own cgroup creates it again. */
 
 #define LOG_MODULE "cgroup"
+
+#define PARENT_ATTEMPTS 3 /* re-creations of a shared parent removed under our feet */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -634,13 +637,20 @@ static int cgroup_mkdir(struct launcher_cgroup *cg, const char *parent, const ch
 			return (int)i; /* co-mounted controllers (cpu,cpuacct) share a hierarchy */
 	if (cg->n_dirs >= CGROUP_DIRS_MAX)
 		return -E2BIG;
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-		return -errno;
 	cg->dirs[cg->n_dirs] = strdup(dir);
 	if (!cg->dirs[cg->n_dirs])
 		return -ENOMEM;
-	if (mkdir(dir, 0755) < 0) {
-		r = -errno;
+	/* A concurrent run leaving may remove the shared parent between the two mkdirs. */
+	for (int attempt = 0;; attempt++) {
+		r = 0;
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			r = -errno;
+		else if (mkdir(dir, 0755) < 0)
+			r = -errno;
+		if (r != -ENOENT || attempt == PARENT_ATTEMPTS)
+			break;
+	}
+	if (r < 0) {
 		cg->dirs[cg->n_dirs] = mfree(cg->dirs[cg->n_dirs]);
 		return r;
 	}
@@ -976,7 +986,15 @@ struct launcher_cgroup *launcher_cgroup_free(struct launcher_cgroup *cg)
 	if (cg->n_dirs > 0)
 		cgroup_kill(cg, cg->dirs[0]);
 	for (size_t i = cg->n_dirs; i > 0; i--) {
+		char *slash = strrchr(cg->dirs[i - 1], '/');
+
 		cgroup_rmdir(cg->dirs[i - 1]);
+		/* The shared "airlock" parent goes with the last run in it; while another run's
+		 * cgroup is there, rmdir() fails and it stays. */
+		if (slash) {
+			*slash = '\0';
+			(void)rmdir(cg->dirs[i - 1]);
+		}
 		free(cg->dirs[i - 1]);
 	}
 	free(cg);

@@ -354,8 +354,8 @@ assert_clean()
 	else
 		it_fail "$what: no mount is left on the host" "$new"
 	fi
-	# The "airlock" folder that holds the runs' cgroups is shared by all runs and may stay.
-	new=$(it_cgroups | comm -13 "$IT_TMP/state.cgroups" - | grep -v '/airlock$' || true)
+	# Not even the shared "airlock" folder: the last run out removes it.
+	new=$(it_cgroups | comm -13 "$IT_TMP/state.cgroups" - || true)
 	if [ -z "$new" ]; then
 		it_pass "$what: no airlock cgroup is left"
 	else

@@ -199,6 +199,8 @@ static void test_remove_stale_keeps_live_runs(void)
 	for (size_t i = 0; i < n; i++) {
 		(void)snprintf(dead, sizeof(dead), "%s/%d-0000beef", parents[i], (int)gone);
 		(void)snprintf(live, sizeof(live), "%s/%d-0000beef", parents[i], (int)getpid());
+		/* the last run out removed the shared parent: stand in for two runs in it */
+		CHECK(mkdir(parents[i], 0755) == 0 || errno == EEXIST);
 		CHECK(mkdir(dead, 0755) == 0);
 		CHECK(mkdir(live, 0755) == 0);
 	}
@@ -209,6 +211,7 @@ static void test_remove_stale_keeps_live_runs(void)
 		CHECK(access(dead, F_OK) < 0);
 		CHECK(access(live, F_OK) == 0);
 		CHECK(rmdir(live) == 0);
+		CHECK(rmdir(parents[i]) == 0);
 	}
 }
 

@@ -173,12 +173,24 @@ int __wrap_rmdir(const char *path)
 	DIR *d;
 
 	if (fs_root[0] && strncmp(path, fs_root, strlen(fs_root)) == 0) {
-		(void)snprintf(fake.kill_seen, sizeof(fake.kill_seen), "%s",
-			       get(path, "cgroup.kill"));
-		/* cgroupfs removes a directory with its interface files */
+		/* cgroupfs refuses a directory with child cgroups, and removes one with its
+		 * interface files */
 		d = opendir(path);
 		if (!d)
 			return -1;
+		for (struct dirent *de; (de = readdir(d));)
+			if (de->d_type == DT_DIR && !streq(de->d_name, ".") &&
+			    !streq(de->d_name, "..")) {
+				(void)closedir(d);
+				errno = ENOTEMPTY;
+				return -1;
+			}
+		rewinddir(d);
+		/* what teardown wrote to cgroup.kill (the shared parent, removed after, has none)
+		 */
+		if (get(path, "cgroup.kill")[0])
+			(void)snprintf(fake.kill_seen, sizeof(fake.kill_seen), "%s",
+				       get(path, "cgroup.kill"));
 		for (struct dirent *de; (de = readdir(d));)
 			if (de->d_type == DT_REG)
 				(void)unlinkat(dirfd(d), de->d_name, 0);
@@ -298,7 +310,7 @@ static void test_v1_places_each_controller_under_airlocks_own_cgroup(void **stat
 	    .memory = 512 * MiB, .pids = 64, .cpu_millis = 1500, .io_weight = 100};
 	struct launcher_cgroup *cg = NULL;
 	struct al_error err = {0};
-	char mem[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], blk[PATH_MAX];
+	char mem[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], blk[PATH_MAX], other[PATH_MAX + 16];
 
 	(void)state;
 	assert_int_equal(launcher_cgroup_new_env(&env, ID, &res, &cg, &err), 0);
@@ -323,14 +335,18 @@ static void test_v1_places_each_controller_under_airlocks_own_cgroup(void **stat
 	assert_string_equal(get(blk, "cgroup.procs"), "777");
 
 	put(mem, "cgroup.procs", ""); /* the fake kernel does not move tasks */
+	(void)snprintf(other, sizeof(other), "%s/1-0000beef", parent_of(pids));
+	assert_int_equal(mkdir(other, 0755), 0); /* a concurrent run's cgroup */
 	cg = launcher_cgroup_free(cg);
 	assert_null(cg);
 	assert_false(exists(mem));
 	assert_false(exists(pids));
 	assert_false(exists(cpu));
 	assert_false(exists(blk));
-	/* the shared "airlock" directory stays for concurrent runs */
-	assert_true(exists(parent_of(mem)));
+	/* the shared "airlock" directory goes with the last run in it, not before */
+	assert_false(exists(parent_of(mem)));
+	assert_true(exists(parent_of(pids)));
+	assert_int_equal(rmdir(other), 0);
 }
 
 static void test_v1_creates_only_the_needed_controllers(void **state)
@@ -721,7 +737,7 @@ static void test_v2_as_root_places_under_the_root_and_enables_controllers(void *
 	cg = launcher_cgroup_free(cg);
 	assert_string_equal(fake.kill_seen, "1");
 	assert_false(exists(dir));
-	assert_true(exists(parent));
+	assert_false(exists(parent)); /* the last run out removes the shared directory */
 	free((char *)env.root);
 }
 
