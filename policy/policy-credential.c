@@ -122,9 +122,7 @@ static int parse_source(struct policy_credential *c, const struct policy_where *
 	r = policy_json_object(w, o, err);
 	if (r < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "type", &f))
-		return policy_json_missing(POLICY_AT(w, "type"), err);
-	r = policy_json_string(POLICY_AT(w, "type"), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, "type", &s, err);
 	if (r < 0)
 		return r;
 	for (t = 0; t < ELEMENTSOF(types); t++)
@@ -258,7 +256,6 @@ static int parse_injection(struct policy *p, size_t idx, const struct policy_whe
 	static const struct policy_field sidecar_fields[] = {{"type"}, {"header"}, {"format"}};
 	struct policy_credential *c = &p->credentials[idx];
 	const struct policy_field *fields;
-	struct json_object *f;
 	char what[64];
 	const char *s;
 	int r;
@@ -266,9 +263,7 @@ static int parse_injection(struct policy *p, size_t idx, const struct policy_whe
 	r = policy_json_object(w, o, err);
 	if (r < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "type", &f))
-		return policy_json_missing(POLICY_AT(w, "type"), err);
-	r = policy_json_string(POLICY_AT(w, "type"), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, "type", &s, err);
 	if (r < 0)
 		return r;
 	if (streq(s, "env_var")) {
@@ -292,9 +287,7 @@ static int parse_injection(struct policy *p, size_t idx, const struct policy_whe
 		return r;
 
 	/* fields[1] is the required one. */
-	if (!json_object_object_get_ex(o, fields[1].name, &f))
-		return policy_json_missing(POLICY_AT(w, fields[1].name), err);
-	r = policy_json_string(POLICY_AT(w, fields[1].name), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, fields[1].name, &s, err);
 	if (r < 0)
 		return r;
 	switch (c->injection) {
@@ -340,27 +333,27 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 	struct json_object *f;
 	int r;
 
-	r = policy_json_object(w, o, err);
-	if (r < 0)
-		return r;
-	r = policy_json_check_fields(w, o, fields, ELEMENTSOF(fields), NULL, err);
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
 	if (r < 0)
 		return r;
 
-	if (!json_object_object_get_ex(o, "name", &f))
-		return policy_json_missing(POLICY_AT(w, "name"), err);
+	r = policy_json_required(w, o, "name", &f, err);
+	if (r < 0)
+		return r;
 	r = parse_name(p, idx, POLICY_AT(w, "name"), f, err);
 	if (r < 0)
 		return r;
 
-	if (!json_object_object_get_ex(o, "source", &f))
-		return policy_json_missing(POLICY_AT(w, "source"), err);
+	r = policy_json_required(w, o, "source", &f, err);
+	if (r < 0)
+		return r;
 	r = parse_source(c, POLICY_AT(w, "source"), f, err);
 	if (r < 0)
 		return r;
 
-	if (!json_object_object_get_ex(o, "injection", &f))
-		return policy_json_missing(POLICY_AT(w, "injection"), err);
+	r = policy_json_required(w, o, "injection", &f, err);
+	if (r < 0)
+		return r;
 	r = parse_injection(p, idx, POLICY_AT(w, "injection"), f, err);
 	if (r < 0)
 		return r;

@@ -171,6 +171,16 @@ int policy_json_object(const struct policy_where *w, struct json_object *v, stru
 int policy_json_check_fields(const struct policy_where *w, struct json_object *o,
 			     const struct policy_field *fields, size_t n_fields, const char *what,
 			     struct al_error *err);
+/* Checks that o is an object with only the listed fields. */
+int policy_json_checked_object(const struct policy_where *w, struct json_object *o,
+			       const struct policy_field *fields, size_t n_fields,
+			       struct al_error *err);
+/* The field key of o, which must be there. */
+int policy_json_required(const struct policy_where *w, struct json_object *o, const char *key,
+			 struct json_object **ret, struct al_error *err);
+/* The string field key of o (see policy_json_string), which must be there. */
+int policy_json_required_string(const struct policy_where *w, struct json_object *o,
+				const char *key, const char **ret, struct al_error *err);
 /* Checks that v is an object with only the listed fields and calls the parser of each field
  * present, in table order (which is also the order of the checks that span fields). */
 int policy_json_fields(struct policy *p, const struct policy_where *w, struct json_object *v,

@@ -55,16 +55,45 @@ int policy_json_check_fields(const struct policy_where *w, struct json_object *o
 	return 0;
 }
 
+int policy_json_checked_object(const struct policy_where *w, struct json_object *o,
+			       const struct policy_field *fields, size_t n_fields,
+			       struct al_error *err)
+{
+	int r;
+
+	r = policy_json_object(w, o, err);
+	if (r < 0)
+		return r;
+	return policy_json_check_fields(w, o, fields, n_fields, NULL, err);
+}
+
+int policy_json_required(const struct policy_where *w, struct json_object *o, const char *key,
+			 struct json_object **ret, struct al_error *err)
+{
+	if (!json_object_object_get_ex(o, key, ret))
+		return policy_json_missing(POLICY_AT(w, key), err);
+	return 0;
+}
+
+int policy_json_required_string(const struct policy_where *w, struct json_object *o,
+				const char *key, const char **ret, struct al_error *err)
+{
+	struct json_object *f;
+	int r;
+
+	r = policy_json_required(w, o, key, &f, err);
+	if (r < 0)
+		return r;
+	return policy_json_string(POLICY_AT(w, key), f, POLICY_STRING_MAX, ret, err);
+}
+
 int policy_json_fields(struct policy *p, const struct policy_where *w, struct json_object *v,
 		       const struct policy_field *fields, size_t n_fields, struct al_error *err)
 {
 	struct json_object *f;
 	int r;
 
-	r = policy_json_object(w, v, err);
-	if (r < 0)
-		return r;
-	r = policy_json_check_fields(w, v, fields, n_fields, NULL, err);
+	r = policy_json_checked_object(w, v, fields, n_fields, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_fields; i++) {

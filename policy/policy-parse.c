@@ -135,9 +135,7 @@ static int parse_isolation(struct policy *p, const struct policy_where *w, struc
 		r = policy_json_object(&iw, o, err);
 		if (r < 0)
 			return r;
-		if (!json_object_object_get_ex(o, "type", &f))
-			return policy_json_missing(POLICY_AT(&iw, "type"), err);
-		r = policy_json_string(POLICY_AT(&iw, "type"), f, POLICY_STRING_MAX, &s, err);
+		r = policy_json_required_string(&iw, o, "type", &s, err);
 		if (r < 0)
 			return r;
 		r = isolation_type(POLICY_AT(&iw, "type"), s, &kind, err);
@@ -269,25 +267,18 @@ static int parse_mount(struct policy *p, size_t idx, const struct policy_where *
 	const char *s;
 	int r;
 
-	r = policy_json_object(w, o, err);
-	if (r < 0)
-		return r;
-	r = policy_json_check_fields(w, o, fields, ELEMENTSOF(fields), NULL, err);
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
 	if (r < 0)
 		return r;
 
-	if (!json_object_object_get_ex(o, "source", &f))
-		return policy_json_missing(POLICY_AT(w, "source"), err);
-	r = policy_json_string(POLICY_AT(w, "source"), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, "source", &s, err);
 	if (r < 0)
 		return r;
 	r = policy_normalize_path(POLICY_AT(w, "source"), s, POLICY_PATH_ABSOLUTE, &m->source, err);
 	if (r < 0)
 		return r;
 
-	if (!json_object_object_get_ex(o, "target", &f))
-		return policy_json_missing(POLICY_AT(w, "target"), err);
-	r = policy_json_string(POLICY_AT(w, "target"), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, "target", &s, err);
 	if (r < 0)
 		return r;
 	r = policy_normalize_path(POLICY_AT(w, "target"), s, POLICY_PATH_SANDBOX, &m->target, err);
@@ -512,15 +503,10 @@ static int parse_rule(const struct policy_where *w, struct json_object *o,
 	int64_t port = 0;
 	int r;
 
-	r = policy_json_object(w, o, err);
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
 	if (r < 0)
 		return r;
-	r = policy_json_check_fields(w, o, fields, ELEMENTSOF(fields), NULL, err);
-	if (r < 0)
-		return r;
-	if (!json_object_object_get_ex(o, "destination", &f))
-		return policy_json_missing(POLICY_AT(w, "destination"), err);
-	r = policy_json_string(POLICY_AT(w, "destination"), f, POLICY_STRING_MAX, &s, err);
+	r = policy_json_required_string(w, o, "destination", &s, err);
 	if (r < 0)
 		return r;
 	r = policy_parse_destination(POLICY_AT(w, "destination"), s, rule, err);
@@ -532,8 +518,9 @@ static int parse_rule(const struct policy_where *w, struct json_object *o,
 			return r;
 		rule->port = (uint16_t)port;
 	}
-	if (!json_object_object_get_ex(o, "action", &f))
-		return policy_json_missing(POLICY_AT(w, "action"), err);
+	r = policy_json_required(w, o, "action", &f, err);
+	if (r < 0)
+		return r;
 	return parse_action(POLICY_AT(w, "action"), f, &rule->action, err);
 }
 
