@@ -330,45 +330,11 @@ static int probe_landlock(const void *arg)
 
 /* ---- seccomp: the real filter, end to end ---- */
 
-static int send_fd(int sock, int fd)
-{
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	char byte = 0;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
-static int recv_fd(int sock)
-{
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	char byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) <= 0)
-		return -EPIPE;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EBADMSG;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /* The child: installs f, hands its listener to airlock's side, then calls unshare(0), which
  * the filter refuses (and which would be harmless if it did not). */
 _noreturn_ static void seccomp_probe_child(const struct launcher_seccomp_filter *f, int sock)
 {
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_READY};
 	int fd, r;
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -376,7 +342,7 @@ _noreturn_ static void seccomp_probe_child(const struct launcher_seccomp_filter 
 	r = launcher_seccomp_install(f, &fd);
 	if (r < 0)
 		_exit(-r);
-	if (send_fd(sock, fd) < 0)
+	if (launcher_sync_send(sock, &m, fd) < 0)
 		_exit(EPIPE);
 	_exit(unshare(0) < 0 && errno == EPERM ? 0 : EPROTO);
 }
@@ -386,12 +352,15 @@ _noreturn_ static void seccomp_probe_child(const struct launcher_seccomp_filter 
 static int seccomp_probe_parent(int sock, pid_t pid)
 {
 	struct launcher_seccomp_violation v = {0};
-	struct pollfd pfd = {.events = POLLIN};
+	struct pollfd pfd = {.fd = -EBADF, .events = POLLIN};
+	struct launcher_sync_msg m;
 	int status, r;
 
-	pfd.fd = recv_fd(sock);
-	if (pfd.fd < 0)
-		r = pfd.fd; /* the child failed before sending it: its status says why */
+	r = launcher_sync_recv(sock, &m, &pfd.fd);
+	if (r >= 0 && pfd.fd < 0)
+		r = -EBADMSG;
+	if (r < 0)
+		pfd.fd = r; /* the child failed before sending it: its status says why */
 	else if (poll(&pfd, 1, 5000) == 1)
 		r = launcher_seccomp_handle_notify(pfd.fd, POLICY_SECCOMP_BASELINE, &v);
 	else

@@ -33,41 +33,10 @@ int kctl_wait(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static void send_fd(int sock, int fd)
-{
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	char byte = 0;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != 1)
-		_exit(120);
-}
-
-static int recv_fd(int sock)
-{
-	char buf[CMSG_SPACE(sizeof(int))] = {0};
-	char byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
-	int fd;
-
-	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&mh))
-		return -1;
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	return fd;
-}
-
 void kctl_supervise(const struct launcher_seccomp_filter *f, int (*fn)(void *arg), void *arg,
 		    struct kctl_run *ret)
 {
+	struct launcher_sync_msg m;
 	int sp[2], notify_fd, pidfd, status;
 	pid_t pid;
 
@@ -83,12 +52,15 @@ void kctl_supervise(const struct launcher_seccomp_filter *f, int (*fn)(void *arg
 			_exit(121);
 		if (launcher_seccomp_install(f, &fd) < 0)
 			_exit(122);
-		send_fd(sp[1], fd);
+		m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_READY};
+		if (launcher_sync_send(sp[1], &m, fd) < 0)
+			_exit(120);
 		(void)close(fd);
 		_exit(fn(arg));
 	}
 	(void)close(sp[1]);
-	notify_fd = recv_fd(sp[0]);
+	notify_fd = -EBADF;
+	CHECK(launcher_sync_recv(sp[0], &m, &notify_fd) == 0);
 	(void)close(sp[0]);
 	CHECK(notify_fd >= 0);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
