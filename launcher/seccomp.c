@@ -556,34 +556,46 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
 
 #define FNV_INIT UINT64_C(0xcbf29ce484222325)
 
-/* Everything the compiled program depends on: the rules, the filter attributes, the architecture
- * and the library that compiles them. The prefix is not hashed: it is a function of the prefix
- * layout (PREFIX_VERSION), the architecture and libseccomp's table (its version), all in the key,
- * and finding the highest syscall number libseccomp names takes longer than a cache hit. */
-static uint64_t seccomp_rules_key(enum policy_seccomp level, const struct rule_set *s)
+/* Everything the compiled program depends on: the rule tables of this file, the filter
+ * attributes, the prefix layout, the architecture and the library that compiles them (its
+ * version stands for its syscall table, which turns the tables' names into numbers and gives the
+ * prefix its highest number). Hashing the tables rather than the rules built from them means a
+ * cache hit resolves no syscall name at all. Should a repackaged libseccomp of the same version
+ * know more syscalls, a cached filter still answers those ENOSYS: the safe direction. */
+static uint64_t seccomp_cache_key(enum policy_seccomp level)
 {
 	const struct scmp_version *v = seccomp_version();
-	uint32_t head[8] = {
+	uint32_t head[9] = {
 	    level,
 	    seccomp_arch_native(),
 	    seccomp_default_action(level),
 	    SCMP_ACT_KILL_PROCESS,
 	    SECCOMP_OPTIMIZE,
+	    PREFIX_VERSION,
 	    v ? v->major : 0,
 	    v ? v->minor : 0,
 	    v ? v->micro : 0,
 	};
-	uint32_t prefix_version = PREFIX_VERSION;
 	uint64_t h = FNV_INIT;
 
 	h = fnv1a(h, head, sizeof(head));
-	for (size_t i = 0; i < s->n; i++) {
-		const struct rule *r = &s->rules[i];
-		uint32_t f[5] = {(uint32_t)r->nr, r->action, (uint32_t)r->arg, r->mask, r->value};
+	for (size_t i = 0; i < ELEMENTSOF(deny_rules); i++) {
+		const struct deny_rule *d = &deny_rules[i];
+		uint32_t f[3] = {d->level, (uint32_t)d->error, d->quiet};
 
+		h = fnv1a(h, d->name, strlen(d->name) + 1);
 		h = fnv1a(h, f, sizeof(f));
+		if (d->args) {
+			uint32_t a[4] = {d->args->arg, d->args->mask, d->args->values_allowed,
+					 d->args->clear};
+
+			h = fnv1a(h, a, sizeof(a));
+			h = fnv1a(h, d->args->values, d->args->n_values * sizeof(uint32_t));
+		}
 	}
-	return fnv1a(h, &prefix_version, sizeof(prefix_version));
+	for (size_t i = 0; level == POLICY_SECCOMP_STRICT && i < ELEMENTSOF(strict_allow); i++)
+		h = fnv1a(h, strict_allow[i], strlen(strict_allow[i]) + 1);
+	return h;
 }
 
 static void seccomp_ctxp(scmp_filter_ctx *ctx)
@@ -671,8 +683,8 @@ static int seccomp_rules_compile(enum policy_seccomp level, const struct rule_se
 
 /* ---- on-disk cache, for root only ----
  *
- * Compiling costs 0.5 to 1.5 ms, a cache hit about 0.1 ms (mostly finding the highest syscall
- * number libseccomp names, for the key). But the cache holds the next sandbox's filter: whoever
+ * Compiling costs 0.5 to 1.5 ms, a cache hit a few microseconds (hashing this file's tables and
+ * reading one file). But the cache holds the next sandbox's filter: whoever
  * can write it can turn seccomp off for every later run. A user's own directories
  * ($XDG_CACHE_HOME, ~/.cache) are within reach of that user's sandboxes (a workspace of $HOME
  * covers ~/.cache), so only root keeps a cache, in /var/cache/airlock/seccomp, and every other
@@ -881,18 +893,18 @@ int launcher_seccomp_compile(enum policy_seccomp level, struct launcher_seccomp_
 
 	if ((unsigned)level >= ELEMENTSOF(level_names))
 		return al_error_set(err, -EINVAL, "seccomp: unknown level %d", (int)level);
-	s = malloc(sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	r = seccomp_rules_build(level, s);
-	if (r < 0)
-		return al_error_set_errno(err, r, "seccomp: cannot build the %s rules",
-					  level_names[level]);
-	key = seccomp_rules_key(level, s);
+	key = seccomp_cache_key(level);
 	r = dir ? cache_load(dir, level, key, &insns, &n) : -ENOENT;
 	if (r < 0) {
 		if (r != -ENOENT)
 			log_debug_errno(r, "Not using cached seccomp filter: %m");
+		s = malloc(sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		r = seccomp_rules_build(level, s);
+		if (r < 0)
+			return al_error_set_errno(err, r, "seccomp: cannot build the %s rules",
+						  level_names[level]);
 		r = seccomp_rules_compile(level, s, &insns, &n);
 		if (r < 0)
 			return al_error_set_errno(err, r, "seccomp: cannot compile the %s filter",
