@@ -187,10 +187,7 @@ struct launcher_sync_msg {
 	int32_t value;
 	int32_t signal;
 	uint32_t n_steps;
-	struct {
-		char name[16];
-		uint64_t usec;
-	} steps[LAUNCHER_SYNC_STEPS];
+	struct launcher_step steps[LAUNCHER_SYNC_STEPS];
 	struct al_error err;
 };
 

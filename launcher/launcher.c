@@ -63,8 +63,12 @@ static void run_step(struct run *run, const char *name)
 	struct launcher_result *res = run->result;
 	uint64_t now = launcher_now_usec();
 
-	if (res->n_steps < LAUNCHER_STEP_MAX)
-		res->steps[res->n_steps++] = (struct launcher_step){name, now - run->t_last};
+	if (res->n_steps < LAUNCHER_STEP_MAX) {
+		struct launcher_step *st = &res->steps[res->n_steps++];
+
+		(void)snprintf(st->name, sizeof(st->name), "%s", name);
+		st->usec = now - run->t_last;
+	}
 	run->t_last = now;
 }
 
@@ -387,19 +391,8 @@ static int handshake(struct run *run, struct al_error *err)
 	r = al_fd_nonblock(run->sync_fd, true);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to set up the sync socket");
-	for (uint32_t i = 0; i < m.n_steps; i++)
-		if (run->result->n_steps < LAUNCHER_STEP_MAX) {
-			/* Names point into static storage: map them to our own constants. */
-			static const char *const known[] = {"mounts", "caps", "landlock", "seccomp",
-							    "wait"};
-			const char *name = "child";
-
-			for (size_t k = 0; k < ELEMENTSOF(known); k++)
-				if (streq(m.steps[i].name, known[k]))
-					name = known[k];
-			run->result->steps[run->result->n_steps++] =
-			    (struct launcher_step){name, m.steps[i].usec};
-		}
+	for (uint32_t i = 0; i < m.n_steps && run->result->n_steps < LAUNCHER_STEP_MAX; i++)
+		run->result->steps[run->result->n_steps++] = m.steps[i];
 	run->t_last = launcher_now_usec();
 	return 0;
 }

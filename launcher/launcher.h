@@ -37,7 +37,7 @@ struct launcher_buffer {
 
 #define LAUNCHER_STEP_MAX 16
 struct launcher_step {
-	const char *name;
+	char name[16];
 	uint64_t usec;
 };
 
