@@ -72,21 +72,36 @@ static int bind_mount(const char *src, const char *dst, uint64_t attr, struct al
 #define ATTR_RO (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 #define ATTR_RW (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
-/* Creates an empty file or folder to mount on. Existing ones are fine. */
-static int make_mountpoint(const char *path, bool dir, struct al_error *err)
+/* Creates the mount point name in parent unless it exists; an existing one must be of the right
+ * type. Nothing is opened for reading or writing, so a FIFO planted there cannot block setup. */
+static int make_point_at(int parent, const char *name, bool dir, const char *target,
+			 struct al_error *err)
 {
+	struct stat st;
 	int fd;
 
 	if (dir) {
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "Failed to create %s", path);
-		return 0;
+		if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
+	} else {
+		fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0444);
+		if (fd < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
+		fd = al_close(fd);
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
-	if (fd < 0)
-		return al_error_set_errno(err, -errno, "Failed to create %s", path);
-	(void)al_close(fd);
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot stat it", target);
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return al_error_set(err, -ENOTDIR, "%s: exists and is not a %s", target,
+				    dir ? "folder" : "regular file");
 	return 0;
+}
+
+/* A mount point below the new root, which airlock alone has shaped so far. */
+static int make_mountpoint(const char *path, bool dir, struct al_error *err)
+{
+	return make_point_at(AT_FDCWD, path, dir, path, err);
 }
 
 static int copy_symlink(const char *src, const char *dst, struct al_error *err)
@@ -471,32 +486,6 @@ static int open_parent_beneath(const char *target, char *name, size_t name_size,
 	if ((size_t)snprintf(name, name_size, "%s", c) >= name_size)
 		return al_error_set(err, -ENAMETOOLONG, "%s: name too long", target);
 	return TAKE_FD(cur);
-}
-
-/* Creates the mount point name in parent unless it exists; an existing one must be of the right
- * type. Nothing is opened for reading or writing, so a FIFO planted there cannot block setup. */
-static int make_point_at(int parent, const char *name, bool dir, const char *target,
-			 struct al_error *err)
-{
-	struct stat st;
-	int fd;
-
-	if (dir) {
-		if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
-	} else {
-		fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0444);
-		if (fd < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "%s: cannot create it", target);
-		fd = al_close(fd);
-	}
-	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return al_error_set_errno(err, -errno, "%s: cannot stat it", target);
-	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-		return al_error_set(err, -ENOTDIR, "%s: exists and is not a %s", target,
-				    dir ? "folder" : "regular file");
-	return 0;
 }
 
 /* Binds the tree of src_fd at target with the attributes attr, through fds only: the copy of the
