@@ -21,8 +21,3 @@ int al_error_set_errno(struct al_error *err, int code, const char *fmt, ...) _pr
 
 /* Prepends "<context>: " to the message. Does nothing when err is NULL. */
 void al_error_prefix(struct al_error *err, const char *fmt, ...) _printf_(2, 3);
-
-static inline bool al_error_is_set(const struct al_error *err)
-{
-	return err && err->msg[0] != '\0';
-}

@@ -45,26 +45,6 @@ int al_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-ssize_t al_read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, p + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -EBADF;

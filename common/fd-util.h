@@ -37,9 +37,6 @@ static inline void fclosep(FILE **f)
  * Async-signal-safe. */
 int al_write_all(int fd, const void *buf, size_t len);
 
-/* Reads until EOF or len bytes, retrying on EINTR. Returns bytes read or -errno. */
-ssize_t al_read_all(int fd, void *buf, size_t len);
-
 /* Reads a whole file (at most max bytes, else -EFBIG) relative to dirfd into a NUL-terminated
  * malloc'd buffer. ret_len may be NULL. */
 int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
