@@ -1,0 +1,135 @@
+/* Host paths that airlock exposes to a sandbox (see path-util.h). */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "common/path-util.h"
+
+/* Host folders a sandbox is never given writable: these themselves (their contents may be a
+ * user's data: /var/www/site, /root/project) ... */
+static const char *const blocked_roots[] = {"/",    "/var", "/root", "/home", "/run",
+					    "/tmp", "/opt", "/srv",  "/mnt",  "/media"};
+/* ... and these with everything below them: what the host runs, configures or schedules from. */
+static const char *const blocked_trees[] = {
+    "/etc",	  "/usr",     "/boot",	  "/bin",      "/sbin",	       "/lib",
+    "/lib32",	  "/lib64",   "/libx32",  "/proc",     "/sys",	       "/dev",
+    "/var/spool", "/var/lib", "/var/log", "/var/mail", "/var/backups", "/var/cache"};
+
+/* airlock's own state (the seccomp filter cache, later the vault and the broker's socket): a
+ * sandbox that could write there could weaken every later sandbox. No writable bind may be one
+ * of these, lie inside one, or contain one. */
+static const char *const protected_dirs[] = {"/var/cache/airlock", "/var/lib/airlock",
+					     "/etc/airlock", "/run/airlock"};
+
+bool al_path_is_within(const char *a, const char *b)
+{
+	const char *rest = startswith(a, b);
+
+	return rest && (*rest == '\0' || *rest == '/' || streq(b, "/"));
+}
+
+/* Makes path absolute (against the current folder) and removes ".", ".." and "//" lexically,
+ * without looking at the file system. */
+static int path_lexical(const char *path, char **ret)
+{
+	_cleanup_free_ char *joined = NULL, *out = NULL;
+	char cwd[PATH_MAX], *save = NULL, *c;
+	size_t l = 0;
+
+	if (path[0] == '/') {
+		joined = strdup(path);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		if (asprintf(&joined, "%s/%s", cwd, path) < 0)
+			joined = NULL;
+	}
+	out = malloc(joined ? strlen(joined) + 2 : 1);
+	if (!joined || !out)
+		return -ENOMEM;
+	for (c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (streq(c, "."))
+			continue;
+		if (streq(c, "..")) {
+			while (l > 0 && out[--l] != '/')
+				;
+			continue;
+		}
+		out[l++] = '/';
+		memcpy(out + l, c, strlen(c));
+		l += strlen(c);
+	}
+	if (l == 0)
+		out[l++] = '/';
+	out[l] = '\0';
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* A writable bind must not expose the host's system folders or airlock's own state. */
+static int check_writable(const char *canonical, const char *field, struct al_error *err)
+{
+	const char *cache = getenv("AIRLOCK_SECCOMP_CACHE"), *home = getenv("HOME");
+	_cleanup_free_ char *home_real = home ? realpath(home, NULL) : NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
+		if (streq(canonical, blocked_roots[i]))
+			return al_error_set(err, -EPERM, "%s: refusing to expose %s writable",
+					    field, canonical);
+	if (home_real && streq(canonical, home_real))
+		return al_error_set(err, -EPERM,
+				    "%s: refusing to expose your home folder %s writable; use a "
+				    "project folder",
+				    field, canonical);
+	for (size_t i = 0; i < ELEMENTSOF(protected_dirs); i++)
+		if (al_path_is_within(canonical, protected_dirs[i]) ||
+		    al_path_is_within(protected_dirs[i], canonical))
+			return al_error_set(err, -EPERM,
+					    "%s: refusing to expose %s writable: it holds or is "
+					    "airlock's own state (%s)",
+					    field, canonical, protected_dirs[i]);
+	for (size_t i = 0; i < ELEMENTSOF(blocked_trees); i++)
+		if (al_path_is_within(canonical, blocked_trees[i]))
+			return al_error_set(err, -EPERM,
+					    "%s: refusing to expose %s writable: it is in %s",
+					    field, canonical, blocked_trees[i]);
+	/* A test's seccomp cache folder (root only) is airlock's state as much as the default. */
+	if (cache && cache[0] == '/' && geteuid() == 0 &&
+	    (al_path_is_within(canonical, cache) || al_path_is_within(cache, canonical)))
+		return al_error_set(err, -EPERM,
+				    "%s: refusing to expose %s writable: it holds or is airlock's "
+				    "seccomp cache (%s)",
+				    field, canonical, cache);
+	return 0;
+}
+
+int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
+			      struct al_error *err)
+{
+	_cleanup_free_ char *canonical = NULL, *lexical = NULL;
+	int r;
+
+	canonical = realpath(source, NULL);
+	if (!canonical)
+		return al_error_set_errno(err, -errno, "%s: %s", field, source);
+	r = path_lexical(source, &lexical);
+	if (r < 0)
+		return al_error_set_errno(err, r, "%s: %s", field, source);
+	if (!streq(lexical, canonical))
+		return al_error_set(err, -ELOOP,
+				    "%s: %s resolves through a symbolic link to %s; name the real "
+				    "path",
+				    field, source, canonical);
+	if (writable) {
+		r = check_writable(canonical, field, err);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(canonical);
+	return 0;
+}

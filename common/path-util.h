@@ -1,0 +1,20 @@
+#pragma once
+
+/* Host paths that airlock exposes to a sandbox: resolving them and refusing the dangerous ones. */
+
+#include <stdbool.h>
+
+#include "common/error.h"
+
+/* True when a equals b or lies below it (both canonical). */
+bool al_path_is_within(const char *a, const char *b);
+
+/* Resolves source (a host folder or file named by a policy field or an option) to its canonical
+ * path in *ret. Refuses, naming field in err: a path that does not exist (-errno), one that
+ * resolves through a symbolic link (-ELOOP: the workspace is the sandbox's to shape, so a link
+ * found on the way may have been planted by an earlier sandbox to aim a later bind at a host
+ * folder), and, when writable, /, the system trees (/etc, /usr, /proc, /sys, /dev, /boot, ...),
+ * the roots of /var, /home, /tmp, /run ..., the user's home folder itself, and airlock's own
+ * state (-EPERM). */
+int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
+			      struct al_error *err);
