@@ -5,7 +5,7 @@
 #    fusefs and netns never include each other nor broker internals: only broker/client.h;
 #  - <mod>/*-internal.h is included only by that module's own .c files (and its other internal
 #    headers) and by tests/unit/<mod>/ and tests/integration/<mod>/ (root tests of a module's
-#    units);
+#    units), and by the fuzz harnesses in tests/fuzz/;
 #  - each third-party library is used only in the files allowed below (tests are exempt).
 # Usage: check-includes.sh [SOURCE_ROOT]. Prints one line per violation, exits 1 if any.
 
@@ -134,7 +134,8 @@ check_quoted()
 		if [ "$target" = "$own" ]; then
 			[[ $file == *.c || $file == *-internal.h ]] ||
 				fail "$where: header includes its module's internal header \"$header\""
-		elif [[ $file != tests/unit/$target/* && $file != tests/integration/$target/* ]]; then
+		elif [[ $file != tests/unit/$target/* && $file != tests/integration/$target/* &&
+			$file != tests/fuzz/fuzz-* ]]; then
 			fail "$where: includes another module's internal header \"$header\""
 		fi
 		return 0

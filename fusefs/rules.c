@@ -1,0 +1,338 @@
+/* Per-path decisions of the workspace filesystem: what the sandbox may see and write.
+ *
+ * Three choices the header leaves to this file:
+ *  - An empty workspace.read or workspace.write list means nothing. The policy module already
+ *    puts ["**"] into a list the file leaves out (policy_init_defaults()), so an empty list here
+ *    was written as [] on purpose; "write": [] makes the workspace read-only.
+ *  - FUSEFS_ACCESS_PROTECTED is the reason a write is refused: it is set on a path that a write
+ *    pattern matches but a built-in protected entry keeps read-only. A path that no write pattern
+ *    matches is plainly not writable and carries no PROTECTED bit.
+ *  - fusefs_rules_any_writable() errs towards true (the caller only picks EROFS over EACCES with
+ *    it): it is false when the read or the write list is empty, and when every write pattern can
+ *    be shown to match nothing writable. A write pattern without wildcards names one path, which
+ *    fusefs_rules_decide() settles; a pattern with wildcards counts as writable unless a deny
+ *    pattern is the same pattern, or is made of plain names and "**" and matches it as text. */
+
+#include <assert.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fusefs/fusefs-internal.h"
+
+/* The longest pattern kept: the longest string a policy holds, plus the "/\**" added to deny
+ * patterns. fusefs_rules_rename_is_uniform() copies patterns onto its stack. */
+#define RULES_GLOB_MAX (POLICY_STRING_MAX + 3)
+
+/* Files the host runs or reads as configuration later, at any depth of the workspace. */
+static const struct {
+	const char *name; /* as workspace.write has to hold it to lift the entry */
+	const char *glob; /* what is matched: name at any depth */
+} protected_entries[] = {
+    {".git/hooks/**", "**/.git/hooks/**"},
+    {".git/config", "**/.git/config"},
+    {".gitmodules", "**/.gitmodules"},
+    {".envrc", "**/.envrc"},
+    {".bashrc", "**/.bashrc"},
+    {".profile", "**/.profile"},
+    {".gitconfig", "**/.gitconfig"},
+    {".vscode/**", "**/.vscode/**"},
+    {".idea/**", "**/.idea/**"},
+    {".devcontainer/**", "**/.devcontainer/**"},
+};
+
+struct rules_glob {
+	/* What is matched: the pattern as written, except that a deny pattern D is kept as
+	 * "D/\**", the folder and all below it. */
+	char *glob;
+	bool literal; /* no '*' nor '?': it matches one path, its own text */
+};
+
+struct rules_list {
+	struct rules_glob *items;
+	size_t n;
+};
+
+struct fusefs_rules {
+	struct rules_list read, write, deny;
+	bool lifted[ELEMENTSOF(protected_entries)]; /* workspace.write holds the entry's name */
+	bool any_writable;
+};
+
+static bool component_is_double_star(const char *c, size_t len)
+{
+	return len == 2 && c[0] == '*' && c[1] == '*';
+}
+
+/* What policy_check_glob() accepts, which a policy loaded from JSON has been through already: a
+ * hand-built one has not. Also bounded in length, as every policy string is. */
+static bool glob_is_valid(const char *s)
+{
+	if (s[0] == '\0' || strlen(s) > POLICY_STRING_MAX)
+		return false;
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	for (const char *c = s;;) {
+		size_t l = strcspn(c, "/");
+
+		if (l == 0 || l > NAME_MAX || (l == 1 && c[0] == '.') ||
+		    (l == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!component_is_double_star(c, l) && memmem(c, l, "**", 2))
+			return false;
+		c += l;
+		if (*c == '\0')
+			return true;
+		c++;
+	}
+}
+
+/* Are all components of glob plain names or "**"? Then it matches every path that any pattern
+ * it matches as text matches (its names stand for themselves, its "**" take anything). */
+static bool glob_is_plain(const char *glob)
+{
+	for (const char *c = glob;;) {
+		size_t l = strcspn(c, "/");
+
+		if (!component_is_double_star(c, l) && strcspn(c, "*?") < l)
+			return false;
+		c += l;
+		if (*c == '\0')
+			return true;
+		c++;
+	}
+}
+
+static bool glob_ends_with_double_star(const char *glob)
+{
+	size_t l = strlen(glob);
+
+	return l >= 2 && glob[l - 1] == '*' && glob[l - 2] == '*' && (l == 2 || glob[l - 3] == '/');
+}
+
+static void list_done(struct rules_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->items[i].glob);
+	free(l->items);
+	*l = (struct rules_list){};
+}
+
+/* Compiles the patterns of workspace.<field>; deny patterns also cover what is below them. */
+static int list_compile(const struct policy_strv *v, const char *field, bool is_deny,
+			struct rules_list *ret, struct al_error *err)
+{
+	ret->items = calloc(v->n > 0 ? v->n : 1, sizeof(*ret->items));
+	if (!ret->items)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n; i++) {
+		const char *s = v->items[i];
+		char *glob;
+
+		if (!glob_is_valid(s))
+			return al_error_set(err, -EINVAL, "workspace.%s[%zu]: not a valid pattern",
+					    field, i);
+		if (is_deny && !glob_ends_with_double_star(s)) {
+			if (asprintf(&glob, "%s/**", s) < 0)
+				return -ENOMEM;
+		} else {
+			glob = strdup(s);
+			if (!glob)
+				return -ENOMEM;
+		}
+		ret->items[ret->n++] = (struct rules_glob){
+		    .glob = glob,
+		    .literal = !strpbrk(s, "*?"),
+		};
+	}
+	return 0;
+}
+
+static bool list_matches(const struct rules_list *l, const char *path)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (fusefs_glob_match(l->items[i].glob, path))
+			return true;
+	return false;
+}
+
+static bool list_matches_below(const struct rules_list *l, const char *dir)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (fusefs_glob_match_below(l->items[i].glob, dir))
+			return true;
+	return false;
+}
+
+/* Does workspace.write hold a pattern without wildcards that is path itself? */
+static bool write_names(const struct fusefs_rules *rules, const char *path)
+{
+	for (size_t i = 0; i < rules->write.n; i++)
+		if (rules->write.items[i].literal && streq(rules->write.items[i].glob, path))
+			return true;
+	return false;
+}
+
+/* Is path protected by an entry that workspace.write does not lift by name? */
+static bool is_protected(const struct fusefs_rules *rules, const char *path)
+{
+	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++) {
+		if (!fusefs_glob_match(protected_entries[i].glob, path))
+			continue;
+		/* The entry's own pattern lifts it where it matches, i.e. at the top level only. */
+		if (rules->lifted[i] && fusefs_glob_match(protected_entries[i].name, path))
+			continue;
+		if (write_names(rules, path))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* No ancestor of path needs a look of its own: a read pattern that matches path, or could match
+ * below it, could match below each of its ancestors too (which are then READ or TRAVERSE), and a
+ * path below a denied folder D matches "D/\**" itself. */
+unsigned fusefs_rules_decide(const struct fusefs_rules *rules, const char *path, bool is_dir)
+{
+	bool is_root = path[0] == '\0';
+	unsigned hidden = is_root ? FUSEFS_ACCESS_TRAVERSE : 0;
+
+	if (list_matches(&rules->deny, path))
+		return hidden;
+	if (!list_matches(&rules->read, path)) {
+		if ((is_dir || is_root) && list_matches_below(&rules->read, path))
+			return FUSEFS_ACCESS_TRAVERSE;
+		return hidden;
+	}
+	if (!list_matches(&rules->write, path))
+		return FUSEFS_ACCESS_READ;
+	if (is_protected(rules, path))
+		return FUSEFS_ACCESS_READ | FUSEFS_ACCESS_PROTECTED;
+	return FUSEFS_ACCESS_READ | FUSEFS_ACCESS_WRITE;
+}
+
+/* Does the (compiled) deny pattern hide every path that the write pattern w matches? */
+static bool deny_covers(const char *deny, const char *w)
+{
+	const char *rest = startswith(deny, w);
+
+	if (rest && (rest[0] == '\0' || streq(rest, "/**")))
+		return true; /* the same pattern */
+	return glob_is_plain(deny) && fusefs_glob_match(deny, w);
+}
+
+/* Can the write pattern w match a path that is writable? See the top of the file. */
+static bool write_glob_is_live(const struct fusefs_rules *rules, const struct rules_glob *w)
+{
+	if (w->literal)
+		return fusefs_rules_decide(rules, w->glob, false) & FUSEFS_ACCESS_WRITE;
+	for (size_t i = 0; i < rules->deny.n; i++)
+		if (deny_covers(rules->deny.items[i].glob, w->glob))
+			return false;
+	return true;
+}
+
+static bool compute_any_writable(const struct fusefs_rules *rules)
+{
+	if (rules->read.n == 0)
+		return false;
+	for (size_t i = 0; i < rules->write.n; i++)
+		if (write_glob_is_live(rules, &rules->write.items[i]))
+			return true;
+	return false;
+}
+
+int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct al_error *err)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = NULL;
+	int r;
+
+	rules = calloc(1, sizeof(*rules));
+	if (!rules)
+		return -ENOMEM;
+	r = list_compile(&p->workspace.read, "read", false, &rules->read, err);
+	if (r < 0)
+		return r;
+	r = list_compile(&p->workspace.write, "write", false, &rules->write, err);
+	if (r < 0)
+		return r;
+	r = list_compile(&p->workspace.deny, "deny", true, &rules->deny, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
+		for (size_t j = 0; j < rules->write.n; j++)
+			if (streq(rules->write.items[j].glob, protected_entries[i].name))
+				rules->lifted[i] = true;
+	rules->any_writable = compute_any_writable(rules);
+	*ret = TAKE_PTR(rules);
+	return 0;
+}
+
+struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *rules)
+{
+	if (!rules)
+		return NULL;
+	list_done(&rules->read);
+	list_done(&rules->write);
+	list_done(&rules->deny);
+	free(rules);
+	return NULL;
+}
+
+bool fusefs_rules_any_writable(const struct fusefs_rules *rules)
+{
+	return rules->any_writable;
+}
+
+/* Can glob tell from/X from to/X, for some X? When glob matches dir/X, its components 0..j match
+ * dir for some j, and the rest of the match over X depends on j alone (and, when component j-1 is
+ * "**", on that "**" going on into X). So the set of j whose prefix matches dir says all that dir
+ * contributes: when each prefix matches both folders or neither, no X tells them apart. */
+static bool glob_is_uniform(const char *glob, const char *from, const char *to)
+{
+	char prefix[RULES_GLOB_MAX + 1];
+	size_t len = strlen(glob);
+
+	if (!fusefs_glob_match_below(glob, from) && !fusefs_glob_match_below(glob, to))
+		return true; /* it matches below neither */
+	assert(len <= RULES_GLOB_MAX);
+	memcpy(prefix, glob, len + 1);
+	if (fusefs_glob_match("", from) != fusefs_glob_match("", to))
+		return false; /* the empty prefix: one of them is the root */
+	for (size_t i = 0;; i++) {
+		char c = prefix[i];
+
+		if (c != '/' && c != '\0')
+			continue;
+		prefix[i] = '\0';
+		if (fusefs_glob_match(prefix, from) != fusefs_glob_match(prefix, to))
+			return false;
+		if (c == '\0')
+			return true;
+		prefix[i] = c;
+	}
+}
+
+static bool list_is_uniform(const struct rules_list *l, const char *from, const char *to)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!glob_is_uniform(l->items[i].glob, from, to))
+			return false;
+	return true;
+}
+
+/* Each pattern costs one match per component of it (see glob_is_uniform()); policy patterns are
+ * short. The names that lift protected entries need no check of their own: a name lifts its entry
+ * only where it matches, and it is one of the write patterns. */
+bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char *from,
+				    const char *to)
+{
+	if (!list_is_uniform(&rules->read, from, to) || !list_is_uniform(&rules->write, from, to) ||
+	    !list_is_uniform(&rules->deny, from, to))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
+		if (!glob_is_uniform(protected_entries[i].glob, from, to))
+			return false;
+	return true;
+}

@@ -1,0 +1,512 @@
+/* tests/unit/fusefs/test-rules.c: per-path decisions of the workspace (fusefs/rules.c), from
+ * policies loaded the way the launcher loads them. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fusefs/fusefs-internal.h"
+
+#define R FUSEFS_ACCESS_READ
+#define W FUSEFS_ACCESS_WRITE
+#define T FUSEFS_ACCESS_TRAVERSE
+#define P FUSEFS_ACCESS_PROTECTED
+
+/* Rules of the policy whose workspace object is workspace, written with ' for ". NULL: the
+ * embedded default policy. */
+static struct fusefs_rules *rules_for(const char *workspace)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	struct fusefs_rules *rules = NULL;
+	struct al_error err = {0};
+	char json[1024];
+
+	if (!workspace) {
+		assert_int_equal(policy_new_default(&p), 0);
+	} else {
+		assert_true((size_t)snprintf(json, sizeof(json), "{'workspace': %s}", workspace) <
+			    sizeof(json));
+		for (char *c = json; *c; c++)
+			if (*c == '\'')
+				*c = '"';
+		if (policy_load_string(json, &p, &err) < 0)
+			fail_msg("policy refused: %s", err.msg);
+	}
+	if (fusefs_rules_new(p, &rules, &err) < 0)
+		fail_msg("rules refused: %s", err.msg);
+	return rules;
+}
+
+struct expect {
+	const char *path;
+	bool is_dir;
+	unsigned access;
+};
+
+static void check(const struct fusefs_rules *rules, const struct expect *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned got = fusefs_rules_decide(rules, e[i].path, e[i].is_dir);
+
+		if (got != e[i].access)
+			fail_msg("decide(\"%s\", %s) = %#x, expected %#x", e[i].path,
+				 e[i].is_dir ? "folder" : "file", got, e[i].access);
+	}
+}
+
+#define CHECK(workspace, ...)                                                                      \
+	do {                                                                                       \
+		_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules_ = rules_for(workspace);  \
+		const struct expect e_[] = {__VA_ARGS__};                                          \
+		check(rules_, e_, ELEMENTSOF(e_));                                                 \
+	} while (0)
+
+static void test_default_policy_reads_and_writes_everything(void **state)
+{
+	(void)state;
+	CHECK(NULL, {"", true, R | W}, {"src", true, R | W}, {"src/main.c", false, R | W},
+	      {".env", false, R | W}, {".git", true, R | W}, {".git/HEAD", false, R | W});
+}
+
+static void test_absent_lists_mean_the_same_as_the_default(void **state)
+{
+	(void)state;
+	CHECK("{'deny': ['x']}", {"", true, R | W}, {"a/b", false, R | W}, {"x/y", false, 0});
+}
+
+static void test_star_matches_dotfiles(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['*'], 'write': []}", {".env", false, R}, {".config", true, R},
+	      {".config/x", false, 0});
+}
+
+static void test_read_pattern_makes_only_what_it_matches_visible(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['src/**'], 'write': []}", {"src", true, R}, {"src/a/b.c", false, R},
+	      {"docs", true, 0}, {"docs/x", false, 0}, {"srcx", false, 0}, {"", true, T});
+}
+
+static void test_folder_leading_to_readable_paths_is_traversable(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['a/b/*.c']}", {"a", true, T}, {"a/b", true, T}, {"a/b/x.c", false, R | W},
+	      {"a/b/x.h", false, 0}, {"a/c", true, 0}, {"a", false, 0}, {"a/b/x.c", true, R | W});
+	CHECK("{'read': ['**/*.md'], 'write': []}", {"docs", true, T}, {"docs/a/b", true, T},
+	      {"docs/a/b/README.md", false, R}, {"docs/a/b/main.c", false, 0});
+}
+
+static void test_path_below_a_hidden_folder_is_hidden(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['a/b/**']}", {"x", true, 0}, {"x/b", true, 0}, {"x/b/c", false, 0},
+	      {"a/c", true, 0}, {"a/c/b", false, 0}, {"a/b/c", false, R | W});
+}
+
+static void test_root_is_always_at_least_traversable(void **state)
+{
+	(void)state;
+	CHECK("{'read': []}", {"", true, T}, {"a", false, 0}, {"a", true, 0});
+	CHECK("{'deny': ['**']}", {"", true, T}, {"a", true, 0}, {"a/b", false, 0});
+	CHECK("{'read': ['src/**']}", {"", true, T});
+}
+
+static void test_write_needs_read(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['src/**'], 'write': ['**']}", {"src/a", false, R | W},
+	      {"docs/a", false, 0}, {"docs", true, 0}, {"", true, T});
+}
+
+static void test_write_list_limits_what_is_writable(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['out/**', '*.log']}", {"out", true, R | W}, {"out/a/b", false, R | W},
+	      {"build.log", false, R | W}, {"src/build.log", false, R}, {"src/a.c", false, R},
+	      {"", true, R});
+}
+
+static void test_empty_write_list_makes_everything_read_only(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for("{'write': []}");
+
+	(void)state;
+	assert_int_equal(fusefs_rules_decide(rules, "a", false), R);
+	assert_int_equal(fusefs_rules_decide(rules, "", true), R);
+	assert_false(fusefs_rules_any_writable(rules));
+}
+
+static void test_empty_read_list_hides_everything(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for("{'read': []}");
+
+	(void)state;
+	assert_int_equal(fusefs_rules_decide(rules, "a", true), 0);
+	assert_int_equal(fusefs_rules_decide(rules, "", true), T);
+	assert_false(fusefs_rules_any_writable(rules));
+}
+
+static void test_deny_wins_over_read_and_write(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['**'], 'write': ['**'], 'deny': ['**/.env', 'keys/*.pem']}",
+	      {".env", false, 0}, {"a/b/.env", false, 0}, {"a/.envx", false, R | W},
+	      {"keys/a.pem", false, 0}, {"keys/a.pub", false, R | W},
+	      {"x/keys/a.pem", false, R | W});
+}
+
+static void test_deny_hides_everything_below_a_denied_folder(void **state)
+{
+	(void)state;
+	CHECK("{'deny': ['secret', '*/private']}", {"secret", true, 0}, {"secret/x", false, 0},
+	      {"secret/a/b/c", true, 0}, {"secretx", false, R | W}, {"a/private", true, 0},
+	      {"a/private/key", false, 0}, {"a/b/private", true, R | W});
+	CHECK("{'deny': ['build/**']}", {"build", true, 0}, {"build/x", false, 0},
+	      {"buildx", true, R | W});
+}
+
+static void test_denied_folder_hides_readable_paths_below_it(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['a/b/**'], 'deny': ['a']}", {"a", true, 0}, {"a/b", true, 0},
+	      {"a/b/c", false, 0});
+}
+
+static void test_protected_git_config_is_not_writable_at_any_depth(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".git/config", false, R | P}, {"a/b/.git/config", false, R | P},
+	      {".git/HEAD", false, R | W}, {".git/config.bak", false, R | W},
+	      {"git/config", false, R | W});
+}
+
+static void test_protected_hooks_folder_is_protected_with_its_contents(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".git/hooks", true, R | P}, {".git/hooks/pre-commit", false, R | P},
+	      {"vendor/x/.git/hooks/post-checkout", false, R | P}, {".git", true, R | W},
+	      {".git/hooksx", true, R | W});
+}
+
+static void test_every_builtin_entry_is_protected(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".gitmodules", false, R | P}, {".envrc", false, R | P},
+	      {".bashrc", false, R | P}, {".profile", false, R | P}, {".gitconfig", false, R | P},
+	      {".vscode/settings.json", false, R | P}, {".vscode", true, R | P},
+	      {".idea/workspace.xml", false, R | P},
+	      {".devcontainer/devcontainer.json", false, R | P}, {"sub/.envrc", false, R | P},
+	      {"a/b/.vscode/tasks.json", false, R | P}, {"envrc", false, R | W},
+	      {".profile.d", true, R | W});
+}
+
+static void test_write_list_naming_git_config_lifts_its_protection(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['**', '.git/config']}", {".git/config", false, R | W},
+	      {"sub/.git/config", false, R | P}, {".git/hooks/pre-commit", false, R | P});
+	CHECK("{'write': ['**', 'sub/.envrc']}", {"sub/.envrc", false, R | W},
+	      {".envrc", false, R | P});
+}
+
+static void test_write_list_holding_the_hooks_pattern_lifts_it_at_the_top_only(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['**', '.git/hooks/**']}", {".git/hooks", true, R | W},
+	      {".git/hooks/pre-commit", false, R | W}, {"sub/.git/hooks/pre-commit", false, R | P},
+	      {".git/config", false, R | P});
+}
+
+static void test_wildcards_do_not_lift_protection(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['.git/*', '**/.git/config', '.git/hooks/*', '.envr?']}",
+	      {".git/config", false, R | P}, {".git/hooks/pre-commit", false, R | P},
+	      {".envrc", false, R | P}, {".git/HEAD", false, R | W});
+}
+
+static void test_protected_bit_only_when_a_write_pattern_matches(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['src/**']}", {".envrc", false, R}, {".git/config", false, R},
+	      {"src/.envrc", false, R | P});
+}
+
+static void test_deny_hides_a_protected_path(void **state)
+{
+	(void)state;
+	CHECK("{'deny': ['.git']}", {".git/config", false, 0}, {".git/hooks", true, 0});
+}
+
+static void test_any_writable_is_false_only_when_nothing_can_be_written(void **state)
+{
+	static const struct {
+		const char *workspace;
+		bool writable;
+	} cases[] = {
+	    {"{}", true},
+	    {"{'write': ['src/*.c']}", true},
+	    {"{'write': ['**'], 'deny': ['**/.env']}", true},
+	    {"{'write': ['.git/config']}", true},
+	    {"{'write': ['a.txt'], 'read': ['a.txt']}", true},
+	    {"{'write': []}", false},
+	    {"{'read': []}", false},
+	    {"{'write': ['secret/**'], 'deny': ['secret']}", false},
+	    {"{'write': ['secret/*/x'], 'deny': ['**/secret']}", false},
+	    {"{'write': ['a.txt'], 'deny': ['a.txt']}", false},
+	    {"{'write': ['a.txt'], 'read': ['b.txt']}", false},
+	    {"{'write': ['.envrc']}", true},
+	    {"{'write': ['src/*.c'], 'deny': ['**']}", false},
+	    {"{'write': ['*.c', 'a/b'], 'deny': ['*.c', 'a']}", false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
+		    rules_for(cases[i].workspace);
+
+		if (fusefs_rules_any_writable(rules) != cases[i].writable)
+			fail_msg("any_writable(%s) != %d", cases[i].workspace, cases[i].writable);
+	}
+}
+
+/* The attack: rename .git away, edit the config that is no longer protected, rename it back. */
+static void test_rename_of_git_folder_is_not_uniform(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
+
+	(void)state;
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git", "g2"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "g2", ".git"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "a/.git", "a/g2"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".vscode", "vscode"));
+	/* Moving a folder with a .git inside keeps the .git at any depth protected. */
+	assert_true(fusefs_rules_rename_is_uniform(rules, "repo", "old/repo"));
+}
+
+static void test_rename_under_uniform_rules_is_uniform(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
+	    rules_for("{'read': ['**'], 'write': ['**'], 'deny': ['**/.env']}");
+
+	(void)state;
+	assert_true(fusefs_rules_rename_is_uniform(rules, "src/a", "src/b"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "src", "lib/deep/er"));
+}
+
+static void test_rename_across_a_write_boundary_is_not_uniform(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
+	    rules_for("{'write': ['src/**'], 'deny': ['secret']}");
+
+	(void)state;
+	assert_true(fusefs_rules_rename_is_uniform(rules, "src/a", "src/b/c"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "docs", "old/docs"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "src/a", "docs/a"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "docs", "src"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "a", "secret/a"));
+}
+
+static void test_rename_under_a_pattern_that_reads_the_parent_name_is_not_uniform(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
+	    rules_for("{'deny': ['**/a/b', 'x/*/key']}");
+
+	(void)state;
+	/* "x/a" + "b" is denied, "y" + "b" is not. */
+	assert_false(fusefs_rules_rename_is_uniform(rules, "x/a", "y"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "q/c", "y/c"));
+	/* "x/c" + "key" is denied, "y/c" + "key" is not. */
+	assert_false(fusefs_rules_rename_is_uniform(rules, "x/c", "y/c"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "x", "z"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "x/c", "x/d"));
+}
+
+static const char *const names[] = {"a", "b", ".git", "src", "hooks", "config", ".env"};
+
+/* Writes path number i of the paths of one to max components over names into buf; false past
+ * the last one. */
+static bool nth_path(size_t i, size_t max, char *buf, size_t size)
+{
+	size_t len = 1, count = ELEMENTSOF(names), o = 0;
+
+	for (; i >= count; len++) {
+		if (len == max)
+			return false;
+		i -= count;
+		count *= ELEMENTSOF(names);
+	}
+	for (size_t k = 0; k < len; k++, i /= ELEMENTSOF(names))
+		o += (size_t)snprintf(buf + o, size - o, "%s%s", k > 0 ? "/" : "",
+				      names[i % ELEMENTSOF(names)]);
+	return true;
+}
+
+/* Every path below from decides as the same path below to: paths of up to four components in
+ * all, which is as deep as the patterns of the test reach. */
+static void check_same_below(const struct fusefs_rules *rules, const char *from, const char *to)
+{
+	size_t depth = strchr(from, '/') || strchr(to, '/') ? 2 : 3;
+	char below[64], path_from[128], path_to[128];
+
+	for (size_t x = 0; nth_path(x, depth, below, sizeof(below)); x++) {
+		(void)snprintf(path_from, sizeof(path_from), "%s/%s", from, below);
+		(void)snprintf(path_to, sizeof(path_to), "%s/%s", to, below);
+		for (int d = 0; d < 2; d++)
+			if (fusefs_rules_decide(rules, path_from, d) !=
+			    fusefs_rules_decide(rules, path_to, d))
+				fail_msg("%s -> %s is called uniform, but %s and %s differ", from,
+					 to, path_from, path_to);
+	}
+}
+
+/* Whenever a rename is called uniform, every path below decides the same at both places. */
+static void test_uniform_rename_keeps_every_decision_below(void **state)
+{
+	static const char *const workspaces[] = {
+	    NULL,
+	    "{'read': ['src/**', '**/*.md'], 'write': ['src/*/b/**'], 'deny': ['**/.env']}",
+	    "{'write': ['**', '.git/config', 'a'], 'deny': ['a/*/b', '*/.git/*']}",
+	    "{'read': ['**/a/**'], 'write': ['a/b', '**/b/**', '.git/hooks/**']}",
+	};
+	char from[64], to[64];
+	unsigned uniform = 0, pairs = 0;
+
+	(void)state;
+	for (size_t w = 0; w < ELEMENTSOF(workspaces); w++) {
+		_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(workspaces[w]);
+
+		for (size_t f = 0; nth_path(f, 2, from, sizeof(from)); f++)
+			for (size_t t = 0; nth_path(t, 2, to, sizeof(to)); t++) {
+				pairs++;
+				if (!fusefs_rules_rename_is_uniform(rules, from, to))
+					continue;
+				uniform++;
+				check_same_below(rules, from, to);
+			}
+	}
+	/* Not all, not none: both answers were exercised. */
+	assert_true(uniform > 0 && uniform < pairs);
+	print_message("# %u of %u renames uniform, each checked below\n", uniform, pairs);
+}
+
+/* The invariants of the header, over many paths and rules. */
+static void test_write_implies_read_and_protected_excludes_write(void **state)
+{
+	static const char *const workspaces[] = {
+	    NULL,
+	    "{'read': ['src/**', '**/*.md'], 'write': ['src/**', '.envrc'], 'deny': ['**/tmp']}",
+	    "{'read': ['a/*'], 'write': ['**']}",
+	};
+	static const char *const paths[] = {
+	    "",		  "a",		 "a/b",		  "src",       "src/x.c",  ".envrc",
+	    "src/.envrc", "src/tmp/x",	 ".git/hooks/x",  "docs/r.md", "docs/tmp", "a/b/c",
+	    ".git",	  ".git/config", "src/.vscode/x", "x/y/z.md",  "tmp/a.md",
+	};
+
+	(void)state;
+	for (size_t w = 0; w < ELEMENTSOF(workspaces); w++) {
+		_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(workspaces[w]);
+
+		for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+			for (int d = 0; d < 2; d++) {
+				unsigned v = fusefs_rules_decide(rules, paths[i], d);
+
+				if ((v & W) && !(v & R))
+					fail_msg("\"%s\": WRITE without READ", paths[i]);
+				if ((v & P) && ((v & W) || !(v & R)))
+					fail_msg("\"%s\": PROTECTED with %#x", paths[i], v);
+				if ((v & T) && (v & ~T))
+					fail_msg("\"%s\": TRAVERSE with %#x", paths[i], v);
+				if (paths[i][0] == '\0' && v == 0)
+					fail_msg("the root is hidden");
+			}
+	}
+}
+
+static void test_hostile_long_path_is_decided(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
+	    rules_for("{'read': ['**/a/**/b/**'], 'write': ['**/a/*/a/**'], 'deny': ['**/a/c']}");
+	char path[4096];
+	size_t o = 0;
+
+	(void)state;
+	while (o + 2 < sizeof(path)) {
+		path[o++] = 'a';
+		path[o++] = '/';
+	}
+	path[o - 1] = '\0';
+	assert_int_equal(fusefs_rules_decide(rules, path, true), T);
+	path[o - 2] = 'b';
+	assert_int_equal(fusefs_rules_decide(rules, path, false), R | W);
+	path[o - 2] = 'c';
+	assert_int_equal(fusefs_rules_decide(rules, path, true), 0);
+	assert_false(fusefs_rules_rename_is_uniform(rules, path, "a"));
+}
+
+static void test_rules_refuse_a_pattern_the_policy_would_refuse(void **state)
+{
+	static const char *const bad[] = {"",	  "/abs",  "a//b",   "a/./b",
+					  "../x", "a/**b", "a/\x01", "a/"};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		_cleanup_(policy_freep) struct policy *p = NULL;
+		struct fusefs_rules *rules = NULL;
+		struct al_error err = {0};
+
+		assert_int_equal(policy_new_default(&p), 0);
+		free(p->workspace.write.items[0]);
+		p->workspace.write.items[0] = strdup(bad[i]);
+		assert_non_null(p->workspace.write.items[0]);
+		assert_int_equal(fusefs_rules_new(p, &rules, &err), -EINVAL);
+		assert_null(rules);
+		assert_string_equal(err.msg, "workspace.write[0]: not a valid pattern");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_default_policy_reads_and_writes_everything),
+	    cmocka_unit_test(test_absent_lists_mean_the_same_as_the_default),
+	    cmocka_unit_test(test_star_matches_dotfiles),
+	    cmocka_unit_test(test_read_pattern_makes_only_what_it_matches_visible),
+	    cmocka_unit_test(test_folder_leading_to_readable_paths_is_traversable),
+	    cmocka_unit_test(test_path_below_a_hidden_folder_is_hidden),
+	    cmocka_unit_test(test_root_is_always_at_least_traversable),
+	    cmocka_unit_test(test_write_needs_read),
+	    cmocka_unit_test(test_write_list_limits_what_is_writable),
+	    cmocka_unit_test(test_empty_write_list_makes_everything_read_only),
+	    cmocka_unit_test(test_empty_read_list_hides_everything),
+	    cmocka_unit_test(test_deny_wins_over_read_and_write),
+	    cmocka_unit_test(test_deny_hides_everything_below_a_denied_folder),
+	    cmocka_unit_test(test_denied_folder_hides_readable_paths_below_it),
+	    cmocka_unit_test(test_protected_git_config_is_not_writable_at_any_depth),
+	    cmocka_unit_test(test_protected_hooks_folder_is_protected_with_its_contents),
+	    cmocka_unit_test(test_every_builtin_entry_is_protected),
+	    cmocka_unit_test(test_write_list_naming_git_config_lifts_its_protection),
+	    cmocka_unit_test(test_write_list_holding_the_hooks_pattern_lifts_it_at_the_top_only),
+	    cmocka_unit_test(test_wildcards_do_not_lift_protection),
+	    cmocka_unit_test(test_protected_bit_only_when_a_write_pattern_matches),
+	    cmocka_unit_test(test_deny_hides_a_protected_path),
+	    cmocka_unit_test(test_any_writable_is_false_only_when_nothing_can_be_written),
+	    cmocka_unit_test(test_rename_of_git_folder_is_not_uniform),
+	    cmocka_unit_test(test_rename_under_uniform_rules_is_uniform),
+	    cmocka_unit_test(test_rename_across_a_write_boundary_is_not_uniform),
+	    cmocka_unit_test(test_rename_under_a_pattern_that_reads_the_parent_name_is_not_uniform),
+	    cmocka_unit_test(test_uniform_rename_keeps_every_decision_below),
+	    cmocka_unit_test(test_write_implies_read_and_protected_excludes_write),
+	    cmocka_unit_test(test_hostile_long_path_is_decided),
+	    cmocka_unit_test(test_rules_refuse_a_pattern_the_policy_would_refuse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
