@@ -1,0 +1,663 @@
+#define LOG_MODULE "fusefs"
+
+/* The workspace filesystem's state: the root, the inode table with its bounded fd cache, the
+ * per-inode rule decisions, credential files, quota, audit and violations.
+ *
+ * Confinement rests on three facts. Every host access is an *at() call on a folder fd with one
+ * name component that the kernel gave us (never "." or "..", never containing '/'), with
+ * O_NOFOLLOW or AT_SYMLINK_NOFOLLOW; so no path string is ever resolved on the host and no
+ * symbolic link is ever followed by the daemon. Every folder fd comes from the root fd by such
+ * steps, or from a file handle of an inode that was reached that way. And an inode on another
+ * file system (a mount inside the folder) is never entered: its handle would mean another file
+ * to the root's file system. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "broker/client.h"
+#include "common/audit.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "common/path-util.h"
+#include "fusefs/fusefs-internal.h"
+
+static size_t bucket_of(const struct fusefs *fs, dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)dev;
+
+	return (size_t)(h ^ (h >> 29)) & (fs->n_buckets - 1);
+}
+
+static int table_grow(struct fusefs *fs)
+{
+	size_t n = fs->n_buckets * 2;
+	struct fusefs_inode **b, **old = fs->buckets;
+	size_t old_n = fs->n_buckets;
+
+	b = calloc(n, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	fs->buckets = b;
+	fs->n_buckets = n;
+	for (size_t i = 0; i < old_n; i++)
+		for (struct fusefs_inode *in = old[i], *next; in; in = next) {
+			size_t k = bucket_of(fs, in->dev, in->ino);
+
+			next = in->hash_next;
+			in->hash_next = b[k];
+			b[k] = in;
+		}
+	free(old);
+	return 0;
+}
+
+static struct fusefs_inode *table_find(struct fusefs *fs, dev_t dev, ino_t ino)
+{
+	for (struct fusefs_inode *in = fs->buckets[bucket_of(fs, dev, ino)]; in; in = in->hash_next)
+		if (in->ino == ino && in->dev == dev)
+			return in;
+	return NULL;
+}
+
+static void table_remove(struct fusefs *fs, struct fusefs_inode *in)
+{
+	struct fusefs_inode **p = &fs->buckets[bucket_of(fs, in->dev, in->ino)];
+
+	for (; *p; p = &(*p)->hash_next)
+		if (*p == in) {
+			*p = in->hash_next;
+			fs->n_inodes--;
+			return;
+		}
+}
+
+static void lru_unlink(struct fusefs *fs, struct fusefs_inode *in)
+{
+	if (!in->lru_next)
+		return;
+	in->lru_prev->lru_next = in->lru_next;
+	in->lru_next->lru_prev = in->lru_prev;
+	in->lru_prev = in->lru_next = NULL;
+	fs->n_cached--;
+}
+
+static void lru_push(struct fusefs *fs, struct fusefs_inode *in)
+{
+	in->lru_next = fs->lru.lru_next;
+	in->lru_prev = &fs->lru;
+	fs->lru.lru_next->lru_prev = in;
+	fs->lru.lru_next = in;
+	fs->n_cached++;
+	while (fs->n_cached > fs->cache_max) {
+		struct fusefs_inode *old = fs->lru.lru_prev;
+
+		lru_unlink(fs, old);
+		old->fd = al_close(old->fd);
+	}
+}
+
+/* Drops one reference; frees in (and its unreferenced ancestors) when nothing holds it.
+ * Called with the lock held. */
+static void inode_unref_locked(struct fusefs *fs, struct fusefs_inode *in)
+{
+	while (in && in != &fs->root && in != &fs->secrets_root) {
+		struct fusefs_inode *parent = in->parent;
+
+		if (--in->refs > 0 || in->nlookup > 0)
+			return;
+		table_remove(fs, in);
+		lru_unlink(fs, in);
+		(void)al_close(in->fd);
+		free(in->handle);
+		free(in->name);
+		free(in);
+		in = parent;
+	}
+}
+
+static bool is_pinned(const struct fusefs *fs, const struct fusefs_inode *in)
+{
+	return !fs->use_handles || in == &fs->root || !in->handle;
+}
+
+static int handle_of(int fd, struct file_handle **ret, int *ret_mount_id)
+{
+	_cleanup_free_ struct file_handle *h = NULL;
+	int mount_id;
+
+	h = malloc(sizeof(*h) + MAX_HANDLE_SZ);
+	if (!h)
+		return -ENOMEM;
+	h->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", h, &mount_id, AT_EMPTY_PATH) < 0)
+		return -errno;
+	*ret = realloc(h, sizeof(*h) + h->handle_bytes) ?: h;
+	h = NULL;
+	*ret_mount_id = mount_id;
+	return 0;
+}
+
+int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const char *name, int fd,
+			  const struct stat *st, struct fusefs_inode **ret)
+{
+	_cleanup_close_ int owned = fd;
+	_cleanup_free_ struct file_handle *h = NULL;
+	_cleanup_free_ char *copy = NULL;
+	struct fusefs_inode *in;
+	int mount_id = fs->mount_id, r;
+
+	if (st->st_dev != fs->root_dev)
+		return -EXDEV;
+	pthread_mutex_lock(&fs->lock);
+	in = table_find(fs, st->st_dev, st->st_ino);
+	if (in) {
+		in->nlookup++;
+		if (in->parent != parent || !streq(in->name, name))
+			(void)fusefs_inode_move(fs, in, parent, name);
+		if (in->fd < 0) {
+			in->fd = TAKE_FD(owned);
+			if (in->fd_users == 0 && !is_pinned(fs, in))
+				lru_push(fs, in);
+		}
+		pthread_mutex_unlock(&fs->lock);
+		*ret = in;
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	if (fs->use_handles) {
+		r = handle_of(fd, &h, &mount_id);
+		if (r < 0 && r != -EOPNOTSUPP)
+			return r;
+		/* A handle means a file only on the mount it came from. */
+		if (r >= 0 && mount_id != fs->mount_id)
+			return -EXDEV;
+	}
+	copy = strdup(name);
+	in = calloc(1, sizeof(*in));
+	if (!copy || !in) {
+		free(in);
+		return -ENOMEM;
+	}
+	*in = (struct fusefs_inode){
+	    .dev = st->st_dev,
+	    .ino = st->st_ino,
+	    .type = st->st_mode & S_IFMT,
+	    .nlookup = 1,
+	    .fd = TAKE_FD(owned),
+	    .cred = -1,
+	    .name = TAKE_PTR(copy),
+	    .handle = TAKE_PTR(h),
+	};
+
+	pthread_mutex_lock(&fs->lock);
+	{
+		/* Another thread may have added it meanwhile. */
+		struct fusefs_inode *other = table_find(fs, st->st_dev, st->st_ino);
+
+		if (other) {
+			other->nlookup++;
+			pthread_mutex_unlock(&fs->lock);
+			(void)al_close(in->fd);
+			free(in->handle);
+			free(in->name);
+			free(in);
+			*ret = other;
+			return 0;
+		}
+	}
+	if (fs->n_inodes + 1 > fs->n_buckets && table_grow(fs) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		(void)al_close(in->fd);
+		free(in->handle);
+		free(in->name);
+		free(in);
+		return -ENOMEM;
+	}
+	in->parent = parent;
+	parent->refs++;
+	{
+		size_t k = bucket_of(fs, in->dev, in->ino);
+
+		in->hash_next = fs->buckets[k];
+		fs->buckets[k] = in;
+		fs->n_inodes++;
+	}
+	if (!is_pinned(fs, in))
+		lru_push(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	*ret = in;
+	return 0;
+}
+
+void fusefs_inode_forget(struct fusefs *fs, struct fusefs_inode *in, uint64_t n)
+{
+	if (in == &fs->root || in == &fs->secrets_root || in->cred >= 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	in->nlookup = n > in->nlookup ? 0 : in->nlookup - n;
+	if (in->nlookup == 0) {
+		in->refs++; /* inode_unref_locked() drops one */
+		inode_unref_locked(fs, in);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
+{
+	struct file_handle *h;
+	int fd;
+
+	pthread_mutex_lock(&fs->lock);
+	if (in->fd >= 0) {
+		if (in->fd_users++ == 0)
+			lru_unlink(fs, in);
+		fd = in->fd;
+		pthread_mutex_unlock(&fs->lock);
+		return fd;
+	}
+	h = in->handle;
+	pthread_mutex_unlock(&fs->lock);
+	if (!h)
+		return -ESTALE;
+	/* The handle never changes once set, so it is read outside the lock. */
+	fd = open_by_handle_at(fs->root_fd, h, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno == -ENOENT ? -ESTALE : -errno;
+	pthread_mutex_lock(&fs->lock);
+	if (in->fd >= 0) {
+		(void)al_close(fd);
+		if (in->fd_users == 0)
+			lru_unlink(fs, in);
+	} else {
+		in->fd = fd;
+	}
+	in->fd_users++;
+	fd = in->fd;
+	pthread_mutex_unlock(&fs->lock);
+	return fd;
+}
+
+void fusefs_inode_put_fd(struct fusefs *fs, struct fusefs_inode *in)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (--in->fd_users == 0 && in->fd >= 0 && !is_pinned(fs, in))
+		lru_push(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Called with the lock held. */
+int fusefs_inode_move(struct fusefs *fs, struct fusefs_inode *in, struct fusefs_inode *parent,
+		      const char *name)
+{
+	char *copy = strdup(name);
+	struct fusefs_inode *old = in->parent;
+
+	if (!copy)
+		return -ENOMEM;
+	free(in->name);
+	in->name = copy;
+	if (old != parent) {
+		parent->refs++;
+		in->parent = parent;
+		inode_unref_locked(fs, old);
+	}
+	if (in->type == S_IFDIR)
+		fs->rule_gen++;
+	else
+		in->access_gen = 0;
+	return 0;
+}
+
+int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_inode *parent,
+			const char *name)
+{
+	struct fusefs_inode *in;
+	int r = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	in = table_find(fs, dev, ino);
+	if (in)
+		r = fusefs_inode_move(fs, in, parent, name);
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name, char *buf,
+		size_t size)
+{
+	const char *parts[FUSEFS_DEPTH_MAX + 1];
+	size_t n = 0, len = 0;
+	int r = 0;
+
+	if (name)
+		parts[n++] = name;
+	pthread_mutex_lock(&fs->lock);
+	for (struct fusefs_inode *in = parent; in && in != &fs->root && in != &fs->secrets_root;
+	     in = in->parent) {
+		if (n == ELEMENTSOF(parts)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		parts[n++] = in->name;
+	}
+	while (r >= 0 && n > 0) {
+		const char *p = parts[--n];
+		size_t l = strlen(p);
+
+		if (len + l + 2 > size || len + l + 2 > FUSEFS_PATH_MAX) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (len > 0)
+			buf[len++] = '/';
+		memcpy(buf + len, p, l);
+		len += l;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	buf[r < 0 ? 0 : len] = '\0';
+	return r;
+}
+
+unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in)
+{
+	char path[FUSEFS_PATH_MAX];
+	uint64_t gen;
+	unsigned a;
+
+	if (in == &fs->root)
+		return fusefs_rules_decide(fs->rules, "", true);
+	if (in->cred >= 0)
+		return FUSEFS_ACCESS_READ;
+	pthread_mutex_lock(&fs->lock);
+	gen = fs->rule_gen;
+	if (in->access_gen == gen) {
+		a = in->access;
+		pthread_mutex_unlock(&fs->lock);
+		return a;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (fusefs_path(fs, in, NULL, path, sizeof(path)) < 0)
+		return 0;
+	a = fusefs_rules_decide(fs->rules, path, in->type == S_IFDIR);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->rule_gen == gen) {
+		in->access = a;
+		in->access_gen = gen;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return a;
+}
+
+int fusefs_cred_at(const struct fusefs *fs, const char *rel)
+{
+	for (size_t i = 0; i < fs->n_creds; i++)
+		if (fs->creds[i].rel && streq(fs->creds[i].rel, rel))
+			return (int)i;
+	return -ENOENT;
+}
+
+void fusefs_audit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error,
+		  const struct al_audit_field *extra, size_t n_extra)
+{
+	struct al_audit_field f[8];
+	size_t n = 0;
+
+	if (!fs->audit)
+		return;
+	f[n++] = AL_AUDIT_S("op", op);
+	f[n++] = AL_AUDIT_S("path", path);
+	f[n++] = AL_AUDIT_I("pid", (int64_t)pid);
+	f[n++] = AL_AUDIT_S("verdict", error < 0 ? "deny" : "allow");
+	if (error < 0)
+		f[n++] = AL_AUDIT_S("error", strerrorname_np(-error) ?: "unknown");
+	for (size_t i = 0; i < n_extra && n < ELEMENTSOF(f); i++)
+		f[n++] = extra[i];
+	(void)al_audit_event(fs->audit, "fs", f, n);
+}
+
+int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error)
+{
+	struct fusefs_violation v = {.error = -error};
+
+	fusefs_audit(fs, pid, op, path, error, NULL, 0);
+	if (fs->violations_fd < 0)
+		return error;
+	(void)snprintf(v.op, sizeof(v.op), "%s", op);
+	(void)snprintf(v.path, sizeof(v.path), "%s", path);
+	v.dropped = __atomic_exchange_n(&fs->violations_dropped, 0, __ATOMIC_RELAXED);
+	if (send(fs->violations_fd, &v, sizeof(v), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		__atomic_add_fetch(&fs->violations_dropped, v.dropped + 1, __ATOMIC_RELAXED);
+	return error;
+}
+
+int fusefs_quota_charge(struct fusefs *fs, int64_t delta, bool check)
+{
+	int r = 0;
+
+	if (fs->quota == 0)
+		return 0;
+	pthread_mutex_lock(&fs->quota_lock);
+	if (delta < 0)
+		fs->usage = (uint64_t)-delta > fs->usage ? 0 : fs->usage - (uint64_t)-delta;
+	else if (check && fs->usage + (uint64_t)delta > fs->quota)
+		r = -ENOSPC;
+	else
+		fs->usage += (uint64_t)delta;
+	pthread_mutex_unlock(&fs->quota_lock);
+	return r;
+}
+
+/* The bytes allocated below dir (one O_PATH or directory fd, consumed), without following links
+ * or entering other mounts. Bounded by the folder depth limit. */
+static int measure_usage(int dir, dev_t dev, unsigned depth, uint64_t *total)
+{
+	_cleanup_close_ int fd = dir;
+	DIR *d;
+	struct dirent *de;
+	struct stat st;
+	int r = 0;
+
+	if (depth > FUSEFS_DEPTH_MAX)
+		return -ELOOP;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -EBADF;
+	while (r >= 0 && (de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+			continue;
+		*total += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0)
+				r = measure_usage(sub, dev, depth + 1, total);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+static int setup_creds(struct fusefs *fs, const char *mount, struct al_error *err)
+{
+	const struct policy *p = fs->policy;
+
+	fs->creds = calloc(p->n_credentials ? p->n_credentials : 1, sizeof(*fs->creds));
+	if (!fs->creds)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct policy_credential *c = &p->credentials[i];
+		struct fusefs_cred *fc = &fs->creds[fs->n_creds];
+		const char *rest;
+
+		if (c->injection != POLICY_INJECTION_FILE)
+			continue;
+		if (!fs->broker)
+			return al_error_set(
+			    err, -EOPNOTSUPP,
+			    "credentials[%zu] (%s): no broker to serve the file from", i, c->name);
+		fc->name = c->name;
+		fc->inode = calloc(1, sizeof(*fc->inode));
+		if (!fc->inode)
+			return -ENOMEM;
+		*fc->inode = (struct fusefs_inode){.type = S_IFREG,
+						   .nlookup = 1,
+						   .fd = -EBADF,
+						   .cred = (int)fs->n_creds,
+						   .name = (char *)c->name,
+						   .ino = 1000 + fs->n_creds};
+		rest = mount ? startswith(c->path, mount) : NULL;
+		if (rest && rest[0] == '/' && rest[1] != '\0') {
+			fc->rel = strdup(rest + 1);
+			if (!fc->rel)
+				return -ENOMEM;
+			if (fusefs_rules_decide(fs->rules, fc->rel, false) == 0)
+				return al_error_set(
+				    err, -EINVAL,
+				    "credentials[%zu].injection.path: %s is hidden by "
+				    "workspace.deny or workspace.read",
+				    i, c->path);
+		} else if (rest && rest[0] == '\0') {
+			return al_error_set(err, -EINVAL,
+					    "credentials[%zu].injection.path: %s is the workspace "
+					    "itself",
+					    i, c->path);
+		}
+		fs->n_creds++;
+	}
+	return fs->n_creds > 0 ? broker_client_check_files(fs->broker, err) : 0;
+}
+
+static void inode_init_fixed(struct fusefs_inode *in, int fd)
+{
+	*in = (struct fusefs_inode){
+	    .type = S_IFDIR, .nlookup = 1, .refs = 1, .fd = fd, .cred = -1, .name = (char *)""};
+}
+
+int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_error *err)
+{
+	_cleanup_(fusefs_freep) struct fusefs *fs = NULL;
+	_cleanup_free_ char *root = NULL;
+	_cleanup_free_ struct file_handle *h = NULL;
+	struct rlimit rl;
+	struct stat st;
+	int r;
+
+	r = al_path_resolve_exposable(o->root ?: o->policy->workspace.root, true, "workspace.root",
+				      &root, err);
+	if (r < 0)
+		return r;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->policy = o->policy;
+	fs->audit = o->audit;
+	fs->broker = o->broker;
+	fs->violations_fd = o->violations_fd;
+	fs->euid = geteuid();
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->quota_lock, NULL);
+	inode_init_fixed(&fs->root, -EBADF);
+	inode_init_fixed(&fs->secrets_root, -EBADF);
+	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
+	fs->rule_gen = 1; /* an inode's access_gen 0 means "never decided" */
+	fs->n_buckets = 1024;
+	fs->buckets = calloc(fs->n_buckets, sizeof(*fs->buckets));
+	if (!fs->buckets)
+		return -ENOMEM;
+
+	fs->root_fd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fs->root_fd < 0 || fstat(fs->root_fd, &st) < 0)
+		return al_error_set_errno(err, -errno, "workspace.root: %s", root);
+	fs->root.fd = fs->root_fd;
+	fs->root.dev = fs->root_dev = st.st_dev;
+	fs->root.ino = st.st_ino;
+	/* Reopening inodes by handle needs CAP_DAC_READ_SEARCH; without it, each known inode
+	 * keeps its own O_PATH fd, and the fd limit bounds how many the kernel can hold. */
+	r = handle_of(fs->root_fd, &h, &fs->mount_id);
+	fs->use_handles = r >= 0 && fs->euid == 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	fs->cache_max = MIN((size_t)FUSEFS_FD_CACHE_MAX, (size_t)rl.rlim_cur / 4);
+	fs->cache_max = MAX(fs->cache_max, (size_t)FUSEFS_FD_CACHE_MIN);
+
+	r = fusefs_rules_new(o->policy, &fs->rules, err);
+	if (r < 0)
+		return r;
+	fs->any_writable = fusefs_rules_any_writable(fs->rules);
+	r = setup_creds(fs, o->mount, err);
+	if (r < 0)
+		return r;
+	fs->quota = o->policy->workspace.quota;
+	if (fs->quota > 0) {
+		int dir = openat(fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		r = dir < 0 ? -errno : measure_usage(dir, fs->root_dev, 0, &fs->usage);
+		if (r < 0)
+			return al_error_set_errno(err, r, "workspace.quota: cannot measure %s",
+						  root);
+	}
+	log_debug("Workspace %s: %s, fd cache %zu", root,
+		  fs->use_handles ? "file handles" : "one fd per inode", fs->cache_max);
+	*ret = TAKE_PTR(fs);
+	return 0;
+}
+
+struct fusefs *fusefs_free(struct fusefs *fs)
+{
+	if (!fs)
+		return NULL;
+	if (fs->buckets)
+		for (size_t i = 0; i < fs->n_buckets; i++)
+			for (struct fusefs_inode *in = fs->buckets[i], *next; in; in = next) {
+				next = in->hash_next;
+				(void)al_close(in->fd);
+				free(in->handle);
+				free(in->name);
+				free(in);
+			}
+	free(fs->buckets);
+	for (size_t i = 0; i < fs->n_creds; i++) {
+		free(fs->creds[i].rel);
+		free(fs->creds[i].inode);
+	}
+	free(fs->creds);
+	fs->rules = fusefs_rules_free(fs->rules);
+	(void)al_close(fs->root_fd);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->quota_lock);
+	free(fs);
+	return NULL;
+}
+
+const struct policy_credential *fusefs_outside_credential(const struct fusefs *fs, size_t i)
+{
+	for (size_t k = 0; k < fs->n_creds; k++)
+		if (!fs->creds[k].rel && i-- == 0)
+			for (size_t j = 0; j < fs->policy->n_credentials; j++)
+				if (fs->policy->credentials[j].name == fs->creds[k].name)
+					return &fs->policy->credentials[j];
+	return NULL;
+}
+
+size_t fusefs_fds(const struct fusefs *fs, int *fds, size_t n)
+{
+	if (n < 1)
+		return 0;
+	fds[0] = fs->root_fd;
+	return 1;
+}

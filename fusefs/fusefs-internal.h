@@ -1,0 +1,192 @@
+#pragma once
+
+/* Internal interfaces of the workspace filesystem, for fusefs/ and tests/unit/fusefs/ only. */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "common/error.h"
+#include "common/macro.h"
+#include "fusefs/fusefs.h"
+#include "policy/policy.h"
+
+/* Paths here are relative to the workspace root, without a leading or trailing '/', with
+ * components separated by single '/' and never "." or "..". The root itself is "". */
+
+/* ---- glob.c: the pattern language of workspace.read/write/deny ----
+ * A pattern is a '/'-separated list of components (policy_check_glob() has validated it).
+ * Within a component, '*' matches any run of characters and '?' any one character, never '/';
+ * a component "**" matches zero or more whole components. A leading '.' in a name is matched by
+ * '*' and '?' like any other character. No character classes, no escapes. Matching never
+ * allocates and is linear-ish in practice (bounded backtracking, no recursion depth beyond the
+ * number of "**" components). */
+
+/* Does pattern match path exactly? */
+bool fusefs_glob_match(const char *pattern, const char *path);
+
+/* Could pattern match some path strictly below dir, i.e. "dir/X" for a non-empty X? dir "" is the
+ * root, below which everything is. Used to keep folders that lead to readable paths visible and
+ * to decide whether a folder rename can change what rules say about its contents. */
+bool fusefs_glob_match_below(const char *pattern, const char *dir);
+
+/* ---- rules.c: per-path decisions ---- */
+
+enum {
+	FUSEFS_ACCESS_READ = 1 << 0,	  /* visible: may be looked up, stat'ed, read, listed */
+	FUSEFS_ACCESS_WRITE = 1 << 1,	  /* may be written, created, removed, renamed, chmod'ed */
+	FUSEFS_ACCESS_TRAVERSE = 1 << 2,  /* a folder not readable itself that leads to readable
+					   * paths: it can be looked up and listed (showing only
+					   * what is visible), not written */
+	FUSEFS_ACCESS_PROTECTED = 1 << 3, /* write refused because the host runs this file later
+					   * (.git/hooks/\**, .envrc, ...), not lifted by name */
+};
+/* A verdict of 0 means hidden: ENOENT, and the name cannot be created. */
+
+struct fusefs_rules;
+
+/* Compiles workspace.read, workspace.write and workspace.deny of p (an empty list means no path:
+ * the policy module itself gives an absent read or write list its default ["**"], so "write": []
+ * makes the workspace read-only), plus the built-in write-protected list:
+ *   .git/hooks/\**, .git/config, .gitmodules, .envrc, .bashrc, .profile, .gitconfig,
+ *   .vscode/\**, .idea/\**, .devcontainer/\**
+ * which apply at any depth (a nested repository's .git/hooks is protected too). A protected
+ * entry is lifted only by name: when workspace.write holds that very pattern (".git/hooks/\**")
+ * or a pattern without wildcards naming the path (".git/config"); "**" does not lift it.
+ * Errors: -ENOMEM, -EINVAL (with err) for a pattern policy_check_glob() would refuse. */
+int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct al_error *err);
+struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct fusefs_rules *, fusefs_rules_free);
+
+/* The FUSEFS_ACCESS_* bits for path. Deny wins over everything, and a denied folder hides all
+ * below it; a path whose parent is hidden is hidden. WRITE implies READ. The root "" is always
+ * at least TRAVERSE. */
+unsigned fusefs_rules_decide(const struct fusefs_rules *r, const char *path, bool is_dir);
+
+/* False when no path at all can be written: the whole tree is then read-only (EROFS). */
+bool fusefs_rules_any_writable(const struct fusefs_rules *r);
+
+/* Whether moving folder from to to (both paths of folders) can leave every decision about the
+ * paths below it unchanged: true when no pattern (read, write, deny, protected) can tell from/X
+ * from to/X for any X, e.g. patterns like "**", "**" then "/NAME" or a prefix both lie under. When
+ * false, the caller checks the folder's contents one by one (or refuses with EXDEV). */
+bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *r, const char *from, const char *to);
+
+/* ---- the filesystem's state (fs.c) ---- */
+
+#define FUSEFS_DEPTH_MAX 512   /* components below the root */
+#define FUSEFS_PATH_MAX 4096   /* bytes of a workspace-relative path, NUL included */
+#define FUSEFS_FD_CACHE_MIN 64 /* O_PATH fds kept open for recently used inodes */
+#define FUSEFS_FD_CACHE_MAX 4096
+
+struct broker_secret;
+
+/* One inode the kernel knows (nlookup > 0) or that a child or an operation in flight still
+ * references (refs > 0). Its FUSE inode number is its address. It holds no fd of its own: a
+ * file handle reopens it when needed, and a bounded cache keeps the recently used fds. Without
+ * file handles (not root, or a file system without them) each inode pins one O_PATH fd. */
+struct fusefs_inode {
+	struct fusefs_inode *hash_next;
+	struct fusefs_inode *lru_prev, *lru_next; /* in fs->lru while fd >= 0 && fd_users == 0 */
+	struct fusefs_inode *parent;		  /* the folder it was last seen in (a ref) */
+	char *name;				  /* its name there; "" for the root */
+	dev_t dev;
+	ino_t ino;
+	mode_t type; /* S_IFMT bits */
+	uint64_t nlookup;
+	uint32_t refs;
+	int fd;
+	uint32_t fd_users;
+	unsigned access;     /* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
+	uint64_t access_gen; /* 0: never decided */
+	int cred;	     /* a credential file: index into fs->creds, else -1 */
+	struct file_handle *handle;
+};
+
+/* A credential served as a file. */
+struct fusefs_cred {
+	const char *name; /* credential name (borrowed from the policy) */
+	char *rel;	  /* path inside the workspace, or NULL when outside (secrets mount) */
+	struct fusefs_inode *inode;
+};
+
+/* A FUSE connection's userdata: the workspace's, or the credential files' (root: secrets_root). */
+struct fusefs_conn {
+	struct fusefs *fs;
+	struct fusefs_inode *root;
+};
+
+struct fusefs {
+	const struct policy *policy;
+	struct fusefs_rules *rules;
+	struct al_audit *audit;
+	struct broker_client *broker;
+	int violations_fd;
+	int root_fd; /* O_PATH of the host folder */
+	dev_t root_dev;
+	int mount_id;
+	bool use_handles;
+	bool any_writable;
+	uid_t euid;
+
+	pthread_mutex_t lock; /* the table, refs, LRU, parent/name links */
+	struct fusefs_inode root;
+	struct fusefs_inode **buckets;
+	size_t n_buckets, n_inodes;
+	struct fusefs_inode lru; /* list head */
+	size_t n_cached, cache_max;
+	uint64_t rule_gen; /* bumped by every folder rename: cached decisions go stale */
+
+	struct fusefs_cred *creds;
+	size_t n_creds;
+	struct fusefs_inode secrets_root;
+
+	uint64_t quota, usage; /* bytes (allocated blocks); usage under quota_lock */
+	pthread_mutex_t quota_lock;
+	uint32_t violations_dropped;
+	bool writeback; /* the kernel caches writes: O_APPEND is its business */
+	struct fusefs_conn conns[2];
+};
+
+/* Finds or adds the inode of st, looked up as name in parent, and counts one kernel lookup.
+ * fd is an O_PATH fd of it (consumed: kept in the cache or closed). */
+int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const char *name, int fd,
+			  const struct stat *st, struct fusefs_inode **ret);
+/* The kernel forgets n lookups. */
+void fusefs_inode_forget(struct fusefs *fs, struct fusefs_inode *in, uint64_t n);
+/* An O_PATH fd of in, valid until fusefs_inode_put_fd(). -ESTALE when it is gone. */
+int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in);
+void fusefs_inode_put_fd(struct fusefs *fs, struct fusefs_inode *in);
+/* Moves in to (parent, name) after a rename or a lookup under another name. Lock held. */
+int fusefs_inode_move(struct fusefs *fs, struct fusefs_inode *in, struct fusefs_inode *parent,
+		      const char *name);
+/* The same for the inode (dev, ino) if the table has it; takes the lock. */
+int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_inode *parent,
+			const char *name);
+
+/* Writes the workspace-relative path of name in parent (name NULL: of parent itself) into buf.
+ * -ENAMETOOLONG past FUSEFS_PATH_MAX or FUSEFS_DEPTH_MAX. */
+int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name, char *buf,
+		size_t size);
+/* The rules' verdict for in's own path (cached per inode). */
+unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in);
+/* The index of the credential file whose workspace path is rel, or -ENOENT. */
+int fusefs_cred_at(const struct fusefs *fs, const char *rel);
+
+/* ---- audit and violations (fs.c) ---- */
+struct al_audit_field;
+void fusefs_audit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error,
+		  const struct al_audit_field *extra, size_t n_extra);
+/* A denial: audited, and reported on violations_fd. Returns error (negative). */
+int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error);
+
+/* ---- quota (fs.c) ---- */
+/* Adds delta bytes to the usage; with grow, fails with -ENOSPC when that would pass the quota. */
+int fusefs_quota_charge(struct fusefs *fs, int64_t delta, bool check);
+
+/* ---- ops.c ---- */
+struct fuse_session;
+/* A libfuse session for the workspace, or (secrets) the credential files' connection. */
+int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **ret);

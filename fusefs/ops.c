@@ -1,0 +1,1357 @@
+#define LOG_MODULE "fusefs"
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
+
+/* The FUSE low-level operations of the workspace. Each checks the rules for the path it touches,
+ * then does the one *at() call on the host (see fs.c for why that confines it). libfuse takes a
+ * positive errno: fuse_reply_err(req, -r). */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "broker/client.h"
+#include "common/audit.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "fusefs/fusefs-internal.h"
+
+#define CACHE_SEC 60.0 /* entry, attribute and negative-entry timeouts */
+#define DIR_BUF_SIZE (32 * 1024)
+
+struct file {
+	int fd;
+	pid_t pid; /* that opened it: a release comes from no process in particular */
+	struct fusefs_inode *in;
+	uint64_t written;
+	uint32_t writes;
+	blkcnt_t blocks; /* last seen, for the quota */
+	struct broker_secret *secret;
+};
+
+struct dir {
+	int fd;
+	off_t offset; /* of the next entry getdents64 returns */
+	size_t pos, len;
+	char buf[DIR_BUF_SIZE];
+	char *reply;
+	size_t reply_size;
+};
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static struct fusefs *fs_of(fuse_req_t req)
+{
+	return ((struct fusefs_conn *)fuse_req_userdata(req))->fs;
+}
+
+/* The inode of a FUSE inode number: its address, or the connection's root. */
+static struct fusefs_inode *inode_of(fuse_req_t req, fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? ((struct fusefs_conn *)fuse_req_userdata(req))->root
+				   : (struct fusefs_inode *)(uintptr_t)ino;
+}
+
+static pid_t pid_of(fuse_req_t req)
+{
+	return fuse_req_ctx(req)->pid;
+}
+
+static struct file *file_of(struct fuse_file_info *fi)
+{
+	return (struct file *)(uintptr_t)fi->fh;
+}
+
+/* /proc/self/fd/N: reopens (or changes) an O_PATH fd's own inode. Not a path the daemon resolves
+ * on the host: it names an fd it already holds. */
+static void fd_path(int fd, char buf[static 32])
+{
+	(void)snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+static int write_denied(struct fusefs *fs)
+{
+	return fs->any_writable ? -EACCES : -EROFS;
+}
+
+/* Checks that in may be written; audits and reports a refusal. */
+static int check_write(fuse_req_t req, struct fusefs_inode *in, const char *op)
+{
+	struct fusefs *fs = fs_of(req);
+	char path[FUSEFS_PATH_MAX];
+
+	if (in->cred >= 0) {
+		(void)fusefs_path(fs, in->parent ?: &fs->root, in->name, path, sizeof(path));
+		return fusefs_deny(fs, pid_of(req), op, path, -EPERM);
+	}
+	if (fusefs_inode_access(fs, in) & FUSEFS_ACCESS_WRITE)
+		return 0;
+	(void)fusefs_path(fs, in, NULL, path, sizeof(path));
+	return fusefs_deny(fs, pid_of(req), op, path, write_denied(fs));
+}
+
+/* Checks that name may be created or removed in parent; fills path. A hidden name cannot be
+ * created (EACCES) and does not exist (ENOENT). */
+static int check_write_name(fuse_req_t req, struct fusefs_inode *parent, const char *name,
+			    bool is_dir, bool creating, const char *op, char *path, size_t size)
+{
+	struct fusefs *fs = fs_of(req);
+	unsigned a;
+	int r;
+
+	if (!(fusefs_inode_access(fs, parent) & (FUSEFS_ACCESS_READ | FUSEFS_ACCESS_TRAVERSE)))
+		return -ENOENT;
+	r = fusefs_path(fs, parent, name, path, size);
+	if (r < 0)
+		return r;
+	if (fusefs_cred_at(fs, path) >= 0)
+		return fusefs_deny(fs, pid_of(req), op, path, -EPERM);
+	a = fusefs_rules_decide(fs->rules, path, is_dir);
+	if (a & FUSEFS_ACCESS_WRITE)
+		return 0;
+	if (a == 0)
+		return fusefs_deny(fs, pid_of(req), op, path, creating ? -EACCES : -ENOENT);
+	return fusefs_deny(fs, pid_of(req), op, path, write_denied(fs));
+}
+
+static void fill_entry(struct fuse_entry_param *e, struct fusefs_inode *in, const struct stat *st)
+{
+	*e = (struct fuse_entry_param){
+	    .ino = (fuse_ino_t)(uintptr_t)in,
+	    .attr = *st,
+	    .attr_timeout = CACHE_SEC,
+	    .entry_timeout = CACHE_SEC,
+	};
+}
+
+static void cred_stat(const struct fusefs_inode *in, struct stat *st)
+{
+	*st = (struct stat){
+	    .st_ino = in->ino,
+	    .st_mode = S_IFREG | 0400,
+	    .st_nlink = 1,
+	    .st_blksize = 4096,
+	};
+}
+
+static void cred_entry(struct fusefs *fs, int cred, struct fuse_entry_param *e)
+{
+	struct fusefs_inode *in = fs->creds[cred].inode;
+	struct stat st;
+
+	cred_stat(in, &st);
+	fill_entry(e, in, &st);
+	/* The content changes at every open: the kernel keeps nothing. */
+	e->attr_timeout = 0;
+}
+
+/* Looks name up in parent: fills e (ino 0 for a cacheable "no such file"). */
+static int do_lookup(fuse_req_t req, struct fusefs_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct fusefs *fs = fs_of(req);
+	char path[FUSEFS_PATH_MAX];
+	struct fusefs_inode *in;
+	struct stat st;
+	uint64_t gen;
+	unsigned a;
+	int pfd, fd, r, cred;
+
+	if (parent == &fs->secrets_root) {
+		for (size_t i = 0; i < fs->n_creds; i++)
+			if (!fs->creds[i].rel && streq(fs->creds[i].name, name)) {
+				cred_entry(fs, (int)i, e);
+				return 0;
+			}
+		return -ENOENT;
+	}
+	if (!(fusefs_inode_access(fs, parent) & (FUSEFS_ACCESS_READ | FUSEFS_ACCESS_TRAVERSE)))
+		return -ENOENT;
+	gen = __atomic_load_n(&fs->rule_gen, __ATOMIC_RELAXED);
+	r = fusefs_path(fs, parent, name, path, sizeof(path));
+	if (r < 0)
+		return r;
+	cred = fusefs_cred_at(fs, path);
+	if (cred >= 0) {
+		cred_entry(fs, cred, e);
+		return 0;
+	}
+	if (fusefs_rules_decide(fs->rules, path, false) == 0 &&
+	    fusefs_rules_decide(fs->rules, path, true) == 0)
+		return fusefs_deny(fs, pid_of(req), "lookup", path, -ENOENT);
+
+	pfd = fusefs_inode_get_fd(fs, parent);
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? -errno : 0;
+	fusefs_inode_put_fd(fs, parent);
+	if (r == -ENOENT) {
+		*e = (struct fuse_entry_param){.entry_timeout = CACHE_SEC};
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		(void)al_close(fd);
+		return r;
+	}
+	a = fusefs_rules_decide(fs->rules, path, S_ISDIR(st.st_mode));
+	if (a == 0) {
+		(void)al_close(fd);
+		return fusefs_deny(fs, pid_of(req), "lookup", path, -ENOENT);
+	}
+	r = fusefs_inode_remember(fs, parent, name, fd, &st, &in);
+	if (r == -EXDEV)
+		return fusefs_deny(fs, pid_of(req), "lookup", path, -EACCES);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&fs->lock);
+	if (fs->rule_gen == gen) {
+		in->access = a;
+		in->access_gen = gen;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	fill_entry(e, in, &st);
+	return 0;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int r;
+
+	r = do_lookup(req, inode_of(req, parent), name, &e);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fusefs *fs = fs_of(req);
+
+	fusefs_inode_forget(fs, inode_of(req, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fusefs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		fusefs_inode_forget(fs, inode_of(req, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static int stat_inode(struct fusefs *fs, struct fusefs_inode *in, struct fuse_file_info *fi,
+		      struct stat *st)
+{
+	int fd, r;
+
+	if (in->cred >= 0) {
+		cred_stat(in, st);
+		return 0;
+	}
+	if (in == &fs->secrets_root) {
+		*st = (struct stat){
+		    .st_ino = 1, .st_mode = S_IFDIR | FUSEFS_SECRETS_MODE, .st_nlink = 2};
+		return 0;
+	}
+	if (fi && fi->fh)
+		return RET_NERRNO(fstat(file_of(fi)->fd, st));
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0)
+		return fd;
+	r = RET_NERRNO(fstat(fd, st));
+	fusefs_inode_put_fd(fs, in);
+	return r;
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	struct stat st;
+	int r;
+
+	r = stat_inode(fs, in, fi, &st);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, in->cred >= 0 ? 0 : CACHE_SEC);
+}
+
+static int charge_since(struct fusefs *fs, int fd, blkcnt_t *blocks)
+{
+	struct stat st;
+
+	if (fs->quota == 0 || fstat(fd, &st) < 0)
+		return 0;
+	(void)fusefs_quota_charge(fs, ((int64_t)st.st_blocks - (int64_t)*blocks) * 512, false);
+	*blocks = st.st_blocks;
+	return 0;
+}
+
+static int set_attrs(struct fusefs *fs, int fd, struct stat *attr, int to_set,
+		     struct fuse_file_info *fi)
+{
+	char proc[32];
+	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+	struct stat before;
+	blkcnt_t blocks;
+	int r = 0;
+
+	fd_path(fd, proc);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		r = RET_NERRNO(fi ? fchmod(file_of(fi)->fd, attr->st_mode)
+				  : chmod(proc, attr->st_mode));
+	if (r >= 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		r = RET_NERRNO(fchownat(fd, "",
+					(to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+					(to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1,
+					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	if (r >= 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
+		if (fs->quota > 0 && fstat(fd, &before) == 0 && attr->st_size > before.st_size &&
+		    fusefs_quota_charge(fs, 0, true) < 0)
+			return -ENOSPC;
+		blocks = fs->quota > 0 && fstat(fd, &before) == 0 ? before.st_blocks : 0;
+		r = RET_NERRNO(fi ? ftruncate(file_of(fi)->fd, attr->st_size)
+				  : truncate(proc, attr->st_size));
+		if (r >= 0)
+			(void)charge_since(fs, fd, &blocks);
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		ts[0] = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		ts[1] = attr->st_mtim;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	if (r >= 0 && (ts[0].tv_nsec != UTIME_OMIT || ts[1].tv_nsec != UTIME_OMIT))
+		r = RET_NERRNO(utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	return r;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	struct stat st;
+	int fd, r;
+
+	r = check_write(req, in, "setattr");
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	r = set_attrs(fs, fd, attr, to_set, fi);
+	if (r >= 0)
+		r = RET_NERRNO(fstat(fd, &st));
+	fusefs_inode_put_fd(fs, in);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, CACHE_SEC);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+	int fd;
+
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	n = readlinkat(fd, "", buf, sizeof(buf));
+	if (n < 0)
+		n = -errno;
+	fusefs_inode_put_fd(fs, in);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if ((size_t)n >= sizeof(buf))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else {
+		buf[n] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+}
+
+/* After name was made in parent (pfd): gives it to the caller (as root serving someone else),
+ * remembers it and replies with its entry. */
+static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, const char *name,
+		       const char *op, const char *path, struct fuse_file_info *fi, int file_fd)
+{
+	struct fusefs *fs = fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct fusefs_inode *in;
+	struct stat st;
+	int fd, r;
+
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? -errno : 0;
+	if (r >= 0 && fs->euid == 0 && (ctx->uid != 0 || ctx->gid != 0) &&
+	    fchownat(fd, "", ctx->uid, ctx->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	if (r >= 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	if (r >= 0) {
+		r = fusefs_inode_remember(fs, parent, name, TAKE_FD(fd), &st, &in);
+	}
+	(void)al_close(fd);
+	fusefs_audit(fs, pid_of(req), op, path, r, NULL, 0);
+	if (r < 0) {
+		if (file_fd >= 0)
+			(void)al_close(file_fd);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fill_entry(&e, in, &st);
+	if (!fi) {
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	{
+		struct file *f = calloc(1, sizeof(*f));
+
+		if (!f) {
+			(void)al_close(file_fd);
+			fusefs_inode_forget(fs, in, 1);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		*f = (struct file){
+		    .fd = file_fd, .pid = pid_of(req), .in = in, .blocks = st.st_blocks};
+		fi->fh = (uint64_t)(uintptr_t)f;
+		fi->keep_cache = 1;
+		if (fuse_reply_create(req, &e, fi) != 0) {
+			(void)al_close(f->fd);
+			free(f);
+			fusefs_inode_forget(fs, in, 1);
+		}
+	}
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
+		      dev_t rdev, const char *link, const char *op)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *parent = inode_of(req, parent_ino);
+	char path[FUSEFS_PATH_MAX];
+	int pfd, r;
+
+	r = check_write_name(req, parent, name, S_ISDIR(mode), true, op, path, sizeof(path));
+	/* Device nodes in a folder the host uses would be a way into the host's devices. */
+	if (r >= 0 && (S_ISCHR(mode) || S_ISBLK(mode)))
+		r = fusefs_deny(fs, pid_of(req), op, path, -EPERM);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	pfd = fusefs_inode_get_fd(fs, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	if (link)
+		r = RET_NERRNO(symlinkat(link, pfd, name));
+	else if (S_ISDIR(mode))
+		r = RET_NERRNO(mkdirat(pfd, name, mode & 07777));
+	else
+		r = RET_NERRNO(mknodat(pfd, name, mode, rdev));
+	if (r < 0) {
+		fusefs_inode_put_fd(fs, parent);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	reply_made(req, parent, pfd, name, op, path, NULL, -EBADF);
+	fusefs_inode_put_fd(fs, parent);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev, NULL, "mknod");
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | mode, 0, NULL, "mkdir");
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_node(req, parent, name, S_IFLNK | 0777, 0, link, "symlink");
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, const char *newname)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino), *newparent = inode_of(req, newparent_ino);
+	char path[FUSEFS_PATH_MAX], proc[32];
+	int fd, pfd, r;
+
+	/* A new name for a file that may not be written would be a way to write it. */
+	r = check_write(req, in, "link");
+	if (r >= 0)
+		r = check_write_name(req, newparent, newname, false, true, "link", path,
+				     sizeof(path));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	pfd = fusefs_inode_get_fd(fs, newparent);
+	if (pfd < 0) {
+		fusefs_inode_put_fd(fs, in);
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	fd_path(fd, proc);
+	r = RET_NERRNO(linkat(AT_FDCWD, proc, pfd, newname, AT_SYMLINK_FOLLOW));
+	fusefs_inode_put_fd(fs, in);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_made(req, newparent, pfd, newname, "link", path, NULL, -EBADF);
+	fusefs_inode_put_fd(fs, newparent);
+}
+
+static void remove_name(fuse_req_t req, fuse_ino_t parent_ino, const char *name, bool dir)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *parent = inode_of(req, parent_ino);
+	const char *op = dir ? "rmdir" : "unlink";
+	char path[FUSEFS_PATH_MAX];
+	struct stat st;
+	bool charge;
+	int pfd, r;
+
+	r = check_write_name(req, parent, name, dir, false, op, path, sizeof(path));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	pfd = fusefs_inode_get_fd(fs, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	charge = fs->quota > 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		 (S_ISDIR(st.st_mode) || st.st_nlink == 1);
+	r = RET_NERRNO(unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0));
+	fusefs_inode_put_fd(fs, parent);
+	if (r >= 0 && charge)
+		(void)fusefs_quota_charge(fs, -(int64_t)st.st_blocks * 512, false);
+	fusefs_audit(fs, pid_of(req), op, path, r, NULL, 0);
+	fuse_reply_err(req, -r);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, false);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, true);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
+		      fuse_ino_t newparent_ino, const char *newname, unsigned int flags)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *parent = inode_of(req, parent_ino);
+	struct fusefs_inode *newparent = inode_of(req, newparent_ino);
+	char from[FUSEFS_PATH_MAX], to[FUSEFS_PATH_MAX];
+	struct stat src, dst;
+	bool has_dst, dst_charge;
+	int pfd = -EBADF, npfd = -EBADF, r;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pfd = fusefs_inode_get_fd(fs, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	npfd = fusefs_inode_get_fd(fs, newparent);
+	if (npfd < 0) {
+		fusefs_inode_put_fd(fs, parent);
+		fuse_reply_err(req, -npfd);
+		return;
+	}
+	/* A credential file is no host file: neither end of a rename may be one. */
+	r = fusefs_path(fs, parent, name, from, sizeof(from));
+	if (r >= 0)
+		r = fusefs_path(fs, newparent, newname, to, sizeof(to));
+	if (r >= 0 && (fusefs_cred_at(fs, from) >= 0 || fusefs_cred_at(fs, to) >= 0))
+		r = fusefs_deny(fs, pid_of(req), "rename", from, -EPERM);
+	if (r >= 0)
+		r = RET_NERRNO(fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW));
+	has_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (r >= 0)
+		r = check_write_name(req, parent, name, S_ISDIR(src.st_mode), false, "rename", from,
+				     sizeof(from));
+	if (r >= 0)
+		r = check_write_name(req, newparent, newname, S_ISDIR(src.st_mode), true, "rename",
+				     to, sizeof(to));
+	if (r >= 0 && (flags & RENAME_EXCHANGE) && has_dst &&
+	    !(fusefs_rules_decide(fs->rules, from, S_ISDIR(dst.st_mode)) & FUSEFS_ACCESS_WRITE))
+		r = fusefs_deny(fs, pid_of(req), "rename", from, write_denied(fs));
+	/* A folder whose contents the rules would see differently at its new name is not moved
+	 * whole: EXDEV makes mv(1) and friends copy it file by file, through the rules. */
+	if (r >= 0 &&
+	    ((S_ISDIR(src.st_mode) && !fusefs_rules_rename_is_uniform(fs->rules, from, to)) ||
+	     ((flags & RENAME_EXCHANGE) && has_dst && S_ISDIR(dst.st_mode) &&
+	      !fusefs_rules_rename_is_uniform(fs->rules, to, from))))
+		r = fusefs_deny(fs, pid_of(req), "rename", from, -EXDEV);
+	if (r < 0)
+		goto out;
+	dst_charge = fs->quota > 0 && has_dst && !(flags & RENAME_EXCHANGE) &&
+		     (S_ISDIR(dst.st_mode) || dst.st_nlink == 1);
+	r = RET_NERRNO(renameat2(pfd, name, npfd, newname, flags));
+	if (r >= 0) {
+		(void)fusefs_inode_rename(fs, src.st_dev, src.st_ino, newparent, newname);
+		if ((flags & RENAME_EXCHANGE) && has_dst)
+			(void)fusefs_inode_rename(fs, dst.st_dev, dst.st_ino, parent, name);
+		if (dst_charge)
+			(void)fusefs_quota_charge(fs, -(int64_t)dst.st_blocks * 512, false);
+	}
+	fusefs_audit(fs, pid_of(req), "rename", from, r,
+		     (struct al_audit_field[]){AL_AUDIT_S("to", to)}, 1);
+out:
+	fusefs_inode_put_fd(fs, newparent);
+	fusefs_inode_put_fd(fs, parent);
+	fuse_reply_err(req, -r);
+}
+
+static bool wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int open_cred(fuse_req_t req, struct fusefs_inode *in, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	const char *name = fs->creds[in->cred].name;
+	struct al_error err = {0};
+	struct broker_secret *s = NULL;
+	struct file *f;
+	int r;
+
+	if (wants_write(fi->flags))
+		return fusefs_deny(fs, pid_of(req), "open", name, -EPERM);
+	r = broker_client_read_file(fs->broker, name, &s, &err);
+	fusefs_audit(fs, pid_of(req), "credential", name, r,
+		     (struct al_audit_field[]){AL_AUDIT_S("credential", name)}, 1);
+	if (r < 0) {
+		log_debug("%s", err.msg);
+		return -EIO;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		broker_secret_free(s);
+		return -ENOMEM;
+	}
+	*f = (struct file){.fd = -EBADF, .in = in, .secret = s};
+	fi->fh = (uint64_t)(uintptr_t)f;
+	/* Never in the page cache: each open asks again, each read is served (and audited). */
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int open_flags(struct fusefs *fs, int flags)
+{
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_DIRECT);
+	/* With the kernel's write-back cache it may read a page around a write, and it positions
+	 * appends itself. */
+	if (fs->writeback) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags | O_CLOEXEC;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char proc[32], path[FUSEFS_PATH_MAX];
+	struct stat st;
+	blkcnt_t blocks = 0;
+	struct file *f;
+	int fd, file_fd, r;
+
+	if (in->cred >= 0) {
+		r = open_cred(req, in, fi);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		else if (fuse_reply_open(req, fi) != 0)
+			broker_secret_free(file_of(fi)->secret), free(file_of(fi));
+		return;
+	}
+	if (wants_write(fi->flags)) {
+		r = check_write(req, in, "open");
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fd_path(fd, proc);
+	if (fs->quota > 0 && (fi->flags & O_TRUNC) && fstat(fd, &st) == 0)
+		blocks = st.st_blocks;
+	file_fd = open(proc, open_flags(fs, fi->flags));
+	r = file_fd < 0 ? -errno : 0;
+	fusefs_inode_put_fd(fs, in);
+	if (r >= 0 && fstat(file_fd, &st) < 0)
+		r = -errno;
+	if (r >= 0 && blocks > st.st_blocks)
+		(void)fusefs_quota_charge(fs, -((int64_t)blocks - (int64_t)st.st_blocks) * 512,
+					  false);
+	if (fs->audit) {
+		(void)fusefs_path(fs, in, NULL, path, sizeof(path));
+		fusefs_audit(fs, pid_of(req), "open", path, r,
+			     (struct al_audit_field[]){AL_AUDIT_B("write", wants_write(fi->flags))},
+			     1);
+	}
+	f = r >= 0 ? calloc(1, sizeof(*f)) : NULL;
+	if (!f) {
+		(void)al_close(file_fd);
+		fuse_reply_err(req, r < 0 ? -r : ENOMEM);
+		return;
+	}
+	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .blocks = st.st_blocks};
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) != 0) {
+		(void)al_close(f->fd);
+		free(f);
+	}
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *parent = inode_of(req, parent_ino);
+	char path[FUSEFS_PATH_MAX];
+	int pfd, fd, r;
+
+	r = check_write_name(req, parent, name, false, true, "create", path, sizeof(path));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	pfd = fusefs_inode_get_fd(fs, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	fd = openat(pfd, name,
+		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		r = -errno;
+		fusefs_inode_put_fd(fs, parent);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	reply_made(req, parent, pfd, name, "create", path, fi, fd);
+	fusefs_inode_put_fd(fs, parent);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct file *f = file_of(fi);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	(void)ino;
+	if (f->secret) {
+		struct fusefs *fs = fs_of(req);
+		const char *name = fs->creds[f->in->cred].name;
+		size_t left = (uint64_t)off >= f->secret->len ? 0 : f->secret->len - (size_t)off;
+		size_t n = MIN(size, left);
+
+		fusefs_audit(fs, pid_of(req), "read", name, 0,
+			     (struct al_audit_field[]){AL_AUDIT_S("credential", name)}, 1);
+		fuse_reply_buf(req, n ? f->secret->data + off : NULL, n);
+		return;
+	}
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = f->fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct file *f = file_of(fi);
+	size_t size = fuse_buf_size(in_buf);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
+	ssize_t n;
+
+	(void)ino;
+	if (f->secret) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (fs->quota > 0 && fusefs_quota_charge(fs, (int64_t)size, true) < 0) {
+		fuse_reply_err(req, ENOSPC);
+		return;
+	}
+	(void)fusefs_quota_charge(fs, -(int64_t)size, false);
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = f->fd;
+	out.buf[0].pos = off;
+	n = fuse_buf_copy(&out, in_buf, 0);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	__atomic_add_fetch(&f->written, (uint64_t)n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->writes, 1, __ATOMIC_RELAXED);
+	if (fs->quota > 0)
+		(void)charge_since(fs, f->fd, &f->blocks);
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct file *f = file_of(fi);
+	char path[FUSEFS_PATH_MAX];
+
+	(void)ino;
+	if (f->written > 0 && fs->audit) {
+		(void)fusefs_path(fs, f->in, NULL, path, sizeof(path));
+		fusefs_audit(fs, f->pid, "write", path, 0,
+			     (struct al_audit_field[]){AL_AUDIT_I("bytes", (int64_t)f->written),
+						       AL_AUDIT_I("writes", f->writes)},
+			     2);
+	}
+	(void)al_close(f->fd);
+	broker_secret_free(f->secret);
+	free(f);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct file *f = file_of(fi);
+	int r = 0;
+
+	(void)ino;
+	if (f->fd >= 0)
+		r = RET_NERRNO(datasync ? fdatasync(f->fd) : fsync(f->fd));
+	fuse_reply_err(req, -r);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct file *f = file_of(fi);
+	int r;
+
+	(void)ino;
+	if (f->secret) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (fs->quota > 0 && !(mode & FALLOC_FL_PUNCH_HOLE) &&
+	    fusefs_quota_charge(fs, len, true) < 0) {
+		fuse_reply_err(req, ENOSPC);
+		return;
+	}
+	if (fs->quota > 0 && !(mode & FALLOC_FL_PUNCH_HOLE))
+		(void)fusefs_quota_charge(fs, -len, false);
+	r = RET_NERRNO(fallocate(f->fd, mode, off, len));
+	(void)charge_since(fs, f->fd, &f->blocks);
+	fuse_reply_err(req, -r);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct file *f = file_of(fi);
+	off_t r;
+
+	(void)ino;
+	if (f->secret) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	r = lseek(f->fd, off, whence);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	struct dir *d;
+	int fd, r = 0;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->fd = -EBADF;
+	if (in != &fs->secrets_root) {
+		fd = fusefs_inode_get_fd(fs, in);
+		if (fd < 0) {
+			free(d);
+			fuse_reply_err(req, -fd);
+			return;
+		}
+		d->fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = d->fd < 0 ? -errno : 0;
+		fusefs_inode_put_fd(fs, in);
+	}
+	if (r < 0) {
+		free(d);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	if (fuse_reply_open(req, fi) != 0) {
+		(void)al_close(d->fd);
+		free(d);
+	}
+}
+
+/* Whether entry name (of type dtype) in the folder at dir_path is shown. */
+static bool entry_visible(struct fusefs *fs, int dfd, const char *dir_path, const char *name,
+			  unsigned char dtype, char *path, size_t size)
+{
+	struct stat st;
+	bool is_dir = dtype == DT_DIR;
+	int n;
+
+	n = dir_path[0] ? snprintf(path, size, "%s/%s", dir_path, name)
+			: snprintf(path, size, "%s", name);
+	if (n < 0 || (size_t)n >= size)
+		return false;
+	if (fusefs_cred_at(fs, path) >= 0)
+		return false; /* shadowed by the credential file */
+	if (dtype == DT_UNKNOWN) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return false;
+		is_dir = S_ISDIR(st.st_mode);
+	}
+	return fusefs_rules_decide(fs->rules, path, is_dir) != 0;
+}
+
+static size_t add_secrets(fuse_req_t req, struct fusefs *fs, char *buf, size_t size, off_t off,
+			  bool plus)
+{
+	size_t used = 0;
+
+	for (size_t i = (size_t)off; i < fs->n_creds; i++) {
+		struct fuse_entry_param e;
+		size_t n;
+
+		if (fs->creds[i].rel)
+			continue;
+		cred_entry(fs, (int)i, &e);
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + used, size - used, fs->creds[i].name,
+						   &e, (off_t)i + 1);
+		else
+			n = fuse_add_direntry(req, buf + used, size - used, fs->creds[i].name,
+					      &e.attr, (off_t)i + 1);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	return used;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	struct dir *d = (struct dir *)(uintptr_t)fi->fh;
+	char dir_path[FUSEFS_PATH_MAX], path[FUSEFS_PATH_MAX];
+	size_t used = 0;
+	int r = 0;
+
+	if (size > d->reply_size) {
+		char *b = realloc(d->reply, size);
+
+		if (!b) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		d->reply = b;
+		d->reply_size = size;
+	}
+	if (in == &fs->secrets_root) {
+		fuse_reply_buf(req, d->reply, add_secrets(req, fs, d->reply, size, off, plus));
+		return;
+	}
+	if (off != d->offset) {
+		if (lseek(d->fd, off, SEEK_SET) < 0) {
+			fuse_reply_err(req, errno);
+			return;
+		}
+		d->offset = off;
+		d->pos = d->len = 0;
+	}
+	r = fusefs_path(fs, in, NULL, dir_path, sizeof(dir_path));
+	while (r >= 0) {
+		struct linux_dirent64 *de;
+		struct fuse_entry_param e;
+		bool dots;
+		size_t n;
+
+		if (d->pos >= d->len) {
+			ssize_t got = syscall(SYS_getdents64, d->fd, d->buf, sizeof(d->buf));
+
+			if (got < 0)
+				r = -errno;
+			if (got <= 0)
+				break;
+			d->len = (size_t)got;
+			d->pos = 0;
+		}
+		de = (struct linux_dirent64 *)(d->buf + d->pos);
+		dots = streq(de->d_name, ".") || streq(de->d_name, "..");
+		if (!dots && !entry_visible(fs, d->fd, dir_path, de->d_name, de->d_type, path,
+					    sizeof(path))) {
+			d->pos += de->d_reclen;
+			d->offset = de->d_off;
+			continue;
+		}
+		if (!plus) {
+			struct stat st = {.st_ino = de->d_ino, .st_mode = (mode_t)de->d_type << 12};
+
+			n = fuse_add_direntry(req, d->reply + used, size - used, de->d_name, &st,
+					      de->d_off);
+			if (n > size - used)
+				break;
+		} else {
+			n = fuse_add_direntry_plus(req, NULL, 0, de->d_name, NULL, 0);
+			if (n > size - used)
+				break;
+			if (dots) {
+				e = (struct fuse_entry_param){
+				    .attr = {.st_ino = de->d_ino,
+					     .st_mode = (mode_t)de->d_type << 12}};
+			} else if (do_lookup(req, in, de->d_name, &e) < 0 || e.ino == 0) {
+				d->pos += de->d_reclen;
+				d->offset = de->d_off;
+				continue;
+			}
+			(void)fuse_add_direntry_plus(req, d->reply + used, size - used, de->d_name,
+						     &e, de->d_off);
+		}
+		used += n;
+		d->pos += de->d_reclen;
+		d->offset = de->d_off;
+	}
+	if (r < 0 && used == 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_buf(req, d->reply, used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir *d = (struct dir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	(void)al_close(d->fd);
+	free(d->reply);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct dir *d = (struct dir *)(uintptr_t)fi->fh;
+	int r = 0;
+
+	(void)ino;
+	if (d->fd >= 0)
+		r = RET_NERRNO(datasync ? fdatasync(d->fd) : fsync(d->fd));
+	fuse_reply_err(req, -r);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fusefs *fs = fs_of(req);
+	struct statvfs st;
+	uint64_t free_bytes;
+
+	(void)ino;
+	if (fstatvfs(fs->root_fd, &st) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	if (fs->quota > 0 && st.f_frsize > 0) {
+		pthread_mutex_lock(&fs->quota_lock);
+		free_bytes = fs->usage >= fs->quota ? 0 : fs->quota - fs->usage;
+		pthread_mutex_unlock(&fs->quota_lock);
+		st.f_blocks = MIN(st.f_blocks, fs->quota / st.f_frsize);
+		st.f_bfree = MIN(st.f_bfree, free_bytes / st.f_frsize);
+		st.f_bavail = MIN(st.f_bavail, free_bytes / st.f_frsize);
+	}
+	fuse_reply_statfs(req, &st);
+}
+
+/* File capabilities on a workspace file would be honoured when the host runs it later. */
+static bool xattr_refused(const char *name)
+{
+	return streq(name, "security.capability");
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char proc[32];
+	int fd, r;
+
+	r = check_write(req, in, "setxattr");
+	if (r >= 0 && xattr_refused(name))
+		r = -EPERM;
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fd_path(fd, proc);
+	r = RET_NERRNO(setxattr(proc, name, value, size, flags));
+	fusefs_inode_put_fd(fs, in);
+	fuse_reply_err(req, -r);
+}
+
+static void reply_xattr(fuse_req_t req, ssize_t n, size_t size, const char *buf)
+{
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char proc[32], buf[65536];
+	ssize_t n;
+	int fd;
+
+	/* Asked before every write: answered without a system call. */
+	if (xattr_refused(name) || in->cred >= 0 || in == &fs->secrets_root) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fd_path(fd, proc);
+	n = getxattr(proc, name, size ? buf : NULL, MIN(size, sizeof(buf)));
+	if (n < 0)
+		n = -errno;
+	fusefs_inode_put_fd(fs, in);
+	reply_xattr(req, n, size, buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char proc[32], buf[65536];
+	ssize_t n;
+	int fd;
+
+	if (in->cred >= 0 || in == &fs->secrets_root) {
+		reply_xattr(req, 0, size, buf);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fd_path(fd, proc);
+	n = listxattr(proc, size ? buf : NULL, MIN(size, sizeof(buf)));
+	if (n < 0)
+		n = -errno;
+	fusefs_inode_put_fd(fs, in);
+	reply_xattr(req, n, size, buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fusefs *fs = fs_of(req);
+	struct fusefs_inode *in = inode_of(req, ino);
+	char proc[32];
+	int fd, r;
+
+	r = check_write(req, in, "removexattr");
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fd = fusefs_inode_get_fd(fs, in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fd_path(fd, proc);
+	r = RET_NERRNO(removexattr(proc, name));
+	fusefs_inode_put_fd(fs, in);
+	fuse_reply_err(req, -r);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fusefs *fs = ((struct fusefs_conn *)userdata)->fs;
+	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ |
+			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS |
+			FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ |
+			FUSE_CAP_WRITEBACK_CACHE;
+
+	conn->want |= want & conn->capable;
+	/* Locks stay the kernel's: every process using them is behind this one mount. */
+	conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	if ((conn->want & FUSE_CAP_WRITEBACK_CACHE) &&
+	    ((struct fusefs_conn *)userdata)->root == &fs->root)
+		fs->writeback = true;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	conn->time_gran = 1;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+}
+
+const struct fuse_lowlevel_ops fusefs_ops = {
+    .init = op_init,
+    .lookup = op_lookup,
+    .forget = op_forget,
+    .forget_multi = op_forget_multi,
+    .getattr = op_getattr,
+    .setattr = op_setattr,
+    .readlink = op_readlink,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .symlink = op_symlink,
+    .link = op_link,
+    .unlink = op_unlink,
+    .rmdir = op_rmdir,
+    .rename = op_rename,
+    .open = op_open,
+    .create = op_create,
+    .read = op_read,
+    .write_buf = op_write_buf,
+    .release = op_release,
+    .fsync = op_fsync,
+    .fallocate = op_fallocate,
+    .lseek = op_lseek,
+    .opendir = op_opendir,
+    .readdir = op_readdir,
+    .readdirplus = op_readdirplus,
+    .releasedir = op_releasedir,
+    .fsyncdir = op_fsyncdir,
+    .statfs = op_statfs,
+    .setxattr = op_setxattr,
+    .getxattr = op_getxattr,
+    .listxattr = op_listxattr,
+    .removexattr = op_removexattr,
+};
+
+int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **ret)
+{
+	/* Mount options matter only where libfuse mounts (`airlock fs` without privileges). */
+	char *argv[] = {(char *)"airlock", (char *)"-o",
+			(char *)"default_permissions,fsname=airlock,subtype=airlock", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct fusefs_conn *c = &fs->conns[secrets];
+	struct fuse_session *se;
+
+	*c = (struct fusefs_conn){.fs = fs, .root = secrets ? &fs->secrets_root : &fs->root};
+	se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), c);
+	if (!se)
+		return -EIO;
+	*ret = se;
+	return 0;
+}
