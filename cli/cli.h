@@ -8,3 +8,4 @@
 int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_fs(int argc, char **argv);

@@ -22,6 +22,7 @@ static void help(void)
 	       "\n"
 	       "Commands:\n"
 	       "  run [OPTIONS] [--] CMD [ARG...]  Run CMD in a sandbox (see airlock run --help)\n"
+	       "  fs [OPTIONS] ROOT MOUNTPOINT     Mount ROOT through the workspace filesystem\n"
 	       "  policy check FILE                Validate a policy file\n"
 	       "  policy hash [FILE]               Print the BLAKE2b-256 hash of a policy\n"
 	       "  policy show [FILE]               Print a policy in canonical form\n"
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc, argv);
 	if (streq(verb, "doctor"))
 		return cli_doctor(argc, argv);
+	if (streq(verb, "fs"))
+		return cli_fs(argc, argv);
 	if (streq(verb, "version")) {
 		printf("airlock %s\n", AIRLOCK_VERSION);
 		return 0;

@@ -115,3 +115,8 @@ struct al_audit *al_audit_close(struct al_audit *a)
 	free(a);
 	return NULL;
 }
+
+int al_audit_fd(const struct al_audit *a)
+{
+	return a ? a->fd : -EBADF;
+}

@@ -43,3 +43,6 @@ int al_audit_event(struct al_audit *a, const char *kind, const struct al_audit_f
 
 struct al_audit *al_audit_close(struct al_audit *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct al_audit *, al_audit_close);
+
+/* The file descriptor events are written to (for a process that must keep only its own fds). */
+int al_audit_fd(const struct al_audit *a);

@@ -54,13 +54,6 @@ static int bind_add(struct launcher_context *ctx, const char *source, const char
 	return 0;
 }
 
-static int add_workspace(struct launcher_context *ctx, struct al_error *err)
-{
-	const struct policy *p = ctx->policy;
-
-	return bind_add(ctx, p->workspace.root, p->workspace.mount, false, "workspace.root", err);
-}
-
 static int add_mounts(struct launcher_context *ctx, struct al_error *err)
 {
 	const struct policy *p = ctx->policy;
@@ -165,8 +158,6 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	}
 	r = strv_copy(opts->argv, &ctx->argv);
 	if (r >= 0)
-		r = add_workspace(ctx, err);
-	if (r >= 0)
 		r = add_mounts(ctx, err);
 	if (r >= 0)
 		r = launcher_env_build(p, &ctx->envp);
@@ -182,6 +173,7 @@ void launcher_context_done(struct launcher_context *ctx)
 		free(ctx->binds[i].target);
 	}
 	free(ctx->binds);
+	free(ctx->secret_files);
 	free(ctx->image);
 	free(ctx->etc_passwd);
 	free(ctx->etc_group);

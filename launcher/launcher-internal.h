@@ -11,6 +11,7 @@
 #include <linux/filter.h>
 
 #include "common/error.h"
+#include "common/macro.h"
 #include "launcher/launcher.h"
 #include "policy/policy.h"
 
@@ -151,8 +152,11 @@ struct launcher_context {
 	gid_t gid;
 	char *image;		     /* rootfs folder, or NULL for the host's /usr */
 	char **argv;		     /* a copy of the command: the child wipes main()'s argv */
-	struct launcher_bind *binds; /* workspace, extra mounts */
+	struct launcher_bind *binds; /* the policy's mounts */
 	size_t n_binds;
+	const struct policy_credential **secret_files; /* file credentials outside the workspace,
+							* bound from the secrets mount */
+	size_t n_secret_files;
 	char **envp;		      /* the scrubbed environment of the command */
 	char *etc_passwd, *etc_group; /* generated contents */
 	int cap_last;		      /* /proc/sys/kernel/cap_last_cap */
@@ -179,6 +183,13 @@ enum launcher_sync_type {
 	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */
 	LAUNCHER_SYNC_STATUS,	   /* init -> parent: the command ended: value = code, signal */
 	LAUNCHER_SYNC_TERMINATE,   /* parent -> init: SIGTERM every process (timeout) */
+	LAUNCHER_SYNC_FUSE,	   /* child -> parent: a FUSE connection to serve (+ its fd);
+				    * value = LAUNCHER_FUSE_WORKSPACE or _SECRETS */
+};
+
+enum {
+	LAUNCHER_FUSE_WORKSPACE,
+	LAUNCHER_FUSE_SECRETS,
 };
 
 #define LAUNCHER_SYNC_STEPS 8
@@ -198,6 +209,35 @@ int launcher_sync_send(int fd, const struct launcher_sync_msg *m, int pass_fd);
 int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd);
 
 uint64_t launcher_now_usec(void);
+
+/* ---- workspace.c: the FUSE workspace daemon, airlock's side ---- */
+
+struct al_audit;
+struct launcher_workspace;
+
+/* Prepares the workspace filesystem for p before clone: checks the root, compiles the rules,
+ * sets up the credential source. Errors name the policy field. */
+int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
+			   struct launcher_workspace **ret, struct al_error *err);
+struct launcher_workspace *launcher_workspace_free(struct launcher_workspace *ws);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_workspace *, launcher_workspace_free);
+/* The i-th credential served as a file outside the workspace, or NULL. */
+const struct policy_credential *launcher_workspace_secret_file(const struct launcher_workspace *ws,
+							       size_t i);
+/* Forks the daemon serving the connections (the fds stay the caller's to close). */
+int launcher_workspace_start(struct launcher_workspace *ws, int fuse_fd, int secrets_fd);
+/* For the supervisor's poll: readable when the daemon ended / when it reported a denial. */
+int launcher_workspace_pidfd(const struct launcher_workspace *ws);
+int launcher_workspace_violations_fd(const struct launcher_workspace *ws);
+/* One denial report: "op path" into detail and how many denials it stands for. -EAGAIN when
+ * none is waiting. */
+int launcher_workspace_read_violation(struct launcher_workspace *ws, char *detail, size_t size,
+				      uint32_t *ret_count);
+/* Reaps the daemon if it ended; true once it has. Its wait status then. */
+bool launcher_workspace_reap(struct launcher_workspace *ws);
+int launcher_workspace_status(const struct launcher_workspace *ws);
+/* After the sandbox is gone: waits briefly for the daemon to end, then kills it. */
+void launcher_workspace_stop(struct launcher_workspace *ws);
 
 /* ---- env.c ---- */
 

@@ -41,18 +41,22 @@ enum {
 	PFD_ERR_OUT,
 	PFD_IN_IN,
 	PFD_IN_OUT,
+	PFD_FS,
+	PFD_FS_VIOLATION,
 	PFD_MAX,
 };
 
 struct run {
 	struct launcher_context ctx;
 	struct launcher_cgroup *cgroup;
+	struct launcher_workspace *ws;
 	struct al_audit *audit;
 	struct launcher_result *result;
 	pid_t pid;
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
-	bool reaped, got_status, exec_failed, timed_out, killed, abandoned;
+	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died;
+	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
 	int init_status, exec_error;
 	struct launcher_sync_msg status;
 	uint64_t t_start, t_last;
@@ -78,6 +82,8 @@ static void run_done(struct run *run)
 		(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
 		(void)waitpid(run->pid, NULL, 0);
 	}
+	run->ws = launcher_workspace_free(run->ws);
+	run->fuse_fd = al_close(run->fuse_fd);
 	run->cgroup = launcher_cgroup_free(run->cgroup);
 	run->audit = al_audit_close(run->audit);
 	run->pidfd = al_close(run->pidfd);
@@ -136,6 +142,24 @@ static int open_audit(struct run *run, struct al_error *err)
 	return 0;
 }
 
+/* The credential files the child binds from the secrets mount. */
+static int list_secret_files(struct run *run)
+{
+	size_t n = 0;
+
+	while (launcher_workspace_secret_file(run->ws, n))
+		n++;
+	if (n == 0)
+		return 0;
+	run->ctx.secret_files = calloc(n, sizeof(*run->ctx.secret_files));
+	if (!run->ctx.secret_files)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		run->ctx.secret_files[i] = launcher_workspace_secret_file(run->ws, i);
+	run->ctx.n_secret_files = n;
+	return 0;
+}
+
 static int prepare(struct run *run, const struct policy *p, const struct launcher_options *opts,
 		   struct al_error *err)
 {
@@ -144,6 +168,11 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 	r = launcher_context_init(&run->ctx, p, opts, err);
 	if (r >= 0)
 		r = open_audit(run, err);
+	if (r >= 0)
+		r = launcher_workspace_new(p, run->audit, &run->ws, err);
+	if (r < 0)
+		return r;
+	r = list_secret_files(run);
 	if (r < 0)
 		return r;
 	if (p->executables.n > 0) {
@@ -265,6 +294,33 @@ static int arm_timer(int fd, uint64_t usec)
 
 /* Waits for the sandbox's READY or ERROR. A signal that would end airlock ends the wait too: the
  * command has not started, so there is nothing to forward it to. */
+/* The child made a FUSE mount and sent its connection: the workspace's, then, when there are
+ * credential files outside it, the secrets'. The daemon serves both once it has them. */
+static int on_fuse(struct run *run, int which, int fd, struct al_error *err)
+{
+	int r;
+
+	if (fd < 0)
+		return al_error_set(err, -EBADMSG, "The sandbox sent a FUSE message without an fd");
+	if (which == LAUNCHER_FUSE_WORKSPACE && run->fuse_fd < 0) {
+		run->fuse_fd = fd;
+		if (run->ctx.n_secret_files > 0)
+			return 0;
+		fd = -EBADF;
+	} else if (which != LAUNCHER_FUSE_SECRETS || run->fuse_fd < 0 ||
+		   run->ctx.n_secret_files == 0) {
+		(void)al_close(fd);
+		return al_error_set(err, -EBADMSG, "Unexpected FUSE connection from the sandbox");
+	}
+	r = launcher_workspace_start(run->ws, run->fuse_fd, fd);
+	/* Only the daemon may hold the connections: if it dies, they end. */
+	run->fuse_fd = al_close(run->fuse_fd);
+	(void)al_close(fd);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to start the workspace daemon");
+	return 0;
+}
+
 static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct al_error *err)
 {
 	struct pollfd pfd[3] = {
@@ -285,11 +341,20 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 			return -errno;
 		}
 		if (pfd[0].revents) {
-			r = launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
+			int fd = -EBADF;
+
+			r = launcher_sync_recv(run->sync_fd, m, &fd);
 			/* The child exited with our ATTACHED unread: the kernel reports that once,
 			 * ahead of the ERROR message the child sent. */
 			if (r == -ECONNRESET)
-				r = launcher_sync_recv(run->sync_fd, m, &run->notify_fd);
+				r = launcher_sync_recv(run->sync_fd, m, &fd);
+			if (r >= 0 && m->type == LAUNCHER_SYNC_FUSE) {
+				r = on_fuse(run, m->value, fd, err);
+				if (r < 0)
+					break;
+				continue;
+			}
+			run->notify_fd = fd;
 			break;
 		}
 		if (pfd[2].revents) {
@@ -398,25 +463,31 @@ static int handshake(struct run *run, struct al_error *err)
 }
 
 /* Counts a violation; returns its count so far (0 when it could not be recorded). */
-static uint64_t record_violation(struct launcher_result *res, const char *kind, const char *detail)
+static uint64_t record_violations(struct launcher_result *res, const char *kind, const char *detail,
+				  uint64_t n)
 {
 	struct launcher_violation *v;
 
 	for (size_t i = 0; i < res->n_violations; i++)
 		if (streq(res->violations[i].kind, kind) &&
 		    streq(res->violations[i].detail, detail))
-			return ++res->violations[i].count;
+			return res->violations[i].count += n;
 	if (res->n_violations >= VIOLATION_KINDS_MAX - 1 && !streq(detail, "other"))
-		return record_violation(res, kind, "other");
+		return record_violations(res, kind, "other", n);
 	v = reallocarray(res->violations, res->n_violations + 1, sizeof(*v));
 	if (!v)
 		return 0;
 	res->violations = v;
 	v = &v[res->n_violations++];
-	*v = (struct launcher_violation){.count = 1};
+	*v = (struct launcher_violation){.count = n};
 	(void)snprintf(v->kind, sizeof(v->kind), "%s", kind);
 	(void)snprintf(v->detail, sizeof(v->detail), "%s", detail);
-	return 1;
+	return n;
+}
+
+static uint64_t record_violation(struct launcher_result *res, const char *kind, const char *detail)
+{
+	return record_violations(res, kind, detail, 1);
 }
 
 /* A sandbox can repeat a denied call millions of times: audit the first few of each kind, then
@@ -507,6 +578,16 @@ static void on_notify(struct run *run, short revents)
 		run->notify_fd = al_close(run->notify_fd);
 }
 
+/* Denials of the workspace filesystem (the daemon audited them already). */
+static void on_fs_violation(struct run *run)
+{
+	char detail[sizeof(((struct launcher_violation *)NULL)->detail)];
+	uint32_t n;
+
+	while (launcher_workspace_read_violation(run->ws, detail, sizeof(detail), &n) >= 0)
+		(void)record_violations(run->result, "fs", detail, n);
+}
+
 static void on_exit_of_init(struct run *run)
 {
 	siginfo_t si = {0};
@@ -520,6 +601,23 @@ static void on_exit_of_init(struct run *run)
 	log_debug("Sandbox's init reaped after %" PRIu64 "us", launcher_now_usec() - run->t_last);
 	run->init_status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
 	on_sync(run);
+}
+
+/* The workspace daemon ended while the sandbox runs: nothing serves its files any more, so it
+ * is killed, and the run fails. */
+static void on_exit_of_fs(struct run *run)
+{
+	int st;
+
+	if (!launcher_workspace_reap(run->ws))
+		return;
+	/* The usual end: the sandbox's init is exiting, its mount namespace went, and the
+	 * connection with it: the daemon exits 0, maybe before init can be reaped. */
+	st = launcher_workspace_status(run->ws);
+	if (run->reaped || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		return;
+	run->fs_died = true;
+	(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
 }
 
 static void supervise(struct run *run)
@@ -544,6 +642,10 @@ static void supervise(struct run *run)
 		launcher_stream_poll(&run->out, &pfd[PFD_OUT_IN], &pfd[PFD_OUT_OUT]);
 		launcher_stream_poll(&run->err, &pfd[PFD_ERR_IN], &pfd[PFD_ERR_OUT]);
 		launcher_stream_poll(&run->in, &pfd[PFD_IN_IN], &pfd[PFD_IN_OUT]);
+		pfd[PFD_FS] =
+		    (struct pollfd){.fd = launcher_workspace_pidfd(run->ws), .events = POLLIN};
+		pfd[PFD_FS_VIOLATION] = (struct pollfd){
+		    .fd = launcher_workspace_violations_fd(run->ws), .events = POLLIN};
 		if (poll(pfd, PFD_MAX, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -557,6 +659,8 @@ static void supervise(struct run *run)
 		launcher_stream_handle(&run->in, pfd[PFD_IN_IN].revents, pfd[PFD_IN_OUT].revents);
 		if (pfd[PFD_NOTIFY].revents)
 			on_notify(run, pfd[PFD_NOTIFY].revents);
+		if (pfd[PFD_FS_VIOLATION].revents)
+			on_fs_violation(run);
 		if (pfd[PFD_SYNC].revents)
 			on_sync(run);
 		if (pfd[PFD_SIGNAL].revents)
@@ -565,6 +669,8 @@ static void supervise(struct run *run)
 			on_timer(run);
 		if (pfd[PFD_PIDFD].revents)
 			on_exit_of_init(run);
+		if (pfd[PFD_FS].revents)
+			on_exit_of_fs(run);
 	}
 }
 
@@ -633,6 +739,7 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	    .sig_fd = -EBADF,
 	    .timer_fd = -EBADF,
 	    .notify_fd = -EBADF,
+	    .fuse_fd = -EBADF,
 	};
 	int r;
 
@@ -659,6 +766,17 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	}
 	supervise(&run);
 	run_step(&run, "run");
+	launcher_workspace_stop(run.ws);
+	on_fs_violation(&run);
+	if (run.fs_died) {
+		int st = launcher_workspace_status(run.ws);
+
+		run_done(&run);
+		return al_error_set(err, -ECONNABORTED,
+				    "The workspace filesystem died (%s %d); the sandbox was killed",
+				    WIFSIGNALED(st) ? "signal" : "exit status",
+				    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	}
 	finish(&run);
 	run_done(&run);
 	run_step(&run, "teardown");

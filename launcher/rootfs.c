@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "fusefs/fusefs.h"
 #include "launcher/launcher-internal.h"
 
 #define SCRATCH "/tmp"
@@ -488,13 +489,10 @@ static int open_parent_beneath(const char *target, char *name, size_t name_size,
 	return TAKE_FD(cur);
 }
 
-/* Binds the tree of src_fd at target with the attributes attr, through fds only: the copy of the
- * tree gets its attributes while still detached, then moves into place. */
-static int bind_beneath(int src_fd, const char *target, bool dir, uint64_t attr,
-			struct al_error *err)
+/* Moves the detached mount tree to target, through fds only. */
+static int attach_beneath(int tree, const char *target, bool dir, struct al_error *err)
 {
-	_cleanup_close_ int parent = -EBADF, tree = -EBADF;
-	struct mount_attr a = {.attr_set = attr};
+	_cleanup_close_ int parent = -EBADF;
 	char name[NAME_MAX + 1];
 	int r;
 
@@ -504,6 +502,19 @@ static int bind_beneath(int src_fd, const char *target, bool dir, uint64_t attr,
 	r = make_point_at(parent, name, dir, target, err);
 	if (r < 0)
 		return r;
+	if (move_mount(tree, "", parent, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return al_error_set_errno(err, -errno, "%s: cannot mount it", target);
+	return 0;
+}
+
+/* Binds the tree of src_fd at target with the attributes attr: the copy of the tree gets its
+ * attributes while still detached, then moves into place. */
+static int bind_beneath(int src_fd, const char *target, bool dir, uint64_t attr,
+			struct al_error *err)
+{
+	_cleanup_close_ int tree = -EBADF;
+	struct mount_attr a = {.attr_set = attr};
+
 	tree = open_tree(src_fd, "",
 			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0)
@@ -511,12 +522,10 @@ static int bind_beneath(int src_fd, const char *target, bool dir, uint64_t attr,
 					  target);
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
 		return al_error_set_errno(err, -errno, "%s: cannot set mount attributes", target);
-	if (move_mount(tree, "", parent, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return al_error_set_errno(err, -errno, "%s: cannot mount it", target);
-	return 0;
+	return attach_beneath(tree, target, dir, err);
 }
 
-/* The workspace and the policy's mounts. */
+/* The policy's mounts. */
 static int setup_binds(const struct launcher_context *ctx, const int *fds, struct al_error *err)
 {
 	int r;
@@ -532,6 +541,52 @@ static int setup_binds(const struct launcher_context *ctx, const int *fds, struc
 			return r;
 	}
 	return 0;
+}
+
+/* Creates a FUSE mount here, in the sandbox's own mount namespace, and hands its connection to
+ * airlock, whose daemon serves it. Returns the detached mount. */
+static int make_fuse_mount(const struct launcher_context *ctx, int which, uint64_t attr,
+			   struct al_error *err)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_FUSE, .value = which};
+	int fuse = -EBADF, mnt = -EBADF, r;
+
+	r = fusefs_mount_detached(ctx->uid, ctx->gid, attr, which == LAUNCHER_FUSE_WORKSPACE, &fuse,
+				  &mnt);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to create the %s FUSE mount",
+					  which == LAUNCHER_FUSE_WORKSPACE ? "workspace"
+									   : "credential files");
+	r = launcher_sync_send(ctx->sync_fd, &m, fuse);
+	/* The connection must be airlock's alone: if its daemon dies, the mount fails, rather
+	 * than waiting on a reader that is still here. */
+	(void)al_close(fuse);
+	if (r < 0) {
+		(void)al_close(mnt);
+		return al_error_set_errno(err, r, "Failed to hand the FUSE connection to airlock");
+	}
+	return mnt;
+}
+
+/* The workspace (nothing the sandbox writes there may be run with an allow list), and the
+ * credential files that lie outside it, each bound from the secrets mount. */
+static int setup_workspace(const struct launcher_context *ctx, int ws, int secrets,
+			   struct al_error *err)
+{
+	int r;
+
+	r = attach_beneath(ws, ctx->policy->workspace.mount, true, err);
+	for (size_t i = 0; r >= 0 && i < ctx->n_secret_files; i++) {
+		const struct policy_credential *c = ctx->secret_files[i];
+		_cleanup_close_ int tree = -EBADF;
+
+		tree = open_tree(secrets, c->name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (tree < 0)
+			return al_error_set_errno(err, -errno, "%s: cannot open credential %s",
+						  c->path, c->name);
+		r = attach_beneath(tree, c->path, false, err);
+	}
+	return r;
 }
 
 static int enter_scratch(struct al_error *err)
@@ -582,11 +637,17 @@ static int enter_newroot(struct al_error *err)
 int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *err)
 {
 	int fds[ctx->n_binds + 1];
+	_cleanup_close_ int ws = -EBADF, secrets = -EBADF;
+	uint64_t noexec = has_allow_list(ctx->policy) ? MOUNT_ATTR_NOEXEC : 0;
 	int r;
 
 	for (size_t i = 0; i < ctx->n_binds; i++)
 		fds[i] = -EBADF;
 	r = open_bind_sources(ctx, fds, err);
+	if (r >= 0)
+		r = ws = make_fuse_mount(ctx, LAUNCHER_FUSE_WORKSPACE, noexec, err);
+	if (r >= 0 && ctx->n_secret_files > 0)
+		r = secrets = make_fuse_mount(ctx, LAUNCHER_FUSE_SECRETS, MOUNT_ATTR_NOEXEC, err);
 	if (r >= 0)
 		r = enter_scratch(err);
 	if (r >= 0)
@@ -599,6 +660,8 @@ int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *e
 		r = setup_proc(err);
 	if (r >= 0)
 		r = setup_tmp(ctx->policy, err);
+	if (r >= 0)
+		r = setup_workspace(ctx, ws, secrets, err);
 	if (r >= 0)
 		r = setup_binds(ctx, fds, err);
 	close_bind_sources(ctx->n_binds, fds);
