@@ -26,7 +26,7 @@ packages=(
 	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
 	libclang-rt-14-dev clang-format
 	# run time and tests: fusermount3, ip, ps, setpriv; python3 reads JSON in tests and here
-	fuse3 iproute2 procps util-linux python3 git
+	fuse3 iproute2 procps util-linux python3 git attr
 )
 
 log()
@@ -50,9 +50,21 @@ as_root()
 	fi
 }
 
+# Debian's udev makes /dev/fuse mode 0666 (FUSE guards itself: a user mounts only in a user
+# namespace of their own); a machine without udev leaves the kernel's 0600, which keeps
+# unprivileged users from running a sandbox.
+fuse_device()
+{
+	if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+		log "deps: /dev/fuse is mode $(stat -c %a /dev/fuse); making it 0666 as udev would"
+		as_root chmod 0666 /dev/fuse
+	fi
+}
+
 cmd_deps()
 {
 	local missing=() p
+	fuse_device
 	for p in "${packages[@]}"; do
 		if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" != "ii " ]; then
 			missing+=("$p")

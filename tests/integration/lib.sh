@@ -310,8 +310,20 @@ it_marked_pids()
 	return 0
 }
 
+# pids of workspace filesystem daemons (airlock's serving processes) on the host
+it_fs_daemons()
+{
+	local p comm
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null <"$p/comm" || continue
+		[ "$comm" = airlock-fs ] && printf '%s\n' "${p#/proc/}"
+	done
+	return 0
+}
+
 it_snapshot()
 {
+	it_fs_daemons >"$IT_TMP/state.fsd"
 	it_mounts >"$IT_TMP/state.mounts"
 	it_cgroups >"$IT_TMP/state.cgroups"
 	it_tmp_entries >"$IT_TMP/state.tmp"
@@ -347,6 +359,17 @@ assert_clean()
 				printf '%s: %s\n' "$p" "$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"
 			done)"
 		for p in $(it_marked_pids); do kill -KILL "$p" 2>/dev/null; done
+	fi
+	new=$(it_fs_daemons | sort | comm -13 <(sort "$IT_TMP/state.fsd") -)
+	if [ -n "$new" ]; then
+		sleep 2
+		new=$(it_fs_daemons | sort | comm -13 <(sort "$IT_TMP/state.fsd") -)
+	fi
+	if [ -z "$new" ]; then
+		it_pass "$what: no workspace filesystem daemon is left"
+	else
+		it_fail "$what: no workspace filesystem daemon is left" "$new"
+		for p in $new; do kill -KILL "$p" 2>/dev/null; done
 	fi
 	new=$(it_mounts | comm -13 "$IT_TMP/state.mounts" -)
 	if [ -z "$new" ]; then
