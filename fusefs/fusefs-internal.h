@@ -112,10 +112,13 @@ struct fusefs_cred {
 	struct fusefs_inode *inode;
 };
 
+struct fuse_session;
+
 /* A FUSE connection's userdata: the workspace's, or the credential files' (root: secrets_root). */
 struct fusefs_conn {
 	struct fusefs *fs;
 	struct fusefs_inode *root;
+	struct fuse_session *se;
 };
 
 struct fusefs {

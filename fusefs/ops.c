@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,19 @@ static int check_write_name(fuse_req_t req, struct fusefs_inode *parent, const c
 	if (a == 0)
 		return fusefs_deny(fs, pid_of(req), op, path, creating ? -EACCES : -ENOENT);
 	return fusefs_deny(fs, pid_of(req), op, path, write_denied(fs));
+}
+
+/* The caller's umask, for a file about to be made: with FUSE_CAP_DONT_MASK the kernel leaves it
+ * to us, so that a folder's default ACL can replace it on the host as it would locally. umask
+ * is per fs_struct: each worker thread gets its own once. */
+static void apply_umask(fuse_req_t req)
+{
+	static _Thread_local bool own_fs;
+
+	if (!own_fs)
+		own_fs = unshare(CLONE_FS) == 0;
+	if (own_fs)
+		(void)umask(fuse_req_ctx(req)->umask);
 }
 
 static void fill_entry(struct fuse_entry_param *e, struct fusefs_inode *in, const struct stat *st)
@@ -486,6 +500,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -pfd);
 		return;
 	}
+	apply_umask(req);
 	if (link)
 		r = RET_NERRNO(symlinkat(link, pfd, name));
 	else if (S_ISDIR(mode))
@@ -664,6 +679,16 @@ out:
 	fuse_reply_err(req, -r);
 }
 
+/* The kernel keeps the attributes it was told, and with the write-back cache it updates size and
+ * times itself, but not the blocks a write allocated or a hole freed: after those it must ask
+ * again, or du and st_blocks lie until the timeout. Sent before the reply, so the caller's next
+ * stat sees it; attributes only (offset < 0) takes no lock the kernel holds for the request. */
+static void invalidate_attrs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)fuse_lowlevel_notify_inval_inode(((struct fusefs_conn *)fuse_req_userdata(req))->se,
+					       ino, -1, 0);
+}
+
 static bool wants_write(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
@@ -792,6 +817,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -pfd);
 		return;
 	}
+	apply_umask(req);
 	fd = openat(pfd, name,
 		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW, mode);
 	if (fd < 0) {
@@ -837,7 +863,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
 	ssize_t n;
 
-	(void)ino;
 	if (f->secret) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -859,6 +884,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	__atomic_add_fetch(&f->writes, 1, __ATOMIC_RELAXED);
 	if (fs->quota > 0)
 		(void)charge_since(fs, f->fd, &f->blocks);
+	invalidate_attrs(req, ino);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -900,7 +926,6 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	struct file *f = file_of(fi);
 	int r;
 
-	(void)ino;
 	if (f->secret) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -914,25 +939,9 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		(void)fusefs_quota_charge(fs, -len, false);
 	r = RET_NERRNO(fallocate(f->fd, mode, off, len));
 	(void)charge_since(fs, f->fd, &f->blocks);
+	if (r >= 0)
+		invalidate_attrs(req, ino);
 	fuse_reply_err(req, -r);
-}
-
-static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		     struct fuse_file_info *fi)
-{
-	struct file *f = file_of(fi);
-	off_t r;
-
-	(void)ino;
-	if (f->secret) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	r = lseek(f->fd, off, whence);
-	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_lseek(req, r);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1289,7 +1298,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ |
-			FUSE_CAP_WRITEBACK_CACHE;
+			FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_DONT_MASK;
 
 	conn->want |= want & conn->capable;
 	/* Locks stay the kernel's: every process using them is behind this one mount. */
@@ -1326,7 +1335,6 @@ const struct fuse_lowlevel_ops fusefs_ops = {
     .release = op_release,
     .fsync = op_fsync,
     .fallocate = op_fallocate,
-    .lseek = op_lseek,
     .opendir = op_opendir,
     .readdir = op_readdir,
     .readdirplus = op_readdirplus,
@@ -1352,6 +1360,7 @@ int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **re
 	se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), c);
 	if (!se)
 		return -EIO;
+	c->se = se;
 	*ret = se;
 	return 0;
 }

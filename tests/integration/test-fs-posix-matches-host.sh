@@ -87,6 +87,12 @@ assert_transcript "$IT_TMP/host.txt" "host folder"
 umount "$REF"
 
 # ---- airlock fs ----
+# What the workspace filesystem knowingly does not do, on both mounts:
+# - O_TMPFILE: libfuse 3.14 has no operation for it (EOPNOTSUPP, as on bindfs);
+# - SEEK_DATA/SEEK_HOLE: with the kernel's write-back cache the daemon cannot see data not yet
+#   flushed, so the kernel answers generically (no holes), which is always safe: a file system
+#   may report no holes, but must never report data as a hole.
+fuse_limits='^(open\.tmpfile|sparse\.seek_(data|hole))'
 "$AIRLOCK" fs "$ROOT" "$MNT" >"$IT_TMP/fs.out" 2>"$IT_TMP/fs.err" &
 FS_PID=$!
 if wait_for 10 mountpoint -q "$MNT"; then
@@ -102,8 +108,8 @@ if wait_for 10 mountpoint -q "$MNT"; then
 		assert_match "^mknod\.${node}_open: E[A-Z]+$" "$line" \
 			"a $node device node does not open on airlock fs"
 	done
-	grep -v -E '^mknod\.(chr|blk)' "$IT_TMP/host.txt" >"$IT_TMP/host-nodev.txt"
-	grep -v -E '^mknod\.(chr|blk)' "$IT_TMP/fs.txt" >"$IT_TMP/fs-nodev.txt"
+	grep -v -E -e '^mknod\.(chr|blk)' -e "$fuse_limits" "$IT_TMP/host.txt" >"$IT_TMP/host-nodev.txt"
+	grep -v -E -e '^mknod\.(chr|blk)' -e "$fuse_limits" "$IT_TMP/fs.txt" >"$IT_TMP/fs-nodev.txt"
 	assert_same_transcript "$IT_TMP/host-nodev.txt" "$IT_TMP/fs-nodev.txt" "airlock fs"
 	assert_eq "" "$(ls -A "$ROOT")" "what fs-posix removed through the mount is gone from ROOT"
 
@@ -147,6 +153,8 @@ excluded=(
 	'^mknod\.(chr|blk)'
 	# trusted.* attributes need CAP_SYS_ADMIN, and so do security.* ones other than an LSM's
 	'^xattr\.(trusted|security):'
+	# as on airlock fs above
+	"$fuse_limits"
 )
 pattern=$(IFS='|'; printf '%s' "${excluded[*]}")
 install -m 755 "$FS_POSIX" "$WS/fs-posix"
