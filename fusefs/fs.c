@@ -269,7 +269,7 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 	if (!h)
 		return -ESTALE;
 	/* The handle never changes once set, so it is read outside the lock. */
-	fd = open_by_handle_at(fs->root_fd, h, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_by_handle_at(fs->mount_fd, h, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno == -ENOENT ? -ESTALE : -errno;
 	pthread_mutex_lock(&fs->lock);
@@ -562,6 +562,7 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
+	fs->root_fd = fs->mount_fd = -EBADF;
 	fs->policy = o->policy;
 	fs->audit = o->audit;
 	fs->broker = o->broker;
@@ -582,6 +583,10 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	if (fs->root_fd < 0 || fstat(fs->root_fd, &st) < 0)
 		return al_error_set_errno(err, -errno, "workspace.root: %s", root);
 	fs->root.fd = fs->root_fd;
+	/* open_by_handle_at() names the file system by an fd it can read: not an O_PATH one. */
+	fs->mount_fd = openat(fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs->mount_fd < 0)
+		return al_error_set_errno(err, -errno, "workspace.root: %s", root);
 	fs->root.dev = fs->root_dev = st.st_dev;
 	fs->root.ino = st.st_ino;
 	/* Reopening inodes by handle needs CAP_DAC_READ_SEARCH; without it, each known inode
@@ -638,6 +643,7 @@ struct fusefs *fusefs_free(struct fusefs *fs)
 	free(fs->creds);
 	fs->rules = fusefs_rules_free(fs->rules);
 	(void)al_close(fs->root_fd);
+	(void)al_close(fs->mount_fd);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->quota_lock);
 	free(fs);
@@ -656,8 +662,9 @@ const struct policy_credential *fusefs_outside_credential(const struct fusefs *f
 
 size_t fusefs_fds(const struct fusefs *fs, int *fds, size_t n)
 {
-	if (n < 1)
+	if (n < 2)
 		return 0;
 	fds[0] = fs->root_fd;
-	return 1;
+	fds[1] = fs->mount_fd;
+	return 2;
 }

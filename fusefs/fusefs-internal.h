@@ -127,7 +127,8 @@ struct fusefs {
 	struct al_audit *audit;
 	struct broker_client *broker;
 	int violations_fd;
-	int root_fd; /* O_PATH of the host folder */
+	int root_fd;  /* O_PATH of the host folder */
+	int mount_fd; /* the same, readable: for open_by_handle_at() */
 	dev_t root_dev;
 	int mount_id;
 	bool use_handles;
