@@ -567,6 +567,7 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	fs->audit = o->audit;
 	fs->broker = o->broker;
 	fs->violations_fd = o->violations_fd;
+	fs->strip_setid = o->strip_setid;
 	fs->euid = geteuid();
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->quota_lock, NULL);

@@ -127,6 +127,7 @@ struct fusefs {
 	struct al_audit *audit;
 	struct broker_client *broker;
 	int violations_fd;
+	bool strip_setid;
 	int root_fd;  /* O_PATH of the host folder */
 	int mount_fd; /* the same, readable: for open_by_handle_at() */
 	dev_t root_dev;

@@ -23,6 +23,8 @@ struct fusefs_options {
 	struct al_audit *audit;	      /* may be NULL (borrowed) */
 	struct broker_client *broker; /* for credential files; may be NULL without any */
 	int violations_fd;	      /* where denials are reported, or -EBADF (see below) */
+	bool strip_setid; /* drop set-user-ID (and set-group-ID but on folders) from every mode
+			   * set: files the sandbox leaves may be run by the host later */
 };
 
 /* Opens the root folder and compiles the rules. Refuses a root that is /, a system tree (/etc,

@@ -146,6 +146,15 @@ static void apply_umask(fuse_req_t req)
 		(void)umask(fuse_req_ctx(req)->umask);
 }
 
+/* The mode a file is given, without set-id bits when the filesystem strips them (a folder keeps
+ * set-group-ID: it only makes new entries inherit the folder's group). */
+static mode_t safe_mode(const struct fusefs *fs, mode_t mode)
+{
+	if (!fs->strip_setid)
+		return mode;
+	return mode & ~(mode_t)(S_ISUID | (S_ISDIR(mode) ? 0 : S_ISGID));
+}
+
 static void fill_entry(struct fuse_entry_param *e, struct fusefs_inode *in, const struct stat *st)
 {
 	*e = (struct fuse_entry_param){
@@ -386,6 +395,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, -fd);
 		return;
 	}
+	if (to_set & FUSE_SET_ATTR_MODE)
+		attr->st_mode = safe_mode(fs, (in->type & S_IFMT) | (attr->st_mode & 07777));
 	r = set_attrs(fs, fd, attr, to_set, fi);
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
@@ -504,9 +515,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (link)
 		r = RET_NERRNO(symlinkat(link, pfd, name));
 	else if (S_ISDIR(mode))
-		r = RET_NERRNO(mkdirat(pfd, name, mode & 07777));
+		r = RET_NERRNO(mkdirat(pfd, name, safe_mode(fs, mode) & 07777));
 	else
-		r = RET_NERRNO(mknodat(pfd, name, mode, rdev));
+		r = RET_NERRNO(mknodat(pfd, name, safe_mode(fs, mode), rdev));
 	if (r < 0) {
 		fusefs_inode_put_fd(fs, parent);
 		fuse_reply_err(req, -r);
@@ -819,7 +830,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	}
 	apply_umask(req);
 	fd = openat(pfd, name,
-		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW, mode);
+		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW,
+		    safe_mode(fs, S_IFREG | (mode & 07777)) & 07777);
 	if (fd < 0) {
 		r = -errno;
 		fusefs_inode_put_fd(fs, parent);

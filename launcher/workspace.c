@@ -71,7 +71,8 @@ int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
 						.mount = p->workspace.mount,
 						.audit = audit,
 						.broker = ws->broker,
-						.violations_fd = ws->violations[1]},
+						.violations_fd = ws->violations[1],
+						.strip_setid = true},
 		       &ws->fs, err);
 	if (r < 0)
 		return r;
