@@ -31,6 +31,7 @@
 
 #define CACHE_SEC 60.0 /* entry, attribute and negative-entry timeouts */
 #define DIR_BUF_SIZE (32 * 1024)
+#define DIR_REPLY_MAX (32 * 1024) /* the kernel asks for a page or a few */
 
 struct file {
 	int fd;
@@ -47,8 +48,6 @@ struct dir {
 	off_t offset; /* of the next entry getdents64 returns */
 	size_t pos, len;
 	char buf[DIR_BUF_SIZE];
-	char *reply;
-	size_t reply_size;
 };
 
 struct linux_dirent64 {
@@ -1047,22 +1046,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *in = inode_of(req, ino);
 	struct dir *d = (struct dir *)(uintptr_t)fi->fh;
-	char dir_path[FUSEFS_PATH_MAX], path[FUSEFS_PATH_MAX];
+	char dir_path[FUSEFS_PATH_MAX], path[FUSEFS_PATH_MAX], reply[DIR_REPLY_MAX];
 	size_t used = 0;
 	int r = 0;
 
-	if (size > d->reply_size) {
-		char *b = realloc(d->reply, size);
-
-		if (!b) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		d->reply = b;
-		d->reply_size = size;
-	}
+	/* On the stack: once the reply is written the request is done, and a releasedir may free
+	 * the handle at once, in another thread. */
+	size = MIN(size, sizeof(reply));
 	if (in == &fs->secrets_root) {
-		fuse_reply_buf(req, d->reply, add_secrets(req, fs, d->reply, size, off, plus));
+		fuse_reply_buf(req, reply, add_secrets(req, fs, reply, size, off, plus));
 		return;
 	}
 	if (off != d->offset) {
@@ -1101,7 +1093,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (!plus) {
 			struct stat st = {.st_ino = de->d_ino, .st_mode = (mode_t)de->d_type << 12};
 
-			n = fuse_add_direntry(req, d->reply + used, size - used, de->d_name, &st,
+			n = fuse_add_direntry(req, reply + used, size - used, de->d_name, &st,
 					      de->d_off);
 			if (n > size - used)
 				break;
@@ -1118,8 +1110,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				d->offset = de->d_off;
 				continue;
 			}
-			(void)fuse_add_direntry_plus(req, d->reply + used, size - used, de->d_name,
-						     &e, de->d_off);
+			(void)fuse_add_direntry_plus(req, reply + used, size - used, de->d_name, &e,
+						     de->d_off);
 		}
 		used += n;
 		d->pos += de->d_reclen;
@@ -1128,7 +1120,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (r < 0 && used == 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_buf(req, d->reply, used);
+		fuse_reply_buf(req, reply, used);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1149,7 +1141,6 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 	(void)ino;
 	(void)al_close(d->fd);
-	free(d->reply);
 	free(d);
 	fuse_reply_err(req, 0);
 }
@@ -1370,6 +1361,8 @@ int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **re
 
 	*c = (struct fusefs_conn){.fs = fs, .root = secrets ? &fs->secrets_root : &fs->root};
 	se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), c);
+	/* libfuse may have copied the arguments to edit them. */
+	fuse_opt_free_args(&args);
 	if (!se)
 		return -EIO;
 	c->se = se;
