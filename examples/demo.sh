@@ -97,11 +97,25 @@ fi
 [ -n "${DEMO_GREETING:-}" ] && info "DEMO_GREETING=$DEMO_GREETING"
 
 # ---- files ----
+# Writes are tried only inside airlock (pid 1 is its init): run by mistake on a host as root,
+# this script must not change the host.
+inside=no
+[ "$init" = airlock-init ] && inside=yes
 if [ -d /workspace ]; then
 	ok "workspace" "/workspace has $(ls -A /workspace | wc -l) entries:"
 	ls -A /workspace | head -n 8 | sed 's/^/                       /'
 else
 	leak "workspace" "no /workspace"
+fi
+
+# Git hooks run on the host later: the workspace filesystem keeps them read-only unless the
+# policy's workspace.write names them.
+if [ "$inside" = no ] || [ ! -d /workspace/.git/hooks ]; then
+	:
+elif out=$( (echo "echo pwned" >/workspace/.git/hooks/pre-commit) 2>&1); then
+	leak "git hook" "wrote .git/hooks/pre-commit, which the host would run"
+else
+	ok "git hook" "write to .git/hooks/pre-commit blocked ($(reason "$out"))"
 fi
 
 for f in /etc/shadow /root /home /var/log; do
@@ -112,10 +126,6 @@ for f in /etc/shadow /root /home /var/log; do
 	fi
 done
 
-# Writes to / and mount are tried only inside airlock (pid 1 is its init): run by mistake on a
-# host as root, this script must not change the host.
-inside=no
-[ "$init" = airlock-init ] && inside=yes
 if [ "$inside" = no ]; then
 	leak "write /" "not tried: pid 1 is not airlock-init, this is not a sandbox"
 elif out=$(touch /demo-file 2>&1); then
