@@ -397,6 +397,21 @@ unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in)
 	return a;
 }
 
+bool fusefs_inode_stamp(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st,
+			bool update)
+{
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	bool keep;
+
+	pthread_mutex_lock(&fs->lock);
+	keep = in->stamped && in->stamp_mtime_ns == mtime && in->stamp_size == st->st_size;
+	in->stamp_mtime_ns = mtime;
+	in->stamp_size = st->st_size;
+	in->stamped = true;
+	pthread_mutex_unlock(&fs->lock);
+	return keep || update;
+}
+
 int fusefs_cred_at(const struct fusefs *fs, const char *rel)
 {
 	for (size_t i = 0; i < fs->n_creds; i++)

@@ -99,9 +99,12 @@ struct fusefs_inode {
 	uint32_t refs;
 	int fd;
 	uint32_t fd_users;
-	unsigned access;     /* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
-	uint64_t access_gen; /* 0: never decided */
-	int cred;	     /* a credential file: index into fs->creds, else -1 */
+	unsigned access;	/* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
+	uint64_t access_gen;	/* 0: never decided */
+	int cred;		/* a credential file: index into fs->creds, else -1 */
+	int64_t stamp_mtime_ns; /* the host file as the kernel's page cache last knew it */
+	off_t stamp_size;
+	bool stamped;
 	struct file_handle *handle;
 };
 
@@ -177,6 +180,11 @@ int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name
 		size_t size);
 /* The rules' verdict for in's own path (cached per inode). */
 unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in);
+/* Whether the kernel may keep the pages it has of in, whose host file is now st: yes when the
+ * host file did not change since the last open (or since our own writes, with update), so that
+ * a change made on the host behind the mount is seen at the next open. Records st. */
+bool fusefs_inode_stamp(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st,
+			bool update);
 /* The index of the credential file whose workspace path is rel, or -ENOENT. */
 int fusefs_cred_at(const struct fusefs *fs, const char *rel);
 

@@ -216,10 +216,8 @@ static int do_lookup(fuse_req_t req, struct fusefs_inode *parent, const char *na
 		cred_entry(fs, cred, e);
 		return 0;
 	}
-	if (fusefs_rules_decide(fs->rules, path, false) == 0 &&
-	    fusefs_rules_decide(fs->rules, path, true) == 0)
-		return fusefs_deny(fs, pid_of(req), "lookup", path, -ENOENT);
-
+	/* A hidden name gets ENOENT whether it exists or not; whether it is a folder matters to
+	 * the rules, so it is looked at first. */
 	pfd = fusefs_inode_get_fd(fs, parent);
 	if (pfd < 0)
 		return pfd;
@@ -690,9 +688,10 @@ out:
 }
 
 /* The kernel keeps the attributes it was told, and with the write-back cache it updates size and
- * times itself, but not the blocks a write allocated or a hole freed: after those it must ask
- * again, or du and st_blocks lie until the timeout. Sent before the reply, so the caller's next
- * stat sees it; attributes only (offset < 0) takes no lock the kernel holds for the request. */
+ * times itself, but not the blocks that writes allocate or a hole frees. Asking it to stat again
+ * after every write would cost every later stat a round trip; after fsync and fallocate, where
+ * a program looks at allocation, it does. Sent before the reply, so the caller's next stat sees
+ * it; attributes only (offset < 0) takes no lock the kernel holds for the request. */
 static void invalidate_attrs(fuse_req_t req, fuse_ino_t ino)
 {
 	(void)fuse_lowlevel_notify_inval_inode(((struct fusefs_conn *)fuse_req_userdata(req))->se,
@@ -802,7 +801,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .blocks = st.st_blocks};
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = 1;
+	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
 	if (fuse_reply_open(req, fi) != 0) {
 		(void)al_close(f->fd);
 		free(f);
@@ -895,7 +894,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	__atomic_add_fetch(&f->writes, 1, __ATOMIC_RELAXED);
 	if (fs->quota > 0)
 		(void)charge_since(fs, f->fd, &f->blocks);
-	invalidate_attrs(req, ino);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -904,8 +902,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fusefs *fs = fs_of(req);
 	struct file *f = file_of(fi);
 	char path[FUSEFS_PATH_MAX];
+	struct stat st;
 
 	(void)ino;
+	/* What this file's writes made the host's mtime and size: the next open keeps the pages. */
+	if (f->written > 0 && fstat(f->fd, &st) == 0)
+		(void)fusefs_inode_stamp(fs, f->in, &st, true);
 	if (f->written > 0 && fs->audit) {
 		(void)fusefs_path(fs, f->in, NULL, path, sizeof(path));
 		fusefs_audit(fs, f->pid, "write", path, 0,
@@ -924,9 +926,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	struct file *f = file_of(fi);
 	int r = 0;
 
-	(void)ino;
 	if (f->fd >= 0)
 		r = RET_NERRNO(datasync ? fdatasync(f->fd) : fsync(f->fd));
+	if (r >= 0)
+		invalidate_attrs(req, ino);
 	fuse_reply_err(req, -r);
 }
 
@@ -1300,8 +1303,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS |
-			FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ |
-			FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_DONT_MASK;
+			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ | FUSE_CAP_WRITEBACK_CACHE |
+			FUSE_CAP_DONT_MASK;
 
 	conn->want |= want & conn->capable;
 	/* Locks stay the kernel's: every process using them is behind this one mount. */
