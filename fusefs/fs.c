@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -194,6 +195,7 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 	    .nlookup = 1,
 	    .fd = TAKE_FD(owned),
 	    .cred = -1,
+	    .blocks = st->st_blocks,
 	    .name = TAKE_PTR(copy),
 	    .handle = TAKE_PTR(h),
 	};
@@ -257,6 +259,10 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 	int fd;
 
 	pthread_mutex_lock(&fs->lock);
+	/* A reference while the fd is used: the kernel may forget the inode meanwhile. (The roots
+	 * are never freed and keep no count.) */
+	if (in != &fs->root && in != &fs->secrets_root)
+		in->refs++;
 	if (in->fd >= 0) {
 		if (in->fd_users++ == 0)
 			lru_unlink(fs, in);
@@ -266,12 +272,20 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 	}
 	h = in->handle;
 	pthread_mutex_unlock(&fs->lock);
-	if (!h)
+	if (!h) {
+		fusefs_inode_put_fd(fs, in);
 		return -ESTALE;
+	}
 	/* The handle never changes once set, so it is read outside the lock. */
 	fd = open_by_handle_at(fs->mount_fd, h, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno == -ENOENT ? -ESTALE : -errno;
+	if (fd < 0) {
+		int r = errno == ENOENT ? -ESTALE : -errno;
+
+		pthread_mutex_lock(&fs->lock);
+		inode_unref_locked(fs, in);
+		pthread_mutex_unlock(&fs->lock);
+		return r;
+	}
 	pthread_mutex_lock(&fs->lock);
 	if (in->fd >= 0) {
 		(void)al_close(fd);
@@ -289,8 +303,9 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 void fusefs_inode_put_fd(struct fusefs *fs, struct fusefs_inode *in)
 {
 	pthread_mutex_lock(&fs->lock);
-	if (--in->fd_users == 0 && in->fd >= 0 && !is_pinned(fs, in))
+	if (in->fd_users > 0 && --in->fd_users == 0 && in->fd >= 0 && !is_pinned(fs, in))
 		lru_push(fs, in);
+	inode_unref_locked(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -329,6 +344,73 @@ int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_i
 		r = fusefs_inode_move(fs, in, parent, name);
 	pthread_mutex_unlock(&fs->lock);
 	return r;
+}
+
+void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st)
+{
+	struct fusefs_inode *in;
+	int64_t freed = 0;
+
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	in = table_find(fs, st->st_dev, st->st_ino);
+	if (!in) {
+		freed = st->st_blocks;
+	} else {
+		table_remove(fs, in);
+		if (in->open_count > 0) {
+			in->orphan = true;
+		} else {
+			freed = in->blocks;
+			in->blocks = 0;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	(void)fusefs_quota_charge(fs, -freed * 512, false);
+}
+
+void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st)
+{
+	int64_t delta;
+
+	pthread_mutex_lock(&fs->lock);
+	in->open_count++;
+	delta = (int64_t)st->st_blocks - (int64_t)in->blocks;
+	in->blocks = st->st_blocks;
+	pthread_mutex_unlock(&fs->lock);
+	(void)fusefs_quota_charge(fs, delta * 512, false);
+}
+
+void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd)
+{
+	struct stat st;
+	int64_t delta;
+
+	if (fs->quota == 0 || fstat(fd, &st) < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	delta = in->orphan ? 0 : (int64_t)st.st_blocks - (int64_t)in->blocks;
+	if (!in->orphan)
+		in->blocks = st.st_blocks;
+	pthread_mutex_unlock(&fs->lock);
+	(void)fusefs_quota_charge(fs, delta * 512, false);
+}
+
+void fusefs_inode_closed(struct fusefs *fs, struct fusefs_inode *in, int fd)
+{
+	int64_t freed = 0;
+
+	if (fd >= 0)
+		fusefs_inode_charge(fs, in, fd);
+	pthread_mutex_lock(&fs->lock);
+	if (in->open_count > 0 && --in->open_count == 0 && in->orphan) {
+		freed = in->blocks;
+		in->blocks = 0;
+		in->orphan = false;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	(void)fusefs_quota_charge(fs, -freed * 512, false);
 }
 
 int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name, char *buf,
@@ -420,23 +502,73 @@ int fusefs_cred_at(const struct fusefs *fs, const char *rel)
 	return -ENOENT;
 }
 
+/* The sandbox decides how much it does, so the audit is bounded: allowed accesses are written
+ * up to FUSEFS_AUDIT_MAX events (then one event says the rest are not), and each kind of denial
+ * (operation and path, hashed) is written ten times, then at every power of ten, with its
+ * count. The --json result counts every denial. */
+#define FUSEFS_AUDIT_MAX 200000
+#define DENIAL_SLOTS 4096
+
+static bool count_is_audited(uint64_t count)
+{
+	if (count <= 10)
+		return true;
+	while (count % 10 == 0)
+		count /= 10;
+	return count == 1;
+}
+
+static uint64_t denial_count(struct fusefs *fs, const char *op, const char *path)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const char *p = op; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	for (const char *p = path; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return __atomic_add_fetch(&fs->denials[h % DENIAL_SLOTS], 1, __ATOMIC_RELAXED);
+}
+
 void fusefs_audit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error,
 		  const struct al_audit_field *extra, size_t n_extra)
 {
-	struct al_audit_field f[8];
-	size_t n = 0;
+	struct al_audit_field f[9];
+	uint64_t count = 0, n;
+	size_t k = 0;
 
 	if (!fs->audit)
 		return;
-	f[n++] = AL_AUDIT_S("op", op);
-	f[n++] = AL_AUDIT_S("path", path);
-	f[n++] = AL_AUDIT_I("pid", (int64_t)pid);
-	f[n++] = AL_AUDIT_S("verdict", error < 0 ? "deny" : "allow");
-	if (error < 0)
-		f[n++] = AL_AUDIT_S("error", strerrorname_np(-error) ?: "unknown");
-	for (size_t i = 0; i < n_extra && n < ELEMENTSOF(f); i++)
-		f[n++] = extra[i];
-	(void)al_audit_event(fs->audit, "fs", f, n);
+	if (error < 0) {
+		count = denial_count(fs, op, path);
+		if (!count_is_audited(count))
+			return;
+	} else {
+		n = __atomic_add_fetch(&fs->audited, 1, __ATOMIC_RELAXED);
+		if (n > FUSEFS_AUDIT_MAX) {
+			if (n == FUSEFS_AUDIT_MAX + 1)
+				(void)al_audit_event(
+				    fs->audit, "fs",
+				    (struct al_audit_field[]){
+					AL_AUDIT_S("op", "audit_limit"),
+					AL_AUDIT_I("events", FUSEFS_AUDIT_MAX),
+					AL_AUDIT_S("detail",
+						   "further allowed accesses are not audited"),
+				    },
+				    3);
+			return;
+		}
+	}
+	f[k++] = AL_AUDIT_S("op", op);
+	f[k++] = AL_AUDIT_S("path", path);
+	f[k++] = AL_AUDIT_I("pid", (int64_t)pid);
+	f[k++] = AL_AUDIT_S("verdict", error < 0 ? "deny" : "allow");
+	if (error < 0) {
+		f[k++] = AL_AUDIT_S("error", strerrorname_np(-error) ?: "unknown");
+		f[k++] = AL_AUDIT_I("count", (int64_t)count);
+	}
+	for (size_t i = 0; i < n_extra && k < ELEMENTSOF(f); i++)
+		f[k++] = extra[i];
+	(void)al_audit_event(fs->audit, "fs", f, k);
 }
 
 int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error)
@@ -482,7 +614,7 @@ static int measure_usage(int dir, dev_t dev, unsigned depth, uint64_t *total)
 	int r = 0;
 
 	if (depth > FUSEFS_DEPTH_MAX)
-		return -ELOOP;
+		return 0; /* deeper than the sandbox can reach: not counted */
 	d = fdopendir(fd);
 	if (!d)
 		return -errno;
@@ -505,9 +637,61 @@ static int measure_usage(int dir, dev_t dev, unsigned depth, uint64_t *total)
 	return r;
 }
 
-static int setup_creds(struct fusefs *fs, const char *mount, struct al_error *err)
+/* A credential file inside the workspace is virtual: nothing may lie at its path on the host,
+ * or moving its folder would show the host's file under another name. Its folders are made if
+ * missing, one component at a time without following links, so that the path is reachable. */
+static int prepare_cred_path(struct fusefs *fs, const char *rel, size_t idx, struct al_error *err)
+{
+	_cleanup_close_ int cur = -EBADF;
+	char buf[FUSEFS_PATH_MAX], *save = NULL, *c, *next;
+	struct stat st;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", rel) >= sizeof(buf))
+		return al_error_set(err, -ENAMETOOLONG, "credentials[%zu].injection.path: too long",
+				    idx);
+	cur = openat(fs->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	for (c = strtok_r(buf, "/", &save); c; c = next) {
+		int fd;
+
+		next = strtok_r(NULL, "/", &save);
+		if (!next)
+			break;
+		if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno,
+						  "credentials[%zu].injection.path: cannot make "
+						  "folder %s in the workspace",
+						  idx, c);
+		fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return al_error_set_errno(err, -errno,
+						  "credentials[%zu].injection.path: %s in the "
+						  "workspace is not a folder",
+						  idx, c);
+		(void)al_close(cur);
+		cur = fd;
+	}
+	if (c && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return al_error_set(
+		    err, -EEXIST,
+		    "credentials[%zu].injection.path: %s exists in the workspace on "
+		    "the host; move it away or choose another path",
+		    idx, rel);
+	return 0;
+}
+
+static bool source_in_workspace(const char *source, const char *root)
+{
+	_cleanup_free_ char *canonical = realpath(source, NULL);
+
+	return al_path_is_within(canonical ?: source, root);
+}
+
+static int setup_creds(struct fusefs *fs, const char *root, const char *mount, struct al_error *err)
 {
 	const struct policy *p = fs->policy;
+	int r;
 
 	fs->creds = calloc(p->n_credentials ? p->n_credentials : 1, sizeof(*fs->creds));
 	if (!fs->creds)
@@ -519,6 +703,14 @@ static int setup_creds(struct fusefs *fs, const char *mount, struct al_error *er
 
 		if (c->injection != POLICY_INJECTION_FILE)
 			continue;
+		/* A source the sandbox can change is no secret of the host's. */
+		if (c->source == POLICY_CRED_SOURCE_FILE && c->source_path &&
+		    source_in_workspace(c->source_path, root))
+			return al_error_set(
+			    err, -EPERM,
+			    "credentials[%zu].source.path: %s lies in the workspace, "
+			    "which the sandbox can change",
+			    i, c->source_path);
 		if (!fs->broker)
 			return al_error_set(
 			    err, -EOPNOTSUPP,
@@ -544,6 +736,9 @@ static int setup_creds(struct fusefs *fs, const char *mount, struct al_error *er
 				    "credentials[%zu].injection.path: %s is hidden by "
 				    "workspace.deny or workspace.read",
 				    i, c->path);
+			r = prepare_cred_path(fs, fc->rel, i, err);
+			if (r < 0)
+				return r;
 		} else if (rest && rest[0] == '\0') {
 			return al_error_set(err, -EINVAL,
 					    "credentials[%zu].injection.path: %s is the workspace "
@@ -590,6 +785,10 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	inode_init_fixed(&fs->secrets_root, -EBADF);
 	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
 	fs->rule_gen = 1; /* an inode's access_gen 0 means "never decided" */
+	/* Inodes are 16-byte aligned: the low bits stay 0, so no number is FUSE_ROOT_ID (1). */
+	if (getrandom(&fs->ino_key, sizeof(fs->ino_key), 0) != sizeof(fs->ino_key))
+		return al_error_set_errno(err, -errno, "Failed to get random bytes");
+	fs->ino_key &= ~(uintptr_t)0xf;
 	fs->n_buckets = 1024;
 	fs->buckets = calloc(fs->n_buckets, sizeof(*fs->buckets));
 	if (!fs->buckets)
@@ -620,7 +819,7 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	if (r < 0)
 		return r;
 	fs->any_writable = fusefs_rules_any_writable(fs->rules);
-	r = setup_creds(fs, o->mount, err);
+	r = setup_creds(fs, root, o->mount, err);
 	if (r < 0)
 		return r;
 	fs->quota = o->policy->workspace.quota;

@@ -102,6 +102,9 @@ struct fusefs_inode {
 	unsigned access;	/* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
 	uint64_t access_gen;	/* 0: never decided */
 	int cred;		/* a credential file: index into fs->creds, else -1 */
+	uint32_t open_count;	/* our open file handles of it */
+	blkcnt_t blocks;	/* allocation last charged to the quota (512-byte units) */
+	bool orphan;		/* its last name went while open: uncharged at the last close */
 	int64_t stamp_mtime_ns; /* the host file as the kernel's page cache last knew it */
 	off_t stamp_size;
 	bool stamped;
@@ -152,9 +155,13 @@ struct fusefs {
 	struct fusefs_inode secrets_root;
 
 	uint64_t quota, usage; /* bytes (allocated blocks); usage under quota_lock */
+	uintptr_t ino_key;     /* FUSE inode numbers are addresses XOR this: they do not show the
+				* daemon's heap layout to whoever can get a file handle */
 	pthread_mutex_t quota_lock;
 	uint32_t violations_dropped;
-	bool writeback; /* the kernel caches writes: O_APPEND is its business */
+	uint64_t audited;	/* allowed accesses audited so far */
+	uint64_t denials[4096]; /* per hashed (operation, path): denials so far */
+	bool writeback;		/* the kernel caches writes: O_APPEND is its business */
 	struct fusefs_conn conns[2];
 };
 
@@ -173,6 +180,15 @@ int fusefs_inode_move(struct fusefs *fs, struct fusefs_inode *in, struct fusefs_
 /* The same for the inode (dev, ino) if the table has it; takes the lock. */
 int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_inode *parent,
 			const char *name);
+/* The host file st (as it was before) lost a name through us. When it was its last, the inode
+ * leaves the table (its number may be reused by a new file) and its blocks leave the quota, at
+ * once or at its last close. */
+void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st);
+/* An open file handle of in (st: the file now) starts or ends; charges what it changed. */
+void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st);
+void fusefs_inode_closed(struct fusefs *fs, struct fusefs_inode *in, int fd);
+/* Charges the quota with how in's allocation changed, fd being an fd of it. */
+void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd);
 
 /* Writes the workspace-relative path of name in parent (name NULL: of parent itself) into buf.
  * -ENAMETOOLONG past FUSEFS_PATH_MAX or FUSEFS_DEPTH_MAX. */

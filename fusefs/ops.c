@@ -29,8 +29,8 @@
 #include "common/log.h"
 #include "fusefs/fusefs-internal.h"
 
-#define CACHE_SEC 60.0 /* entry, attribute and negative-entry timeouts */
-#define DIR_BUF_SIZE (32 * 1024)
+#define CACHE_SEC 60.0		  /* entry, attribute and negative-entry timeouts */
+#define DIR_BUF_SIZE 4096	  /* per open folder: the sandbox may open thousands */
 #define DIR_REPLY_MAX (32 * 1024) /* the kernel asks for a page or a few */
 
 struct file {
@@ -39,7 +39,6 @@ struct file {
 	struct fusefs_inode *in;
 	uint64_t written;
 	uint32_t writes;
-	blkcnt_t blocks; /* last seen, for the quota */
 	struct broker_secret *secret;
 };
 
@@ -66,8 +65,10 @@ static struct fusefs *fs_of(fuse_req_t req)
 /* The inode of a FUSE inode number: its address, or the connection's root. */
 static struct fusefs_inode *inode_of(fuse_req_t req, fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID ? ((struct fusefs_conn *)fuse_req_userdata(req))->root
-				   : (struct fusefs_inode *)(uintptr_t)ino;
+	struct fusefs_conn *c = fuse_req_userdata(req);
+
+	return ino == FUSE_ROOT_ID ? c->root
+				   : (struct fusefs_inode *)(uintptr_t)(ino ^ c->fs->ino_key);
 }
 
 static pid_t pid_of(fuse_req_t req)
@@ -154,10 +155,11 @@ static mode_t safe_mode(const struct fusefs *fs, mode_t mode)
 	return mode & ~(mode_t)(S_ISUID | (S_ISDIR(mode) ? 0 : S_ISGID));
 }
 
-static void fill_entry(struct fuse_entry_param *e, struct fusefs_inode *in, const struct stat *st)
+static void fill_entry(const struct fusefs *fs, struct fuse_entry_param *e, struct fusefs_inode *in,
+		       const struct stat *st)
 {
 	*e = (struct fuse_entry_param){
-	    .ino = (fuse_ino_t)(uintptr_t)in,
+	    .ino = (fuse_ino_t)((uintptr_t)in ^ fs->ino_key),
 	    .attr = *st,
 	    .attr_timeout = CACHE_SEC,
 	    .entry_timeout = CACHE_SEC,
@@ -180,7 +182,7 @@ static void cred_entry(struct fusefs *fs, int cred, struct fuse_entry_param *e)
 	struct stat st;
 
 	cred_stat(in, &st);
-	fill_entry(e, in, &st);
+	fill_entry(fs, e, in, &st);
 	/* The content changes at every open: the kernel keeps nothing. */
 	e->attr_timeout = 0;
 }
@@ -251,7 +253,7 @@ static int do_lookup(fuse_req_t req, struct fusefs_inode *parent, const char *na
 		in->access_gen = gen;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	fill_entry(e, in, &st);
+	fill_entry(fs, e, in, &st);
 	return 0;
 }
 
@@ -322,24 +324,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, in->cred >= 0 ? 0 : CACHE_SEC);
 }
 
-static int charge_since(struct fusefs *fs, int fd, blkcnt_t *blocks)
-{
-	struct stat st;
-
-	if (fs->quota == 0 || fstat(fd, &st) < 0)
-		return 0;
-	(void)fusefs_quota_charge(fs, ((int64_t)st.st_blocks - (int64_t)*blocks) * 512, false);
-	*blocks = st.st_blocks;
-	return 0;
-}
-
-static int set_attrs(struct fusefs *fs, int fd, struct stat *attr, int to_set,
-		     struct fuse_file_info *fi)
+static int set_attrs(struct fusefs *fs, struct fusefs_inode *in, int fd, struct stat *attr,
+		     int to_set, struct fuse_file_info *fi)
 {
 	char proc[32];
 	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
 	struct stat before;
-	blkcnt_t blocks;
 	int r = 0;
 
 	fd_path(fd, proc);
@@ -355,11 +345,10 @@ static int set_attrs(struct fusefs *fs, int fd, struct stat *attr, int to_set,
 		if (fs->quota > 0 && fstat(fd, &before) == 0 && attr->st_size > before.st_size &&
 		    fusefs_quota_charge(fs, 0, true) < 0)
 			return -ENOSPC;
-		blocks = fs->quota > 0 && fstat(fd, &before) == 0 ? before.st_blocks : 0;
 		r = RET_NERRNO(fi ? ftruncate(file_of(fi)->fd, attr->st_size)
 				  : truncate(proc, attr->st_size));
 		if (r >= 0)
-			(void)charge_since(fs, fd, &blocks);
+			fusefs_inode_charge(fs, in, fd);
 	}
 	if (to_set & FUSE_SET_ATTR_ATIME)
 		ts[0] = attr->st_atim;
@@ -394,7 +383,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	if (to_set & FUSE_SET_ATTR_MODE)
 		attr->st_mode = safe_mode(fs, (in->type & S_IFMT) | (attr->st_mode & 07777));
-	r = set_attrs(fs, fd, attr, to_set, fi);
+	r = set_attrs(fs, in, fd, attr, to_set, fi);
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
 	fusefs_inode_put_fd(fs, in);
@@ -431,59 +420,63 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
-/* After name was made in parent (pfd): gives it to the caller (as root serving someone else),
- * remembers it and replies with its entry. */
+/* After name was made in parent (whose fd pfd the caller got from fusefs_inode_get_fd()): gives
+ * it to the caller (as root serving someone else), remembers it, releases pfd and replies with
+ * its entry (with fi: opened, as file_fd). pfd is released before any reply: once the reply is
+ * out, the kernel may forget the parent at any time. */
 static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, const char *name,
 		       const char *op, const char *path, struct fuse_file_info *fi, int file_fd)
 {
+	bool is_link = streq(op, "link");
 	struct fusefs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
-	struct fusefs_inode *in;
+	struct fusefs_inode *in = NULL;
+	struct file *f = NULL;
 	struct stat st;
 	int fd, r;
 
 	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
+	fusefs_inode_put_fd(fs, parent);
 	if (r >= 0 && fs->euid == 0 && (ctx->uid != 0 || ctx->gid != 0) &&
 	    fchownat(fd, "", ctx->uid, ctx->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		r = -errno;
 	if (r >= 0 && fstat(fd, &st) < 0)
 		r = -errno;
-	if (r >= 0) {
+	if (r >= 0)
 		r = fusefs_inode_remember(fs, parent, name, TAKE_FD(fd), &st, &in);
-	}
 	(void)al_close(fd);
+	/* A new folder, link or node takes blocks too (a new file: at its first open). */
+	if (r >= 0 && !fi && !is_link)
+		(void)fusefs_quota_charge(fs, (int64_t)st.st_blocks * 512, false);
+	if (r >= 0 && fi) {
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			fusefs_inode_forget(fs, in, 1);
+			r = -ENOMEM;
+		}
+	}
 	fusefs_audit(fs, pid_of(req), op, path, r, NULL, 0);
 	if (r < 0) {
-		if (file_fd >= 0)
-			(void)al_close(file_fd);
+		(void)al_close(file_fd);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fill_entry(&e, in, &st);
+	fill_entry(fs, &e, in, &st);
 	if (!fi) {
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	{
-		struct file *f = calloc(1, sizeof(*f));
-
-		if (!f) {
-			(void)al_close(file_fd);
-			fusefs_inode_forget(fs, in, 1);
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		*f = (struct file){
-		    .fd = file_fd, .pid = pid_of(req), .in = in, .blocks = st.st_blocks};
-		fi->fh = (uint64_t)(uintptr_t)f;
-		fi->keep_cache = 1;
-		if (fuse_reply_create(req, &e, fi) != 0) {
-			(void)al_close(f->fd);
-			free(f);
-			fusefs_inode_forget(fs, in, 1);
-		}
+	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in};
+	fusefs_inode_opened(fs, in, &st);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		fusefs_inode_closed(fs, in, -EBADF);
+		(void)al_close(f->fd);
+		free(f);
+		fusefs_inode_forget(fs, in, 1);
 	}
 }
 
@@ -521,7 +514,6 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		return;
 	}
 	reply_made(req, parent, pfd, name, op, path, NULL, -EBADF);
-	fusefs_inode_put_fd(fs, parent);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -569,11 +561,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 	fd_path(fd, proc);
 	r = RET_NERRNO(linkat(AT_FDCWD, proc, pfd, newname, AT_SYMLINK_FOLLOW));
 	fusefs_inode_put_fd(fs, in);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
+	if (r >= 0) {
 		reply_made(req, newparent, pfd, newname, "link", path, NULL, -EBADF);
+		return;
+	}
 	fusefs_inode_put_fd(fs, newparent);
+	fuse_reply_err(req, -r);
 }
 
 static void remove_name(fuse_req_t req, fuse_ino_t parent_ino, const char *name, bool dir)
@@ -583,7 +576,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 	const char *op = dir ? "rmdir" : "unlink";
 	char path[FUSEFS_PATH_MAX];
 	struct stat st;
-	bool charge;
+	bool known;
 	int pfd, r;
 
 	r = check_write_name(req, parent, name, dir, false, op, path, sizeof(path));
@@ -596,12 +589,11 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		fuse_reply_err(req, -pfd);
 		return;
 	}
-	charge = fs->quota > 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		 (S_ISDIR(st.st_mode) || st.st_nlink == 1);
+	known = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	r = RET_NERRNO(unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0));
 	fusefs_inode_put_fd(fs, parent);
-	if (r >= 0 && charge)
-		(void)fusefs_quota_charge(fs, -(int64_t)st.st_blocks * 512, false);
+	if (r >= 0 && known)
+		fusefs_inode_unlinked(fs, &st);
 	fusefs_audit(fs, pid_of(req), op, path, r, NULL, 0);
 	fuse_reply_err(req, -r);
 }
@@ -624,7 +616,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 	struct fusefs_inode *newparent = inode_of(req, newparent_ino);
 	char from[FUSEFS_PATH_MAX], to[FUSEFS_PATH_MAX];
 	struct stat src, dst;
-	bool has_dst, dst_charge;
+	bool has_dst;
 	int pfd = -EBADF, npfd = -EBADF, r;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
@@ -669,15 +661,13 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		r = fusefs_deny(fs, pid_of(req), "rename", from, -EXDEV);
 	if (r < 0)
 		goto out;
-	dst_charge = fs->quota > 0 && has_dst && !(flags & RENAME_EXCHANGE) &&
-		     (S_ISDIR(dst.st_mode) || dst.st_nlink == 1);
 	r = RET_NERRNO(renameat2(pfd, name, npfd, newname, flags));
 	if (r >= 0) {
 		(void)fusefs_inode_rename(fs, src.st_dev, src.st_ino, newparent, newname);
 		if ((flags & RENAME_EXCHANGE) && has_dst)
 			(void)fusefs_inode_rename(fs, dst.st_dev, dst.st_ino, parent, name);
-		if (dst_charge)
-			(void)fusefs_quota_charge(fs, -(int64_t)dst.st_blocks * 512, false);
+		if (has_dst && !(flags & RENAME_EXCHANGE) && dst.st_ino != src.st_ino)
+			fusefs_inode_unlinked(fs, &dst);
 	}
 	fusefs_audit(fs, pid_of(req), "rename", from, r,
 		     (struct al_audit_field[]){AL_AUDIT_S("to", to)}, 1);
@@ -752,7 +742,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fusefs_inode *in = inode_of(req, ino);
 	char proc[32], path[FUSEFS_PATH_MAX];
 	struct stat st;
-	blkcnt_t blocks = 0;
 	struct file *f;
 	int fd, file_fd, r;
 
@@ -777,16 +766,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fd_path(fd, proc);
-	if (fs->quota > 0 && (fi->flags & O_TRUNC) && fstat(fd, &st) == 0)
-		blocks = st.st_blocks;
 	file_fd = open(proc, open_flags(fs, fi->flags));
 	r = file_fd < 0 ? -errno : 0;
 	fusefs_inode_put_fd(fs, in);
 	if (r >= 0 && fstat(file_fd, &st) < 0)
 		r = -errno;
-	if (r >= 0 && blocks > st.st_blocks)
-		(void)fusefs_quota_charge(fs, -((int64_t)blocks - (int64_t)st.st_blocks) * 512,
-					  false);
 	if (fs->audit) {
 		(void)fusefs_path(fs, in, NULL, path, sizeof(path));
 		fusefs_audit(fs, pid_of(req), "open", path, r,
@@ -799,10 +783,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, r < 0 ? -r : ENOMEM);
 		return;
 	}
-	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .blocks = st.st_blocks};
+	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in};
+	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
 	if (fuse_reply_open(req, fi) != 0) {
+		fusefs_inode_closed(fs, in, -EBADF);
 		(void)al_close(f->fd);
 		free(f);
 	}
@@ -837,7 +823,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		return;
 	}
 	reply_made(req, parent, pfd, name, "create", path, fi, fd);
-	fusefs_inode_put_fd(fs, parent);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -892,8 +877,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	}
 	__atomic_add_fetch(&f->written, (uint64_t)n, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&f->writes, 1, __ATOMIC_RELAXED);
-	if (fs->quota > 0)
-		(void)charge_since(fs, f->fd, &f->blocks);
+	fusefs_inode_charge(fs, f->in, f->fd);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -915,6 +899,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 						       AL_AUDIT_I("writes", f->writes)},
 			     2);
 	}
+	if (!f->secret)
+		fusefs_inode_closed(fs, f->in, f->fd);
 	(void)al_close(f->fd);
 	broker_secret_free(f->secret);
 	free(f);
@@ -952,7 +938,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	if (fs->quota > 0 && !(mode & FALLOC_FL_PUNCH_HOLE))
 		(void)fusefs_quota_charge(fs, -len, false);
 	r = RET_NERRNO(fallocate(f->fd, mode, off, len));
-	(void)charge_since(fs, f->fd, &f->blocks);
+	fusefs_inode_charge(fs, f->in, f->fd);
 	if (r >= 0)
 		invalidate_attrs(req, ino);
 	fuse_reply_err(req, -r);

@@ -16,6 +16,7 @@
 #include <assert.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fusefs/fusefs-internal.h"
@@ -31,6 +32,11 @@ static const struct {
 } protected_entries[] = {
     {".git/hooks/**", "**/.git/hooks/**"},
     {".git/config", "**/.git/config"},
+    /* Git reads more than config and hooks: commondir, a submodule's modules/NAME/config,
+     * a ".git" file with "gitdir: ...", info/attributes, a rebase's todo list (exec lines)...
+     * All of .git is protected but the data git writes while it works (git_data below); a
+     * ".git" that is not a folder is protected as well. */
+    {".git/**", "**/.git/**"},
     {".gitmodules", "**/.gitmodules"},
     {".envrc", "**/.envrc"},
     {".bashrc", "**/.bashrc"},
@@ -40,6 +46,21 @@ static const struct {
     {".idea/**", "**/.idea/**"},
     {".devcontainer/**", "**/.devcontainer/**"},
 };
+
+/* Inside .git (and a submodule's or a worktree's git folder), what git writes as it commits,
+ * fetches, merges or checks out: objects, refs, logs, the index and the HEAD files. Writable
+ * where workspace.write allows. Nothing here names a command that the host's git would run. */
+static const char *const git_data[] = {
+    "objects/**",  "refs/**",	     "logs/**",	    "index",
+    "index.lock",  "HEAD",	     "HEAD.lock",   "ORIG_HEAD",
+    "FETCH_HEAD",  "MERGE_HEAD",     "MERGE_MSG",   "MERGE_MODE",
+    "AUTO_MERGE",  "COMMIT_EDITMSG", "packed-refs", "packed-refs.lock",
+    "shallow",	   "shallow.lock",   "description", "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+};
+/* Where a git folder's data lies: prefixes of git_data entries. */
+static const char *const git_dirs[] = {"**/.git/", "**/.git/modules/**/", "**/.git/worktrees/*/"};
+#define GIT_DATA_GLOBS (ELEMENTSOF(git_data) * ELEMENTSOF(git_dirs))
 
 struct rules_glob {
 	/* What is matched: the pattern as written, except that a deny pattern D is kept as
@@ -55,6 +76,7 @@ struct rules_list {
 
 struct fusefs_rules {
 	struct rules_list read, write, deny;
+	char *git_data[GIT_DATA_GLOBS]; /* every git_dirs prefix with every git_data entry */
 	bool lifted[ELEMENTSOF(protected_entries)]; /* workspace.write holds the entry's name */
 	bool any_writable;
 };
@@ -174,18 +196,28 @@ static bool write_names(const struct fusefs_rules *rules, const char *path)
 	return false;
 }
 
-/* Is path protected by an entry that workspace.write does not lift by name? */
+static bool is_git_data(const struct fusefs_rules *rules, const char *path)
+{
+	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
+		if (fusefs_glob_match(rules->git_data[i], path))
+			return true;
+	return false;
+}
+
+/* Is path protected by an entry that workspace.write does not lift by name? The first entry
+ * that matches decides, so lifting ".git/config" or ".git/hooks/\**" by name is not undone by the
+ * ".git/\**" entry after them. */
 static bool is_protected(const struct fusefs_rules *rules, const char *path)
 {
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++) {
 		if (!fusefs_glob_match(protected_entries[i].glob, path))
 			continue;
+		if (streq(protected_entries[i].name, ".git/**") && is_git_data(rules, path))
+			continue;
 		/* The entry's own pattern lifts it where it matches, i.e. at the top level only. */
 		if (rules->lifted[i] && fusefs_glob_match(protected_entries[i].name, path))
-			continue;
-		if (write_names(rules, path))
-			continue;
-		return true;
+			return false;
+		return !write_names(rules, path);
 	}
 	return false;
 }
@@ -264,6 +296,11 @@ int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct a
 		for (size_t j = 0; j < rules->write.n; j++)
 			if (streq(rules->write.items[j].glob, protected_entries[i].name))
 				rules->lifted[i] = true;
+	for (size_t i = 0; i < ELEMENTSOF(git_dirs); i++)
+		for (size_t j = 0; j < ELEMENTSOF(git_data); j++)
+			if (asprintf(&rules->git_data[i * ELEMENTSOF(git_data) + j], "%s%s",
+				     git_dirs[i], git_data[j]) < 0)
+				return -ENOMEM;
 	rules->any_writable = compute_any_writable(rules);
 	*ret = TAKE_PTR(rules);
 	return 0;
@@ -276,6 +313,8 @@ struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *rules)
 	list_done(&rules->read);
 	list_done(&rules->write);
 	list_done(&rules->deny);
+	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
+		free(rules->git_data[i]);
 	free(rules);
 	return NULL;
 }
@@ -333,6 +372,9 @@ bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
 		if (!glob_is_uniform(protected_entries[i].glob, from, to))
+			return false;
+	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
+		if (!glob_is_uniform(rules->git_data[i], from, to))
 			return false;
 	return true;
 }

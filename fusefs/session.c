@@ -101,6 +101,9 @@ static int loop(struct fuse_session *se)
 	fuse_loop_cfg_set_idle_threads(cfg, 4);
 	r = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	/* The kernel aborts a connection whose mount went away with the sandbox: its end. */
+	if (r == -ECONNABORTED || r == -ENODEV)
+		r = 0;
 	return r < 0 ? r : 0;
 }
 

@@ -226,6 +226,7 @@ const struct policy_credential *launcher_workspace_secret_file(const struct laun
 							       size_t i);
 /* Forks the daemon serving the connections (the fds stay the caller's to close). */
 int launcher_workspace_start(struct launcher_workspace *ws, int fuse_fd, int secrets_fd);
+pid_t launcher_workspace_pid(const struct launcher_workspace *ws);
 /* For the supervisor's poll: readable when the daemon ended / when it reported a denial. */
 int launcher_workspace_pidfd(const struct launcher_workspace *ws);
 int launcher_workspace_violations_fd(const struct launcher_workspace *ws);

@@ -318,6 +318,13 @@ static int on_fuse(struct run *run, int which, int fd, struct al_error *err)
 	(void)al_close(fd);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to start the workspace daemon");
+	/* What the sandbox makes the daemon allocate (open files, folders, inodes) counts against
+	 * the sandbox's own limits. */
+	r = launcher_cgroup_attach(run->cgroup, launcher_workspace_pid(run->ws));
+	if (r < 0)
+		return al_error_set_errno(err, r,
+					  "Failed to move the workspace daemon into the "
+					  "sandbox's cgroup");
 	return 0;
 }
 
@@ -614,7 +621,7 @@ static void on_exit_of_fs(struct run *run)
 	/* The usual end: the sandbox's init is exiting, its mount namespace went, and the
 	 * connection with it: the daemon exits 0, maybe before init can be reaped. */
 	st = launcher_workspace_status(run->ws);
-	if (run->reaped || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
+	if (run->reaped || run->got_status || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		return;
 	run->fs_died = true;
 	(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
@@ -772,6 +779,7 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		int st = launcher_workspace_status(run.ws);
 
 		run_done(&run);
+		launcher_result_done(ret);
 		return al_error_set(err, -ECONNABORTED,
 				    "The workspace filesystem died (%s %d); the sandbox was killed",
 				    WIFSIGNALED(st) ? "signal" : "exit status",

@@ -97,6 +97,9 @@ _noreturn_ static void daemon_main(struct launcher_workspace *ws, pid_t parent, 
 	/* It holds secrets while it serves credential files. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	(void)prctl(PR_SET_NAME, "airlock-fs", 0, 0, 0);
+	/* It is charged to the sandbox's cgroup (the sandbox makes it allocate), but a memory
+	 * bomb in the sandbox must not make the OOM killer pick the daemon instead. */
+	(void)al_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
 	/* Only what it serves: the sandbox's stdin pipe, the sync socket and the rest of airlock's
 	 * fds would otherwise stay open as long as it runs. */
 	keep[n++] = STDERR_FILENO;
@@ -141,6 +144,11 @@ int launcher_workspace_start(struct launcher_workspace *ws, int fuse_fd, int sec
 	ws->pidfd = pidfd;
 	ws->violations[1] = al_close(ws->violations[1]);
 	return 0;
+}
+
+pid_t launcher_workspace_pid(const struct launcher_workspace *ws)
+{
+	return ws->pid;
 }
 
 int launcher_workspace_pidfd(const struct launcher_workspace *ws)

@@ -70,7 +70,8 @@ static void test_default_policy_reads_and_writes_everything(void **state)
 {
 	(void)state;
 	CHECK(NULL, {"", true, R | W}, {"src", true, R | W}, {"src/main.c", false, R | W},
-	      {".env", false, R | W}, {".git", true, R | W}, {".git/HEAD", false, R | W});
+	      {".env", false, R | W}, {".git/HEAD", false, R | W},
+	      {".git/objects/ab/cdef", false, R | W});
 }
 
 static void test_absent_lists_mean_the_same_as_the_default(void **state)
@@ -182,7 +183,7 @@ static void test_protected_git_config_is_not_writable_at_any_depth(void **state)
 {
 	(void)state;
 	CHECK(NULL, {".git/config", false, R | P}, {"a/b/.git/config", false, R | P},
-	      {".git/HEAD", false, R | W}, {".git/config.bak", false, R | W},
+	      {".git/HEAD", false, R | W}, {".git/config.bak", false, R | P},
 	      {"git/config", false, R | W});
 }
 
@@ -190,8 +191,31 @@ static void test_protected_hooks_folder_is_protected_with_its_contents(void **st
 {
 	(void)state;
 	CHECK(NULL, {".git/hooks", true, R | P}, {".git/hooks/pre-commit", false, R | P},
-	      {"vendor/x/.git/hooks/post-checkout", false, R | P}, {".git", true, R | W},
-	      {".git/hooksx", true, R | W});
+	      {"vendor/x/.git/hooks/post-checkout", false, R | P}, {".git", true, R | P},
+	      {".git/hooksx", true, R | P});
+}
+
+/* Git reads configuration and commands from more of .git than config and hooks. */
+static void test_all_of_git_but_its_data_is_protected(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".git/commondir", false, R | P}, {".git/modules/sub/config", false, R | P},
+	      {".git/modules/sub/hooks/post-checkout", false, R | P},
+	      {".git/worktrees/w/gitdir", false, R | P}, {".git/info/attributes", false, R | P},
+	      {".git/rebase-merge/git-rebase-todo", false, R | P}, {"sub/.git", false, R | P},
+	      {".git/objects/pack/p.pack", false, R | W}, {".git/refs/heads/main", false, R | W},
+	      {".git/logs/HEAD", false, R | W}, {".git/index", false, R | W},
+	      {".git/index.lock", false, R | W}, {".git/COMMIT_EDITMSG", false, R | W},
+	      {".git/modules/sub/objects/ab/cd", false, R | W},
+	      {".git/modules/a/b/refs/heads/x", false, R | W},
+	      {".git/worktrees/w/HEAD", false, R | W}, {"vendor/.git/packed-refs", false, R | W});
+}
+
+static void test_lifting_git_config_by_name_is_not_undone_by_the_git_folder_entry(void **state)
+{
+	(void)state;
+	CHECK("{'write': ['**', '.git/config']}", {".git/config", false, R | W},
+	      {".git/commondir", false, R | P});
 }
 
 static void test_every_builtin_entry_is_protected(void **state)
@@ -491,6 +515,8 @@ int main(void)
 	    cmocka_unit_test(test_denied_folder_hides_readable_paths_below_it),
 	    cmocka_unit_test(test_protected_git_config_is_not_writable_at_any_depth),
 	    cmocka_unit_test(test_protected_hooks_folder_is_protected_with_its_contents),
+	    cmocka_unit_test(test_all_of_git_but_its_data_is_protected),
+	    cmocka_unit_test(test_lifting_git_config_by_name_is_not_undone_by_the_git_folder_entry),
 	    cmocka_unit_test(test_every_builtin_entry_is_protected),
 	    cmocka_unit_test(test_write_list_naming_git_config_lifts_its_protection),
 	    cmocka_unit_test(test_write_list_holding_the_hooks_pattern_lifts_it_at_the_top_only),
