@@ -586,6 +586,18 @@ int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, 
 	return error;
 }
 
+bool fusefs_quota_full(struct fusefs *fs)
+{
+	bool full;
+
+	if (fs->quota == 0)
+		return false;
+	pthread_mutex_lock(&fs->quota_lock);
+	full = fs->usage >= fs->quota;
+	pthread_mutex_unlock(&fs->quota_lock);
+	return full;
+}
+
 int fusefs_quota_charge(struct fusefs *fs, int64_t delta, bool check)
 {
 	int r = 0;

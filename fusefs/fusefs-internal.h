@@ -214,6 +214,8 @@ int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, 
 /* ---- quota (fs.c) ---- */
 /* Adds delta bytes to the usage; with grow, fails with -ENOSPC when that would pass the quota. */
 int fusefs_quota_charge(struct fusefs *fs, int64_t delta, bool check);
+/* True when nothing more may be made: the quota is used up. */
+bool fusefs_quota_full(struct fusefs *fs);
 
 /* ---- ops.c ---- */
 struct fuse_session;

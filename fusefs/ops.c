@@ -492,6 +492,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	/* Device nodes in a folder the host uses would be a way into the host's devices. */
 	if (r >= 0 && (S_ISCHR(mode) || S_ISBLK(mode)))
 		r = fusefs_deny(fs, pid_of(req), op, path, -EPERM);
+	if (r >= 0 && fusefs_quota_full(fs))
+		r = -ENOSPC;
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -803,6 +805,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	int pfd, fd, r;
 
 	r = check_write_name(req, parent, name, false, true, "create", path, sizeof(path));
+	if (r >= 0 && fusefs_quota_full(fs))
+		r = -ENOSPC;
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
