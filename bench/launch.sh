@@ -10,6 +10,7 @@
 # Installs bubblewrap and hyperfine with apt-get when they are missing.
 
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 airlock=${AIRLOCK:-$repo/build/cli/airlock}
@@ -146,23 +147,7 @@ Reproduce: \`scripts/dev.sh bench\` (or \`AIRLOCK=build/cli/airlock bench/launch
 printf '%s\n' "$body"
 
 if [ "$doc" != - ]; then
-	mkdir -p "$(dirname "$doc")"
-	[ -f "$doc" ] || printf '# airlock benchmarks\n\nResults of bench/*.sh; each section is rewritten by its script.\n\n' >"$doc"
-	# Replace the "## Launch" section (up to the next "## " heading), or append it.
 	printf '%s\n' "$body" >"$tmp/section.md"
-	"$py" - "$doc" "$tmp/section.md" <<'EOF'
-import sys
-
-path, section = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n"
-lines = open(path).read().splitlines(keepends=True)
-start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == "## Launch"), None)
-if start is None:
-    text = "".join(lines).rstrip("\n") + "\n\n" + section
-else:
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    rest = "".join(lines[end:])
-    text = "".join(lines[:start]) + section + ("\n" + rest if rest else "")
-open(path, "w").write(text)
-EOF
+	bench_write_section "$doc" "## Launch" "$tmp/section.md"
 	echo "launch.sh: wrote the Launch section of $doc" >&2
 fi

@@ -5,7 +5,8 @@
 # and also:
 #   scripts/dev.sh deps    only install the missing Debian packages
 #   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
-#   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap)
+#   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap) and bench/fs.sh
+#                          (the workspace filesystem against native ext4 and bindfs)
 #
 # `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
 # build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
@@ -124,6 +125,7 @@ cmd_bench()
 {
 	cmd_build
 	AIRLOCK=$repo/build/cli/airlock bench/launch.sh
+	AIRLOCK=$repo/build/cli/airlock bench/fs.sh
 }
 
 # ---- test ----
