@@ -1345,9 +1345,11 @@ const struct fuse_lowlevel_ops fusefs_ops = {
 
 int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **ret)
 {
-	/* Mount options matter only where libfuse mounts (`airlock fs` without privileges). */
+	/* Mount options matter only where libfuse mounts (`airlock fs` without privileges):
+	 * auto_unmount makes fusermount3 unmount it if airlock dies. */
 	char *argv[] = {(char *)"airlock", (char *)"-o",
-			(char *)"default_permissions,fsname=airlock,subtype=airlock", NULL};
+			(char *)"default_permissions,fsname=airlock,subtype=airlock,auto_unmount",
+			NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fusefs_conn *c = &fs->conns[secrets];
 	struct fuse_session *se;

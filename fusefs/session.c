@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -150,9 +151,66 @@ out:
 	return r;
 }
 
-static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_by_us,
-		    struct al_error *err)
+/* Whether mount id is still mounted (at all) in our namespace. */
+static bool still_mounted(uint64_t id)
 {
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	unsigned long long mid;
+	char line[4096];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llu", &mid) == 1 && mid == id)
+			return true;
+	return false;
+}
+
+/* A process that unmounts mountpoint if `airlock fs` ends without doing it (SIGKILL, a crash):
+ * a dead FUSE mount would stay on the host, failing every access with ENOTCONN. It waits for
+ * the end of a pipe only airlock holds, then detaches the mount if it is still the one made
+ * here (by mount id). Returns the pipe's write end in *ret_fd and the watcher in *ret_pid. */
+static int start_unmount_watcher(int mnt, const char *mountpoint, int *ret_fd, pid_t *ret_pid)
+{
+	struct statx stx;
+	int p[2], keep[1];
+	char c;
+	pid_t pid;
+
+	/* AT_STATX_DONT_SYNC: no request to a filesystem that is not served yet. */
+	if (statx(mnt, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		(void)al_close(p[0]);
+		(void)al_close(p[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		keep[0] = p[0];
+		(void)al_close_all_except(keep, 1);
+		(void)signal(SIGINT, SIG_IGN);
+		(void)signal(SIGTERM, SIG_IGN);
+		(void)signal(SIGHUP, SIG_IGN);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		if (still_mounted(stx.stx_mnt_id))
+			(void)umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW);
+		_exit(EXIT_SUCCESS);
+	}
+	(void)al_close(p[0]);
+	*ret_fd = p[1];
+	*ret_pid = pid;
+	return 0;
+}
+
+static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_by_us,
+		    int *ret_watcher_fd, pid_t *ret_watcher_pid, struct al_error *err)
+{
+	int watcher_fd = -EBADF;
+	pid_t watcher_pid = 0;
 	_cleanup_close_ int fuse = -EBADF, mnt = -EBADF;
 	int r;
 
@@ -169,13 +227,22 @@ static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_b
 		return al_error_set_errno(err, r, "Failed to create the FUSE mount");
 	if (move_mount(mnt, "", AT_FDCWD, mountpoint, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return al_error_set_errno(err, -errno, "Failed to mount on %s", mountpoint);
+	r = start_unmount_watcher(mnt, mountpoint, &watcher_fd, &watcher_pid);
+	if (r < 0) {
+		(void)umount2(mountpoint, MNT_DETACH);
+		return al_error_set_errno(err, r, "Failed to start the unmount watcher");
+	}
 	r = session_attach(se, fuse);
 	if (r < 0) {
 		(void)umount2(mountpoint, MNT_DETACH);
+		(void)al_close(watcher_fd);
+		(void)waitpid(watcher_pid, NULL, 0);
 		return al_error_set_errno(err, r, "Failed to serve %s", mountpoint);
 	}
 	fuse = -EBADF;
 	*ret_by_us = true;
+	*ret_watcher_fd = watcher_fd;
+	*ret_watcher_pid = watcher_pid;
 	return 0;
 }
 
@@ -212,6 +279,8 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 	char root[PATH_MAX], proc[32];
 	struct stat st;
 	bool by_us = false;
+	int watcher_fd = -EBADF;
+	pid_t watcher_pid = 0;
 	ssize_t n;
 	int r;
 
@@ -232,7 +301,7 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 	r = fusefs_session_new(fs, false, &se);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to create the FUSE session");
-	r = mount_at(canonical, se, &by_us, err);
+	r = mount_at(canonical, se, &by_us, &watcher_fd, &watcher_pid, err);
 	if (r < 0) {
 		fuse_session_destroy(se);
 		return r;
@@ -251,5 +320,9 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 	else
 		fuse_session_unmount(se);
 	fuse_session_destroy(se);
+	/* Unmounted already: the watcher finds nothing to do. */
+	(void)al_close(watcher_fd);
+	if (watcher_pid > 0)
+		(void)waitpid(watcher_pid, NULL, 0);
 	return r;
 }

@@ -2,7 +2,8 @@
 # The workspace daemon runs outside the sandbox, in airlock's process tree. If it dies, the
 # sandbox is killed and the run fails with 125. Its mount lives only in the sandbox's mount
 # namespace, so no exit path (success, error, timeout, SIGKILL of airlock) leaves a mount or a
-# daemon behind. `airlock fs` unmounts on SIGINT and SIGTERM.
+# daemon behind. `airlock fs` unmounts on SIGINT and SIGTERM, and its watcher unmounts after a
+# SIGKILL.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -60,5 +61,17 @@ for sig in TERM INT; do
 	assert_eq 0 "$rc" "airlock fs exits 0 on SIG$sig"
 	assert_false "SIG$sig unmounts it" mountpoint -q "$mnt"
 done
+"$AIRLOCK" fs "$WS" "$mnt" 2>"$IT_TMP/fs.err" &
+fs=$!
+wait_for 10 mountpoint -q "$mnt"
+kill -KILL "$fs"
+wait "$fs" 2>/dev/null
+if wait_for 5 eval '! mountpoint -q "$mnt"'; then
+	it_pass "after SIGKILL of airlock fs, its watcher unmounts the dead mount"
+else
+	it_fail "after SIGKILL of airlock fs, its watcher unmounts the dead mount" \
+		"$(grep -F "$mnt" /proc/mounts)"
+	umount -l "$mnt"
+fi
 
 it_finish
