@@ -46,6 +46,10 @@ struct dir {
 	int fd;
 	off_t offset; /* of the next entry getdents64 returns */
 	size_t pos, len;
+	/* After the host's entries: the credential files of this folder. They all carry the
+	 * offset of the end of the host's listing; which comes next is kept here. */
+	bool host_done;
+	size_t cred_next;
 	char buf[DIR_BUF_SIZE];
 };
 
@@ -1033,6 +1037,48 @@ static size_t add_secrets(fuse_req_t req, struct fusefs *fs, char *buf, size_t s
 	return used;
 }
 
+/* The name of credential file i if it lies directly in the folder dir_path, else NULL. */
+static const char *cred_in_folder(const struct fusefs *fs, size_t i, const char *dir_path)
+{
+	const char *rel = fs->creds[i].rel, *slash, *rest;
+
+	if (!rel)
+		return NULL;
+	slash = strrchr(rel, '/');
+	if (!slash)
+		return dir_path[0] == '\0' ? rel : NULL;
+	rest = startswith(rel, dir_path);
+	return rest && dir_path[0] != '\0' && rest == slash ? slash + 1 : NULL;
+}
+
+/* Adds the credential files of the folder after its host entries; returns the bytes used. */
+static size_t add_folder_creds(fuse_req_t req, struct dir *d, const char *dir_path, char *buf,
+			       size_t size, bool plus)
+{
+	struct fusefs *fs = fs_of(req);
+	size_t used = 0;
+
+	for (; d->cred_next < fs->n_creds; d->cred_next++) {
+		const char *name = cred_in_folder(fs, d->cred_next, dir_path);
+		struct fuse_entry_param e;
+		size_t n;
+
+		if (!name)
+			continue;
+		cred_entry(fs, (int)d->cred_next, &e);
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
+						   d->offset);
+		else
+			n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr,
+					      d->offset);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	return used;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
@@ -1057,9 +1103,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		d->offset = off;
 		d->pos = d->len = 0;
+		d->host_done = false;
+		d->cred_next = 0;
 	}
 	r = fusefs_path(fs, in, NULL, dir_path, sizeof(dir_path));
-	while (r >= 0) {
+	while (r >= 0 && !d->host_done) {
 		struct linux_dirent64 *de;
 		struct fuse_entry_param e;
 		bool dots;
@@ -1070,6 +1118,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 			if (got < 0)
 				r = -errno;
+			if (got == 0)
+				d->host_done = true;
 			if (got <= 0)
 				break;
 			d->len = (size_t)got;
@@ -1110,6 +1160,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->pos += de->d_reclen;
 		d->offset = de->d_off;
 	}
+	if (r >= 0 && d->host_done && fs->n_creds > 0)
+		used += add_folder_creds(req, d, dir_path, reply + used, size - used, plus);
 	if (r < 0 && used == 0)
 		fuse_reply_err(req, -r);
 	else

@@ -30,6 +30,7 @@ echo "api-again=$(cat /run/secrets/api)"
 echo "token=$(cat /workspace/.config/token)"
 echo "fromfile=$(cat /workspace/fromfile)"
 echo "mode=$(stat -c %a /run/secrets/api) $(stat -c %a /workspace/.config/token)"
+echo "listed=$(ls -A /workspace/.config | tr "\n" " ")$(ls /workspace | grep -c fromfile)"
 try "echo x >/run/secrets/api" write-bound
 try "echo x >/workspace/.config/token" write-inside
 try "chmod 644 /workspace/.config/token" chmod
@@ -46,6 +47,7 @@ assert_match "token=airlock_sur_[0-9a-f]{48}" "$(grep '^token=' <<<"$AL_OUT")" \
 assert_not_contains "$(grep '^token=' <<<"$AL_OUT")" "$secret" "the surrogate is not the secret"
 assert_contains "$AL_OUT" "fromfile=file-$secret" "a file source is read at open"
 assert_contains "$AL_OUT" "mode=400 400" "credential files are mode 0400"
+assert_contains "$AL_OUT" "listed=token 1" "credential files in the workspace are listed in their folders"
 # Inside the workspace the kernel checks the mode first: a write is refused as for any 0400 file.
 assert_contains "$AL_OUT" "write-inside: Permission denied" "writing a workspace credential file is refused"
 for op in write-bound chmod rename remove link; do
