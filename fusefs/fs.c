@@ -346,71 +346,80 @@ int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_i
 	return r;
 }
 
+/* The quota's bookkeeping (usage, and each inode's blocks, open_count and orphan) is under
+ * quota_lock, and so is the fstat() each change is measured with: two writes of one file that
+ * measured out of order would otherwise leave the older count. */
+static void usage_add_locked(struct fusefs *fs, int64_t delta)
+{
+	if (delta < 0)
+		fs->usage = (uint64_t)-delta > fs->usage ? 0 : fs->usage - (uint64_t)-delta;
+	else
+		fs->usage += (uint64_t)delta;
+}
+
 void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st)
 {
 	struct fusefs_inode *in;
-	int64_t freed = 0;
+	bool gone = S_ISDIR(st->st_mode) || st->st_nlink <= 1;
 
-	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+	if (!gone)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	in = table_find(fs, st->st_dev, st->st_ino);
-	if (!in) {
-		freed = st->st_blocks;
-	} else {
+	if (in)
 		table_remove(fs, in);
-		if (in->open_count > 0) {
-			in->orphan = true;
-		} else {
-			freed = in->blocks;
-			in->blocks = 0;
-		}
-	}
 	pthread_mutex_unlock(&fs->lock);
-	(void)fusefs_quota_charge(fs, -freed * 512, false);
+	if (fs->quota == 0)
+		return;
+	/* The inode stays alive while the kernel holds it: in may be used below. */
+	pthread_mutex_lock(&fs->quota_lock);
+	if (!in) {
+		usage_add_locked(fs, -(int64_t)st->st_blocks * 512);
+	} else if (in->open_count > 0) {
+		in->orphan = true;
+	} else {
+		usage_add_locked(fs, -(int64_t)in->blocks * 512);
+		in->blocks = 0;
+	}
+	pthread_mutex_unlock(&fs->quota_lock);
 }
 
 void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st)
 {
-	int64_t delta;
-
-	pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&fs->quota_lock);
 	in->open_count++;
-	delta = (int64_t)st->st_blocks - (int64_t)in->blocks;
-	in->blocks = st->st_blocks;
-	pthread_mutex_unlock(&fs->lock);
-	(void)fusefs_quota_charge(fs, delta * 512, false);
+	if (!in->orphan) {
+		usage_add_locked(fs, ((int64_t)st->st_blocks - (int64_t)in->blocks) * 512);
+		in->blocks = st->st_blocks;
+	}
+	pthread_mutex_unlock(&fs->quota_lock);
 }
 
 void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd)
 {
 	struct stat st;
-	int64_t delta;
 
-	if (fs->quota == 0 || fstat(fd, &st) < 0)
+	if (fs->quota == 0)
 		return;
-	pthread_mutex_lock(&fs->lock);
-	delta = in->orphan ? 0 : (int64_t)st.st_blocks - (int64_t)in->blocks;
-	if (!in->orphan)
+	pthread_mutex_lock(&fs->quota_lock);
+	if (!in->orphan && fstat(fd, &st) == 0) {
+		usage_add_locked(fs, ((int64_t)st.st_blocks - (int64_t)in->blocks) * 512);
 		in->blocks = st.st_blocks;
-	pthread_mutex_unlock(&fs->lock);
-	(void)fusefs_quota_charge(fs, delta * 512, false);
+	}
+	pthread_mutex_unlock(&fs->quota_lock);
 }
 
 void fusefs_inode_closed(struct fusefs *fs, struct fusefs_inode *in, int fd)
 {
-	int64_t freed = 0;
-
 	if (fd >= 0)
 		fusefs_inode_charge(fs, in, fd);
-	pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&fs->quota_lock);
 	if (in->open_count > 0 && --in->open_count == 0 && in->orphan) {
-		freed = in->blocks;
+		usage_add_locked(fs, -(int64_t)in->blocks * 512);
 		in->blocks = 0;
 		in->orphan = false;
 	}
-	pthread_mutex_unlock(&fs->lock);
-	(void)fusefs_quota_charge(fs, -freed * 512, false);
+	pthread_mutex_unlock(&fs->quota_lock);
 }
 
 int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name, char *buf,
@@ -605,12 +614,10 @@ int fusefs_quota_charge(struct fusefs *fs, int64_t delta, bool check)
 	if (fs->quota == 0)
 		return 0;
 	pthread_mutex_lock(&fs->quota_lock);
-	if (delta < 0)
-		fs->usage = (uint64_t)-delta > fs->usage ? 0 : fs->usage - (uint64_t)-delta;
-	else if (check && fs->usage + (uint64_t)delta > fs->quota)
+	if (check && delta > 0 && fs->usage + (uint64_t)delta > fs->quota)
 		r = -ENOSPC;
 	else
-		fs->usage += (uint64_t)delta;
+		usage_add_locked(fs, delta);
 	pthread_mutex_unlock(&fs->quota_lock);
 	return r;
 }

@@ -99,9 +99,10 @@ struct fusefs_inode {
 	uint32_t refs;
 	int fd;
 	uint32_t fd_users;
-	unsigned access;	/* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
-	uint64_t access_gen;	/* 0: never decided */
-	int cred;		/* a credential file: index into fs->creds, else -1 */
+	unsigned access;     /* FUSEFS_ACCESS_* for its path, valid while access_gen matches */
+	uint64_t access_gen; /* 0: never decided */
+	int cred;	     /* a credential file: index into fs->creds, else -1 */
+	/* The quota's, under fs->quota_lock: */
 	uint32_t open_count;	/* our open file handles of it */
 	blkcnt_t blocks;	/* allocation last charged to the quota (512-byte units) */
 	bool orphan;		/* its last name went while open: uncharged at the last close */
