@@ -139,7 +139,8 @@ al_run run -p "$policy" -- /bin/sh -c '
 	df -k /workspace | awk "NR==2 {print \$2}"
 	dd if=/dev/zero of=/workspace/a bs=1M count=6 2>/dev/null && sync && echo first-ok
 	dd if=/dev/zero of=/workspace/b bs=1M count=6 2>&1 | grep -o "No space left on device" | head -1
-	rm /workspace/a; dd if=/dev/zero of=/workspace/c bs=1M count=4 2>/dev/null && echo after-rm-ok'
+	sync; rm /workspace/a; sync
+	dd if=/dev/zero of=/workspace/c bs=1M count=1 conv=fsync 2>/dev/null && echo after-rm-ok'
 lines=($AL_OUT)
 assert_eq 8192 "${lines[0]}" "statfs reports the quota as the size"
 assert_contains "$AL_OUT" "first-ok" "writing within the quota works"
