@@ -30,6 +30,17 @@
 #include "common/path-util.h"
 #include "fusefs/fusefs-internal.h"
 
+/* What a file costs the quota, in 512-byte units: what it has allocated, or its size when that
+ * is more. The size is known the moment a write lands; allocation may come later (delayed
+ * allocation), and a quota that trailed it would let a write through. Sparse files cost their
+ * size: the quota errs towards full. */
+static blkcnt_t charged_blocks(const struct stat *st)
+{
+	blkcnt_t by_size = S_ISREG(st->st_mode) ? (blkcnt_t)((st->st_size + 511) / 512) : 0;
+
+	return MAX(st->st_blocks, by_size);
+}
+
 static size_t bucket_of(const struct fusefs *fs, dev_t dev, ino_t ino)
 {
 	uint64_t h = ((uint64_t)ino * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)dev;
@@ -195,7 +206,7 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 	    .nlookup = 1,
 	    .fd = TAKE_FD(owned),
 	    .cred = -1,
-	    .blocks = st->st_blocks,
+	    .blocks = charged_blocks(st),
 	    .name = TAKE_PTR(copy),
 	    .handle = TAKE_PTR(h),
 	};
@@ -374,7 +385,7 @@ void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st)
 	/* The inode stays alive while the kernel holds it: in may be used below. */
 	pthread_mutex_lock(&fs->quota_lock);
 	if (!in) {
-		usage_add_locked(fs, -(int64_t)st->st_blocks * 512);
+		usage_add_locked(fs, -(int64_t)charged_blocks(st) * 512);
 	} else if (in->open_count > 0) {
 		in->orphan = true;
 	} else {
@@ -389,8 +400,8 @@ void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struc
 	pthread_mutex_lock(&fs->quota_lock);
 	in->open_count++;
 	if (!in->orphan) {
-		usage_add_locked(fs, ((int64_t)st->st_blocks - (int64_t)in->blocks) * 512);
-		in->blocks = st->st_blocks;
+		usage_add_locked(fs, ((int64_t)charged_blocks(st) - (int64_t)in->blocks) * 512);
+		in->blocks = charged_blocks(st);
 	}
 	pthread_mutex_unlock(&fs->quota_lock);
 }
@@ -403,8 +414,8 @@ void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd)
 		return;
 	pthread_mutex_lock(&fs->quota_lock);
 	if (!in->orphan && fstat(fd, &st) == 0) {
-		usage_add_locked(fs, ((int64_t)st.st_blocks - (int64_t)in->blocks) * 512);
-		in->blocks = st.st_blocks;
+		usage_add_locked(fs, ((int64_t)charged_blocks(&st) - (int64_t)in->blocks) * 512);
+		in->blocks = charged_blocks(&st);
 	}
 	pthread_mutex_unlock(&fs->quota_lock);
 }
@@ -643,7 +654,7 @@ static int measure_usage(int dir, dev_t dev, unsigned depth, uint64_t *total)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
 			continue;
-		*total += (uint64_t)st.st_blocks * 512;
+		*total += (uint64_t)charged_blocks(&st) * 512;
 		if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -870,15 +870,19 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	/* The write's size is held against the quota while it runs, so that writes running at the
+	 * same time (the kernel's write-back sends several) cannot all pass the check; what it
+	 * really cost is charged after. */
 	if (fs->quota > 0 && fusefs_quota_charge(fs, (int64_t)size, true) < 0) {
 		fuse_reply_err(req, ENOSPC);
 		return;
 	}
-	(void)fusefs_quota_charge(fs, -(int64_t)size, false);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = f->fd;
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in_buf, 0);
+	if (fs->quota > 0)
+		(void)fusefs_quota_charge(fs, -(int64_t)size, false);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;

@@ -129,7 +129,8 @@ al_run run -p "$policy" -- /bin/sh -c 'cd /workspace; ls | tr "\n" " "; echo; ls
 assert_eq "src 
 main.c " "$AL_OUT" "only readable paths and the folders leading to them are visible"
 
-# Quota: ENOSPC past it, and statfs shows it.
+# Quota: ENOSPC past it, and statfs shows it. With the kernel's write-back cache the error comes
+# when the data is written back: fsync (conv=fsync) is where a careful program sees it.
 rm -rf "$WS"
 mkdir "$WS"
 write_policy "$policy" <<EOF2
@@ -138,7 +139,7 @@ EOF2
 al_run run -p "$policy" -- /bin/sh -c '
 	df -k /workspace | awk "NR==2 {print \$2}"
 	dd if=/dev/zero of=/workspace/a bs=1M count=6 2>/dev/null && sync && echo first-ok
-	dd if=/dev/zero of=/workspace/b bs=1M count=6 2>&1 | grep -o "No space left on device" | head -1
+	dd if=/dev/zero of=/workspace/b bs=1M count=6 conv=fsync 2>&1 | grep -o "No space left on device" | head -1
 	sync; rm /workspace/a; sync
 	dd if=/dev/zero of=/workspace/c bs=1M count=1 conv=fsync 2>/dev/null && echo after-rm-ok'
 lines=($AL_OUT)
