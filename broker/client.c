@@ -15,6 +15,7 @@
 
 #include <sodium.h>
 
+#include "broker/broker-internal.h"
 #include "broker/client.h"
 #include "common/fd-util.h"
 #include "common/log.h"
@@ -112,11 +113,14 @@ int broker_client_check_files(struct broker_client *c, struct al_error *err)
 	return 0;
 }
 
-static struct broker_secret *secret_new(size_t len)
+struct broker_secret *broker_secret_new(size_t len)
 {
+	/* sodium_malloc() puts the block against a guard page: its address is aligned only when
+	 * its size is a multiple of the alignment. */
+	size_t size = (sizeof(struct broker_secret) + len + 1 + 15) & ~(size_t)15;
 	struct broker_secret *s;
 
-	s = sodium_malloc(sizeof(*s) + len + 1);
+	s = sodium_malloc(size);
 	if (!s)
 		return NULL;
 	s->len = len;
@@ -150,7 +154,7 @@ static int read_source_file(const char *path, struct broker_secret **ret)
 			 sizeof(struct open_how));
 	if (fd < 0)
 		return -errno;
-	s = secret_new(BROKER_SECRET_MAX);
+	s = broker_secret_new(BROKER_SECRET_MAX);
 	if (!s)
 		return -ENOMEM;
 	for (;;) {
@@ -190,7 +194,7 @@ static int read_real(const struct policy_credential *cr, struct broker_secret **
 			return -ENOENT;
 		if (strlen(v) > BROKER_SECRET_MAX)
 			return -EFBIG;
-		s = secret_new(strlen(v));
+		s = broker_secret_new(strlen(v));
 		if (!s)
 			return -ENOMEM;
 		memcpy(s->data, v, s->len);
@@ -215,7 +219,7 @@ int broker_client_read_file(struct broker_client *c, const char *name, struct br
 	if (!cr || cr->injection != POLICY_INJECTION_FILE)
 		return al_error_set(err, -ENOENT, "credential %s: no such credential file", name);
 	if (!cr->expose) {
-		s = secret_new(strlen(c->surrogates[idx]));
+		s = broker_secret_new(strlen(c->surrogates[idx]));
 		if (!s)
 			return -ENOMEM;
 		memcpy(s->data, c->surrogates[idx], s->len);
