@@ -28,23 +28,6 @@ struct broker_client {
 	char (*surrogates)[sizeof(SURROGATE_PREFIX) + 2 * SURROGATE_RANDOM];
 };
 
-static const char *source_name(enum policy_cred_source s)
-{
-	switch (s) {
-	case POLICY_CRED_SOURCE_VAULT:
-		return "vault";
-	case POLICY_CRED_SOURCE_ENV:
-		return "env";
-	case POLICY_CRED_SOURCE_FILE:
-		return "file";
-	case POLICY_CRED_SOURCE_COMMAND:
-		return "command";
-	case POLICY_CRED_SOURCE_KEYRING:
-		return "keyring";
-	}
-	return "unknown";
-}
-
 int broker_client_new_embedded(const struct policy *p, struct broker_client **ret)
 {
 	struct broker_client *c;
@@ -108,7 +91,7 @@ int broker_client_check_files(struct broker_client *c, struct al_error *err)
 		return al_error_set(err, -EOPNOTSUPP,
 				    "credentials[%zu] (%s): source \"%s\" needs the broker daemon, "
 				    "which this airlock does not have yet",
-				    i, cr->name, source_name(cr->source));
+				    i, cr->name, policy_cred_source_to_string(cr->source));
 	}
 	return 0;
 }
@@ -229,6 +212,6 @@ int broker_client_read_file(struct broker_client *c, const char *name, struct br
 	r = read_real(cr, ret);
 	if (r < 0)
 		return al_error_set_errno(err, r, "credential %s: cannot read its %s source", name,
-					  source_name(cr->source));
+					  policy_cred_source_to_string(cr->source));
 	return 0;
 }

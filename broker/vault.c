@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "broker/broker-internal.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/sort-util.h"
 
 #define MAGIC "ALVAULT"
 #define KDF_PASSPHRASE 1
@@ -469,23 +471,8 @@ const struct broker_vault_entry *broker_vault_entry(const struct broker_vault *v
 /* The index of name, or where it would go (with *found false). */
 static size_t locate(const struct broker_vault *v, const char *name, bool *found)
 {
-	size_t lo = 0, hi = v->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(v->entries[mid].name, name);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return al_sorted_find(v->entries, v->n, sizeof(*v->entries),
+			      offsetof(struct broker_vault_entry, name), name, found);
 }
 
 const struct broker_vault_entry *broker_vault_find(const struct broker_vault *v, const char *name)

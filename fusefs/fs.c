@@ -116,6 +116,14 @@ static void lru_push(struct fusefs *fs, struct fusefs_inode *in)
 	}
 }
 
+static void inode_free(struct fusefs_inode *in)
+{
+	(void)al_close(in->fd);
+	free(in->handle);
+	free(in->name);
+	free(in);
+}
+
 /* Drops one reference; frees in (and its unreferenced ancestors) when nothing holds it.
  * Called with the lock held. */
 static void inode_unref_locked(struct fusefs *fs, struct fusefs_inode *in)
@@ -127,10 +135,7 @@ static void inode_unref_locked(struct fusefs *fs, struct fusefs_inode *in)
 			return;
 		table_remove(fs, in);
 		lru_unlink(fs, in);
-		(void)al_close(in->fd);
-		free(in->handle);
-		free(in->name);
-		free(in);
+		inode_free(in);
 		in = parent;
 	}
 }
@@ -219,20 +224,14 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 		if (other) {
 			other->nlookup++;
 			pthread_mutex_unlock(&fs->lock);
-			(void)al_close(in->fd);
-			free(in->handle);
-			free(in->name);
-			free(in);
+			inode_free(in);
 			*ret = other;
 			return 0;
 		}
 	}
 	if (fs->n_inodes + 1 > fs->n_buckets && table_grow(fs) < 0) {
 		pthread_mutex_unlock(&fs->lock);
-		(void)al_close(in->fd);
-		free(in->handle);
-		free(in->name);
-		free(in);
+		inode_free(in);
 		return -ENOMEM;
 	}
 	in->parent = parent;
@@ -875,10 +874,7 @@ struct fusefs *fusefs_free(struct fusefs *fs)
 		for (size_t i = 0; i < fs->n_buckets; i++)
 			for (struct fusefs_inode *in = fs->buckets[i], *next; in; in = next) {
 				next = in->hash_next;
-				(void)al_close(in->fd);
-				free(in->handle);
-				free(in->name);
-				free(in);
+				inode_free(in);
 			}
 	free(fs->buckets);
 	for (size_t i = 0; i < fs->n_creds; i++) {

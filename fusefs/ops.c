@@ -85,6 +85,30 @@ static struct file *file_of(struct fuse_file_info *fi)
 	return (struct file *)(uintptr_t)fi->fh;
 }
 
+/* in's fd (fusefs_inode_get_fd()), or, when it cannot be had, the error is replied and
+ * returned. */
+static int get_fd_or_reply(fuse_req_t req, struct fusefs_inode *in)
+{
+	int fd = fusefs_inode_get_fd(fs_of(req), in);
+
+	if (fd < 0)
+		fuse_reply_err(req, -fd);
+	return fd;
+}
+
+/* The fds of a and b, or neither (the error replied and returned). */
+static int get_fds_or_reply(fuse_req_t req, struct fusefs_inode *a, struct fusefs_inode *b,
+			    int *ret_a, int *ret_b)
+{
+	*ret_a = get_fd_or_reply(req, a);
+	if (*ret_a < 0)
+		return *ret_a;
+	*ret_b = get_fd_or_reply(req, b);
+	if (*ret_b < 0)
+		fusefs_inode_put_fd(fs_of(req), a);
+	return *ret_b;
+}
+
 /* /proc/self/fd/N: reopens (or changes) an O_PATH fd's own inode. Not a path the daemon resolves
  * on the host: it names an fd it already holds. */
 static void fd_path(int fd, char buf[static 32])
@@ -380,11 +404,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	if (to_set & FUSE_SET_ATTR_MODE)
 		attr->st_mode = safe_mode(fs, (in->type & S_IFMT) | (attr->st_mode & 07777));
 	r = set_attrs(fs, in, fd, attr, to_set, fi);
@@ -405,11 +427,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	ssize_t n;
 	int fd;
 
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	n = readlinkat(fd, "", buf, sizeof(buf));
 	if (n < 0)
 		n = -errno;
@@ -502,11 +522,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -r);
 		return;
 	}
-	pfd = fusefs_inode_get_fd(fs, parent);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
+	pfd = get_fd_or_reply(req, parent);
+	if (pfd < 0)
 		return;
-	}
 	apply_umask(req);
 	if (link)
 		r = RET_NERRNO(symlinkat(link, pfd, name));
@@ -553,17 +571,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	if (get_fds_or_reply(req, in, newparent, &fd, &pfd) < 0)
 		return;
-	}
-	pfd = fusefs_inode_get_fd(fs, newparent);
-	if (pfd < 0) {
-		fusefs_inode_put_fd(fs, in);
-		fuse_reply_err(req, -pfd);
-		return;
-	}
 	fd_path(fd, proc);
 	r = RET_NERRNO(linkat(AT_FDCWD, proc, pfd, newname, AT_SYMLINK_FOLLOW));
 	fusefs_inode_put_fd(fs, in);
@@ -590,11 +599,9 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	pfd = fusefs_inode_get_fd(fs, parent);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
+	pfd = get_fd_or_reply(req, parent);
+	if (pfd < 0)
 		return;
-	}
 	known = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	r = RET_NERRNO(unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0));
 	fusefs_inode_put_fd(fs, parent);
@@ -629,17 +636,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	pfd = fusefs_inode_get_fd(fs, parent);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
+	if (get_fds_or_reply(req, parent, newparent, &pfd, &npfd) < 0)
 		return;
-	}
-	npfd = fusefs_inode_get_fd(fs, newparent);
-	if (npfd < 0) {
-		fusefs_inode_put_fd(fs, parent);
-		fuse_reply_err(req, -npfd);
-		return;
-	}
 	/* A credential file is no host file: neither end of a rename may be one. */
 	r = fusefs_path(fs, parent, name, from, sizeof(from));
 	if (r >= 0)
@@ -766,11 +764,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	fd_path(fd, proc);
 	file_fd = open(proc, open_flags(fs, fi->flags));
 	r = file_fd < 0 ? -errno : 0;
@@ -815,11 +811,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -r);
 		return;
 	}
-	pfd = fusefs_inode_get_fd(fs, parent);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
+	pfd = get_fd_or_reply(req, parent);
+	if (pfd < 0)
 		return;
-	}
 	apply_umask(req);
 	fd = openat(pfd, name,
 		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW,
@@ -1016,31 +1010,6 @@ static bool entry_visible(struct fusefs *fs, int dfd, const char *dir_path, cons
 	return fusefs_rules_decide(fs->rules, path, is_dir) != 0;
 }
 
-static size_t add_secrets(fuse_req_t req, struct fusefs *fs, char *buf, size_t size, off_t off,
-			  bool plus)
-{
-	size_t used = 0;
-
-	for (size_t i = (size_t)off; i < fs->n_creds; i++) {
-		struct fuse_entry_param e;
-		size_t n;
-
-		if (fs->creds[i].rel)
-			continue;
-		cred_entry(fs, (int)i, &e);
-		if (plus)
-			n = fuse_add_direntry_plus(req, buf + used, size - used, fs->creds[i].name,
-						   &e, (off_t)i + 1);
-		else
-			n = fuse_add_direntry(req, buf + used, size - used, fs->creds[i].name,
-					      &e.attr, (off_t)i + 1);
-		if (n > size - used)
-			break;
-		used += n;
-	}
-	return used;
-}
-
 /* The name of credential file i if it lies directly in the folder dir_path, else NULL. */
 static const char *cred_in_folder(const struct fusefs *fs, size_t i, const char *dir_path)
 {
@@ -1055,27 +1024,31 @@ static const char *cred_in_folder(const struct fusefs *fs, size_t i, const char 
 	return rest && dir_path[0] != '\0' && rest == slash ? slash + 1 : NULL;
 }
 
-/* Adds the credential files of the folder after its host entries; returns the bytes used. */
-static size_t add_folder_creds(fuse_req_t req, struct dir *d, const char *dir_path, char *buf,
-			       size_t size, bool plus)
+/* Adds credential-file entries from *next on while they fit: those of the secrets mount
+ * (dir_path NULL; the offset of entry i is i + 1), or those lying directly in the folder dir_path
+ * (all at offset at: see struct dir). Returns the bytes used; *next is where to go on. */
+static size_t add_creds(fuse_req_t req, const char *dir_path, off_t at, size_t *next, char *buf,
+			size_t size, bool plus)
 {
 	struct fusefs *fs = fs_of(req);
 	size_t used = 0;
 
-	for (; d->cred_next < fs->n_creds; d->cred_next++) {
-		const char *name = cred_in_folder(fs, d->cred_next, dir_path);
+	for (; *next < fs->n_creds; (*next)++) {
+		size_t i = *next;
+		const char *name = dir_path	      ? cred_in_folder(fs, i, dir_path)
+				   : fs->creds[i].rel ? NULL
+						      : fs->creds[i].name;
+		off_t o = dir_path ? at : (off_t)i + 1;
 		struct fuse_entry_param e;
 		size_t n;
 
 		if (!name)
 			continue;
-		cred_entry(fs, (int)d->cred_next, &e);
+		cred_entry(fs, (int)i, &e);
 		if (plus)
-			n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
-						   d->offset);
+			n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, o);
 		else
-			n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr,
-					      d->offset);
+			n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr, o);
 		if (n > size - used)
 			break;
 		used += n;
@@ -1097,7 +1070,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * the handle at once, in another thread. */
 	size = MIN(size, sizeof(reply));
 	if (in == &fs->secrets_root) {
-		fuse_reply_buf(req, reply, add_secrets(req, fs, reply, size, off, plus));
+		size_t next = (size_t)off;
+
+		fuse_reply_buf(req, reply, add_creds(req, NULL, 0, &next, reply, size, plus));
 		return;
 	}
 	if (off != d->offset) {
@@ -1165,7 +1140,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		d->offset = de->d_off;
 	}
 	if (r >= 0 && d->host_done && fs->n_creds > 0)
-		used += add_folder_creds(req, d, dir_path, reply + used, size - used, plus);
+		used += add_creds(req, dir_path, d->offset, &d->cred_next, reply + used,
+				  size - used, plus);
 	if (r < 0 && used == 0)
 		fuse_reply_err(req, -r);
 	else
@@ -1248,11 +1224,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	fd_path(fd, proc);
 	r = RET_NERRNO(setxattr(proc, name, value, size, flags));
 	fusefs_inode_put_fd(fs, in);
@@ -1282,11 +1256,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	fd_path(fd, proc);
 	n = getxattr(proc, name, size ? buf : NULL, MIN(size, sizeof(buf)));
 	if (n < 0)
@@ -1307,11 +1279,9 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_xattr(req, 0, size, buf);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	fd_path(fd, proc);
 	n = listxattr(proc, size ? buf : NULL, MIN(size, sizeof(buf)));
 	if (n < 0)
@@ -1332,11 +1302,9 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fd = fusefs_inode_get_fd(fs, in);
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+	fd = get_fd_or_reply(req, in);
+	if (fd < 0)
 		return;
-	}
 	fd_path(fd, proc);
 	r = RET_NERRNO(removexattr(proc, name));
 	fusefs_inode_put_fd(fs, in);

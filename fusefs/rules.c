@@ -27,8 +27,9 @@
 
 /* Files the host runs or reads as configuration later, at any depth of the workspace. */
 static const struct {
-	const char *name; /* as workspace.write has to hold it to lift the entry */
-	const char *glob; /* what is matched: name at any depth */
+	const char *name;  /* as workspace.write has to hold it to lift the entry */
+	const char *glob;  /* what is matched: name at any depth */
+	bool but_git_data; /* except what git_data below names */
 } protected_entries[] = {
     {".git/hooks/**", "**/.git/hooks/**"},
     {".git/config", "**/.git/config"},
@@ -36,7 +37,7 @@ static const struct {
      * a ".git" file with "gitdir: ...", info/attributes, a rebase's todo list (exec lines)...
      * All of .git is protected but the data git writes while it works (git_data below); a
      * ".git" that is not a folder is protected as well. */
-    {".git/**", "**/.git/**"},
+    {".git/**", "**/.git/**", true},
     {".gitmodules", "**/.gitmodules"},
     {".envrc", "**/.envrc"},
     {".bashrc", "**/.bashrc"},
@@ -212,7 +213,7 @@ static bool is_protected(const struct fusefs_rules *rules, const char *path)
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++) {
 		if (!fusefs_glob_match(protected_entries[i].glob, path))
 			continue;
-		if (streq(protected_entries[i].name, ".git/**") && is_git_data(rules, path))
+		if (protected_entries[i].but_git_data && is_git_data(rules, path))
 			continue;
 		/* The entry's own pattern lifts it where it matches, i.e. at the top level only. */
 		if (rules->lifted[i] && fusefs_glob_match(protected_entries[i].name, path))

@@ -244,5 +244,4 @@ const struct policy_credential *policy_credential_by_var(const struct policy *p,
 int policy_init_defaults(struct policy *p);
 
 const char *policy_net_action_to_string(enum policy_net_action a);
-const char *policy_cred_source_to_string(enum policy_cred_source s);
 const char *policy_injection_to_string(enum policy_injection i);

@@ -2,8 +2,10 @@
  * of. Parsing is in policy-parse.c, overrides in policy-override.c, the canonical form and hash
  * in policy-canonical.c. */
 
+#include <stddef.h>
 #include <string.h>
 
+#include "common/sort-util.h"
 #include "policy/policy-internal.h"
 
 void policy_strv_done(struct policy_strv *v)
@@ -50,23 +52,8 @@ int policy_strv_copy(const struct policy_strv *src, struct policy_strv *ret)
 
 size_t policy_env_find(const struct policy *p, const char *name, bool *ret_found)
 {
-	size_t lo = 0, hi = p->n_env;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(p->env[mid].name, name);
-
-		if (c == 0) {
-			*ret_found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*ret_found = false;
-	return lo;
+	return al_sorted_find(p->env, p->n_env, sizeof(*p->env),
+			      offsetof(struct policy_env_var, name), name, ret_found);
 }
 
 int policy_env_put(struct policy *p, char *name, char *value)

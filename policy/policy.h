@@ -183,3 +183,4 @@ int policy_hash_hex(const struct policy *p, char ret[POLICY_HASH_HEX_SIZE]);
 
 const char *policy_seccomp_to_string(enum policy_seccomp s);
 const char *policy_isolation_to_string(enum policy_isolation i);
+const char *policy_cred_source_to_string(enum policy_cred_source s); /* "vault", "env", ... */
