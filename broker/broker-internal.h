@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "broker/client.h"
 #include "common/error.h"
@@ -89,3 +90,265 @@ int broker_vault_bind(struct broker_vault *v, const char *name, char *const *hos
 typedef int (*broker_vault_change_fn)(struct broker_vault *v, void *userdata, struct al_error *err);
 int broker_vault_update(const char *path, const struct broker_vault_key *k,
 			broker_vault_change_fn change, void *userdata, struct al_error *err);
+
+/* Like broker_vault_open(), but reusing v's key when path still has v's salt and key costs (a
+ * daemon re-reads a vault that `airlock secret` changed without running Argon2id again). On
+ * success *v is replaced. */
+int broker_vault_reload(const char *path, struct broker_vault **v, struct al_error *err);
+
+/* ---- key.c: where the vault is, and its key ----
+ *
+ * The vault's path: opt (--vault), else $AIRLOCK_VAULT, else /var/lib/airlock/vault for root,
+ * else $XDG_DATA_HOME/airlock/vault (~/.local/share/airlock/vault). */
+int broker_vault_path(const char *opt, char **ret, struct al_error *err);
+
+/* Key material in sodium_malloc'd memory, and the broker_vault_key that points into it. */
+struct broker_key {
+	struct broker_vault_key k;
+	struct broker_secret *material;
+};
+
+/* Gets the vault's key: a key file's 32 bytes (key_file, raw or 64 hex digits; refused when
+ * group- or world-readable), else the passphrase in $AIRLOCK_PASSPHRASE_FILE (one trailing
+ * newline dropped), else, when prompt is true and there is a terminal, a passphrase typed on
+ * /dev/tty without echo (twice when confirm is true). -ENOKEY when there is no way to get one.
+ * Errors name the file. */
+int broker_key_acquire(const char *key_file, bool prompt, bool confirm, struct broker_key **ret,
+		       struct al_error *err);
+struct broker_key *broker_key_free(struct broker_key *k);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_key *, broker_key_free);
+
+/* ---- source.c: a credential's real value, from its source ----
+ *
+ * The sources: vault (entry source_key, else the credential's name), env (of this process), file
+ * (opened without following symbolic links), command (argv run without a shell, stdin
+ * /dev/null, its stdout read with a time limit), keyring (a "user" key found with request_key(2)
+ * and read with keyctl(2)). A file's or command's single trailing newline is dropped. */
+struct broker_sources {
+	const struct broker_vault *vault; /* NULL: there is no vault */
+	const char *vault_path;		  /* for messages */
+	uint64_t command_timeout_usec;	  /* 0: BROKER_COMMAND_TIMEOUT_USEC */
+};
+#define BROKER_COMMAND_TIMEOUT_USEC (10ULL * 1000 * 1000)
+
+/* Reads cr's real value (at most BROKER_SECRET_MAX bytes, never empty). Errors name the
+ * credential and its source, e.g. "credential github: vault source: no secret \"github\" in
+ * /var/lib/airlock/vault"; -ENOENT, -EACCES, -EFBIG, -ETIMEDOUT (command), -ENODATA (empty),
+ * -EIO (a command that failed). Never puts the value in err. */
+int broker_source_read(const struct broker_sources *s, const struct policy_credential *cr,
+		       struct broker_secret **ret, struct al_error *err);
+
+/* ---- surrogate.c: stand-ins for real values ---- */
+#define BROKER_SURROGATE_PREFIX "airlock_sur_"
+#define BROKER_SURROGATE_MAX 512
+
+/* A new random surrogate (malloc'd, NUL-terminated) for real. When real has a known token
+ * format (ghp_, github_pat_, sk-ant-, sk-, xoxb-, glpat-, AKIA, ...) the surrogate keeps its
+ * prefix, its length and each character's class (digit, lower, upper; others kept in place),
+ * so client libraries that check the shape accept it; otherwise "airlock_sur_" and 32 random
+ * letters and digits. Never equal to real, always at least 128 random bits or as many as the
+ * format holds. */
+int broker_surrogate_new(const struct broker_secret *real, char **ret);
+
+/* ---- redact.c: real values out of a sandbox's output ----
+ *
+ * A redactor holds the values to hide (borrowed) and their replacement texts. A stream feeds
+ * output through it chunk by chunk: each value found is replaced by "[REDACTED:NAME]", also
+ * when its bytes arrive split over several chunks. Only a tail that could still begin a value
+ * is held back, until the next chunk or the flush. */
+struct broker_redactor;
+struct broker_redact_stream;
+
+int broker_redactor_new(struct broker_redactor **ret);
+struct broker_redactor *broker_redactor_free(struct broker_redactor *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_redactor *, broker_redactor_free);
+/* Adds value (borrowed; it must outlive r) under name (copied). Values shorter than
+ * BROKER_REDACT_MIN are not added: -EINVAL. */
+#define BROKER_REDACT_MIN 4
+int broker_redactor_add(struct broker_redactor *r, const struct broker_secret *value,
+			const char *name);
+
+int broker_redact_stream_new(struct broker_redact_stream **ret);
+struct broker_redact_stream *broker_redact_stream_free(struct broker_redact_stream *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_redact_stream *, broker_redact_stream_free);
+
+/* Feeds len bytes of a stream. *ret_out (malloc'd, *ret_len bytes, may be 0) is the output
+ * that is final now; with flush, also whatever was held back. The caller frees *ret_out after
+ * wiping it. Returns 0 or -ENOMEM. */
+int broker_redact(const struct broker_redactor *r, struct broker_redact_stream *s, const void *buf,
+		  size_t len, bool flush, unsigned char **ret_out, size_t *ret_len);
+
+/* ---- session.c: the broker's core, shared by the daemon and the embedded client ----
+ *
+ * A session is what one sandbox may have: its credentials' real values (read from their sources
+ * when the session opens), a surrogate for each, and the hosts each is bound to. Every request
+ * names the session; only the peer uid that opened it may use it. Every resolve, granted or
+ * refused, is audited. */
+struct broker;
+struct broker_session;
+struct al_audit;
+
+struct broker_peer {
+	uid_t uid;
+	pid_t pid;
+};
+
+/* audit (borrowed, may be NULL) receives the "credential" and "violation" events. */
+int broker_new(struct al_audit *audit, struct broker **ret);
+struct broker *broker_free(struct broker *b);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker *, broker_free);
+
+/* The vault that "vault" sources read (b takes v; path is copied). */
+int broker_set_vault(struct broker *b, struct broker_vault *v, const char *path);
+/* Re-reads the vault when its file changed since it was read. */
+int broker_refresh_vault(struct broker *b, struct al_error *err);
+
+/* Opening a session is three steps, so that a daemon reads slow sources (a command) off its
+ * event loop: prepare (checks the request, copies the vault's values and bindings), read (the
+ * other sources: any thread, touches nothing but the session), then add (surrogates, and the
+ * session joins b). creds holds the credentials (taken); owner is an opaque tag of whoever must
+ * close it (the daemon's connection). prepare takes o->creds, also when it fails. */
+struct broker_open {
+	struct broker_peer peer;
+	struct policy *creds; /* only its credentials are used */
+	const char *policy_hash, *label;
+	uint64_t ttl_usec; /* 0: the longest allowed */
+	const void *owner;
+};
+int broker_session_prepare(struct broker *b, struct broker_open *o, struct broker_session **ret,
+			   struct al_error *err);
+int broker_session_read_sources(struct broker_session *s, struct al_error *err);
+int broker_session_add(struct broker *b, struct broker_session *s, struct al_error *err);
+struct broker_session *broker_session_free(struct broker_session *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_session *, broker_session_free);
+
+/* The session's id (32 hex digits) and its i-th credential's name and surrogate. */
+const char *broker_session_id(const struct broker_session *s);
+size_t broker_session_count(const struct broker_session *s);
+const char *broker_session_cred_name(const struct broker_session *s, size_t i);
+const char *broker_session_cred_surrogate(const struct broker_session *s, size_t i);
+
+/* The requests on an open session. Each looks the session up by id for peer (-ENOENT when it
+ * does not exist, has expired, or is another uid's: the same answer, so ids cannot be probed).
+ * Values are returned as borrowed bytes, valid until the next call on b. */
+struct broker_bytes {
+	const void *data;
+	size_t len;
+};
+/* The real value behind surrogate, for a request to host; -EPERM when the surrogate is not the
+ * session's or host is not among the credential's bound hosts. Audited either way. */
+int broker_resolve(struct broker *b, const struct broker_peer *peer, const char *id,
+		   const char *surrogate, const char *host, struct broker_bytes *ret,
+		   struct al_error *err);
+/* What the sandbox gets for credential name (env_var and file injections): its surrogate, or its
+ * real value when exposed. */
+int broker_read(struct broker *b, const struct broker_peer *peer, const char *id, const char *name,
+		struct broker_bytes *ret, struct al_error *err);
+/* The sidecar headers for a request to host, "Name: value\r\n" each (may be empty). */
+int broker_headers(struct broker *b, const struct broker_peer *peer, const char *id,
+		   const char *host, struct broker_bytes *ret, struct al_error *err);
+/* Output of the sandbox on stream (0 stdout, 1 stderr) with every real value redacted. */
+int broker_redact_output(struct broker *b, const struct broker_peer *peer, const char *id,
+			 unsigned stream, const void *buf, size_t len, bool flush,
+			 struct broker_bytes *ret, struct al_error *err);
+int broker_close(struct broker *b, const struct broker_peer *peer, const char *id,
+		 struct al_error *err);
+/* Ends the sessions owner opened (its connection closed). */
+void broker_close_owned(struct broker *b, const void *owner);
+/* Ends the sessions whose time is up; returns how many remain. */
+size_t broker_expire(struct broker *b);
+
+/* For health and list: the number of sessions, and each one's facts. */
+struct broker_session_info {
+	const char *id, *policy_hash, *label;
+	uid_t uid;
+	pid_t pid;
+	uint64_t created, expires; /* seconds since the epoch */
+	size_t n_credentials;
+	const char *const *names;
+};
+size_t broker_session_total(const struct broker *b);
+/* Calls fn for each session peer may see (its own uid's; every one for root). */
+typedef int (*broker_session_fn)(const struct broker_session_info *i, void *userdata);
+int broker_list(const struct broker *b, const struct broker_peer *peer, broker_session_fn fn,
+		void *userdata);
+const char *broker_vault_file(const struct broker *b);
+size_t broker_vault_entries(const struct broker *b);
+
+/* ---- protocol.c: the wire format ----
+ *
+ * Each message is a frame: u32 JSON length, u32 payload length (both big-endian), the JSON
+ * object, then the payload bytes. Real values only ever travel in a payload, never in JSON, so
+ * that they stay out of json-c's heap. Requests: {"v": 1, "id": N, "op": ..., ...}; responses
+ * {"v": 1, "id": N, "ok": true, ...} or {"v": 1, "id": N, "ok": false, "errno": "EPERM",
+ * "error": "..."}. docs/BROKER.md describes every op. */
+#define BROKER_PROTOCOL_VERSION 1
+#define BROKER_FRAME_HEADER 8
+#define BROKER_JSON_MAX (64 * 1024)
+#define BROKER_PAYLOAD_MAX (256 * 1024)		  /* in a request */
+#define BROKER_RESPONSE_PAYLOAD_MAX (1024 * 1024) /* redacted output may grow */
+
+enum broker_op {
+	BROKER_OP_OPEN,
+	BROKER_OP_RESOLVE,
+	BROKER_OP_READ,
+	BROKER_OP_HEADERS,
+	BROKER_OP_REDACT,
+	BROKER_OP_CLOSE,
+	BROKER_OP_HEALTH,
+	BROKER_OP_LIST,
+	_BROKER_OP_MAX,
+};
+const char *broker_op_to_string(enum broker_op op);
+
+/* The two lengths of a frame header; -EMSGSIZE (with err) past BROKER_JSON_MAX or payload_max. */
+int broker_frame_parse(const unsigned char hdr[BROKER_FRAME_HEADER], uint32_t payload_max,
+		       uint32_t *ret_json, uint32_t *ret_payload, struct al_error *err);
+void broker_frame_header(unsigned char hdr[BROKER_FRAME_HEADER], uint32_t json, uint32_t payload);
+
+/* A parsed request. Its strings point into root (owned). */
+struct broker_request {
+	uint64_t id;
+	enum broker_op op;
+	const char *session, *surrogate, *host, *name, *policy_hash, *label;
+	struct policy *creds; /* open: the credentials, as a policy (owned) */
+	uint64_t ttl_usec;
+	unsigned stream;
+	bool flush;
+	void *root;
+};
+/* Parses one request's JSON (-EINVAL, -EPROTONOSUPPORT for another version, each with err).
+ * The id is set whenever it could be read, so that an error answer can carry it. */
+int broker_request_parse(const char *json, size_t len, struct broker_request *ret,
+			 struct al_error *err);
+void broker_request_done(struct broker_request *r);
+
+/* Encodes a request (the client's side): r's fields for its op; for open, p's credentials. */
+int broker_request_encode(const struct broker_request *r, const struct policy *p, char **ret,
+			  size_t *ret_len);
+
+/* Responses: an error; a plain ok; open's (the session's id and surrogates); health's; list's. */
+int broker_response_error(uint64_t id, int code, const char *msg, char **ret, size_t *ret_len);
+int broker_response_ok(uint64_t id, char **ret, size_t *ret_len);
+int broker_response_open(uint64_t id, const struct broker_session *s, char **ret, size_t *ret_len);
+int broker_response_health(uint64_t id, const struct broker *b, uint64_t uptime_sec, char **ret,
+			   size_t *ret_len);
+int broker_response_list(uint64_t id, const struct broker *b, const struct broker_peer *peer,
+			 char **ret, size_t *ret_len);
+
+/* A parsed response (the client's side): ok, or code and error; for open, the session and the
+ * surrogates by credential name; the whole JSON for health and list. */
+struct broker_response {
+	uint64_t id;
+	bool ok;
+	int code;
+	const char *error, *session;
+	size_t n_surrogates;
+	const char **names, **surrogates;
+	void *root;
+};
+int broker_response_parse(const char *json, size_t len, struct broker_response *ret,
+			  struct al_error *err);
+void broker_response_done(struct broker_response *r);
+/* The response's JSON, pretty-printed (health, list). */
+int broker_response_to_string(const struct broker_response *r, char **ret);

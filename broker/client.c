@@ -1,100 +1,44 @@
 #define LOG_MODULE "broker"
 
-/* The embedded broker client: until the broker daemon exists, credentials are read from their
- * sources in airlock's own process. A credential file gives the real value only with
- * "expose": true; otherwise a surrogate made for this client (one per sandbox), which the
- * proxy will later swap for the real value. */
+/* The broker client: a session with the daemon over its socket, or with an embedded broker (the
+ * same core, session.c, in this process) when no daemon listens. The remote side speaks the
+ * protocol of protocol.c, one request at a time; real values arrive in payloads, straight into
+ * sodium_malloc'd buffers. */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "broker/broker-internal.h"
+#include "broker/broker.h"
 #include "broker/client.h"
 #include "common/fd-util.h"
 #include "common/log.h"
 
-#define SURROGATE_PREFIX "airlock_sur_"
-#define SURROGATE_RANDOM 24 /* bytes, hex-encoded */
+#define SOCKET_NAME "airlock/broker.sock"
+#define REPLY_TIMEOUT_SEC 60 /* an open may run command sources */
+#define REDACT_CHUNK (16 * 1024)
 
 struct broker_client {
 	const struct policy *policy;
-	char (*surrogates)[sizeof(SURROGATE_PREFIX) + 2 * SURROGATE_RANDOM];
+	struct broker_peer peer;
+	/* embedded */
+	struct broker *core; /* owned unless attached */
+	bool attached;
+	/* remote */
+	int fd;
+	uint64_t next_id;
+	char session[64];
+	char **names, **surrogates; /* by credential, in the policy's order */
+	size_t n;
 };
-
-int broker_client_new_embedded(const struct policy *p, struct broker_client **ret)
-{
-	struct broker_client *c;
-	unsigned char rnd[SURROGATE_RANDOM];
-
-	if (sodium_init() < 0)
-		return -EIO;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->policy = p;
-	c->surrogates = calloc(p->n_credentials ? p->n_credentials : 1, sizeof(*c->surrogates));
-	if (!c->surrogates) {
-		free(c);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < p->n_credentials; i++) {
-		randombytes_buf(rnd, sizeof(rnd));
-		memcpy(c->surrogates[i], SURROGATE_PREFIX, strlen(SURROGATE_PREFIX));
-		sodium_bin2hex(c->surrogates[i] + strlen(SURROGATE_PREFIX),
-			       sizeof(c->surrogates[i]) - strlen(SURROGATE_PREFIX), rnd,
-			       sizeof(rnd));
-	}
-	sodium_memzero(rnd, sizeof(rnd));
-	*ret = c;
-	return 0;
-}
-
-struct broker_client *broker_client_free(struct broker_client *c)
-{
-	if (!c)
-		return NULL;
-	free(c->surrogates);
-	free(c);
-	return NULL;
-}
-
-static const struct policy_credential *find(const struct broker_client *c, const char *name,
-					    size_t *ret_idx)
-{
-	for (size_t i = 0; i < c->policy->n_credentials; i++)
-		if (strcmp(c->policy->credentials[i].name, name) == 0) {
-			*ret_idx = i;
-			return &c->policy->credentials[i];
-		}
-	return NULL;
-}
-
-static bool source_is_served(const struct policy_credential *cr)
-{
-	return cr->source == POLICY_CRED_SOURCE_ENV || cr->source == POLICY_CRED_SOURCE_FILE;
-}
-
-int broker_client_check_files(struct broker_client *c, struct al_error *err)
-{
-	for (size_t i = 0; i < c->policy->n_credentials; i++) {
-		const struct policy_credential *cr = &c->policy->credentials[i];
-
-		if (cr->injection != POLICY_INJECTION_FILE || !cr->expose || source_is_served(cr))
-			continue;
-		return al_error_set(err, -EOPNOTSUPP,
-				    "credentials[%zu] (%s): source \"%s\" needs the broker daemon, "
-				    "which this airlock does not have yet",
-				    i, cr->name, policy_cred_source_to_string(cr->source));
-	}
-	return 0;
-}
 
 struct broker_secret *broker_secret_new(size_t len)
 {
@@ -103,6 +47,8 @@ struct broker_secret *broker_secret_new(size_t len)
 	size_t size = (sizeof(struct broker_secret) + len + 1 + 15) & ~(size_t)15;
 	struct broker_secret *s;
 
+	if (sodium_init() < 0) /* sodium_malloc() needs it; later calls cost nothing */
+		return NULL;
 	s = sodium_malloc(size);
 	if (!s)
 		return NULL;
@@ -120,98 +66,529 @@ struct broker_secret *broker_secret_free(struct broker_secret *s)
 	return NULL;
 }
 
-static int read_source_file(const char *path, struct broker_secret **ret)
+static int secret_dup(const void *data, size_t len, struct broker_secret **ret)
 {
-	_cleanup_close_ int fd = -EBADF;
-	struct broker_secret *s;
-	char buf[512];
-	size_t len = 0;
-	ssize_t n;
+	struct broker_secret *s = broker_secret_new(len);
 
-	/* The path the policy names, through no symbolic link: one planted on the way would turn
-	 * the credential into any file this process can read. */
-	fd =
-	    (int)syscall(SYS_openat2, AT_FDCWD, path,
-			 &(struct open_how){.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-					    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS},
-			 sizeof(struct open_how));
-	if (fd < 0)
-		return -errno;
-	s = broker_secret_new(BROKER_SECRET_MAX);
 	if (!s)
 		return -ENOMEM;
-	for (;;) {
-		n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || len + (size_t)n > BROKER_SECRET_MAX) {
-			int r = n < 0 ? -errno : -EFBIG;
-
-			sodium_memzero(buf, sizeof(buf));
-			s->len = len;
-			broker_secret_free(s);
-			return r;
-		}
-		if (n == 0)
-			break;
-		memcpy(s->data + len, buf, (size_t)n);
-		len += (size_t)n;
-	}
-	sodium_memzero(buf, sizeof(buf));
-	/* Only the bytes read are kept meaningful; the rest of the buffer is zero already. */
-	s->len = len;
-	s->data[len] = '\0';
+	memcpy(s->data, data, len);
 	*ret = s;
 	return 0;
 }
 
-static int read_real(const struct policy_credential *cr, struct broker_secret **ret)
+int broker_socket_default_path(char **ret)
 {
-	struct broker_secret *s;
-	const char *v;
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char *p;
 
-	switch (cr->source) {
-	case POLICY_CRED_SOURCE_ENV:
-		v = getenv(cr->source_var);
-		if (!v)
-			return -ENOENT;
-		if (strlen(v) > BROKER_SECRET_MAX)
-			return -EFBIG;
-		s = broker_secret_new(strlen(v));
-		if (!s)
-			return -ENOMEM;
-		memcpy(s->data, v, s->len);
-		*ret = s;
-		return 0;
-	case POLICY_CRED_SOURCE_FILE:
-		return read_source_file(cr->source_path, ret);
-	default:
-		return -EOPNOTSUPP;
-	}
+	if (geteuid() == 0)
+		p = strdup("/run/" SOCKET_NAME);
+	else if (rt && rt[0] == '/')
+		p = asprintf(&p, "%s/%s", rt, SOCKET_NAME) < 0 ? NULL : p;
+	else
+		return -ENOENT;
+	if (!p)
+		return -ENOMEM;
+	*ret = p;
+	return 0;
 }
 
-int broker_client_read_file(struct broker_client *c, const char *name, struct broker_secret **ret,
-			    struct al_error *err)
+/* ---- the remote side ---- */
+
+static int connect_to(const char *path, int *ret, struct al_error *err)
 {
-	const struct policy_credential *cr;
-	struct broker_secret *s;
-	size_t idx;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = REPLY_TIMEOUT_SEC};
+	_cleanup_close_ int fd = -EBADF;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return al_error_set(err, -ENAMETOOLONG, "broker socket %s: name too long", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return al_error_set_errno(err, -errno, "broker socket %s", path);
+	/* Only root or this user may pose as the broker: it is handed what the sandbox may see. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return al_error_set_errno(err, -errno, "broker socket %s", path);
+	if (cred.uid != 0 && cred.uid != geteuid())
+		return al_error_set(err, -EPERM,
+				    "broker socket %s is served by uid %u, neither root nor you",
+				    path, (unsigned)cred.uid);
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = read(fd, (char *)buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Sends request r (with payload) and reads the answer: *ret_resp, and its payload in *ret_payload
+ * (NULL when ret_payload is NULL or there is none). A refusal is returned as its -errno with the
+ * broker's message in err. */
+static int call(struct broker_client *c, struct broker_request *r, const void *payload,
+		size_t payload_len, struct broker_response *ret_resp,
+		struct broker_secret **ret_payload, struct al_error *err)
+{
+	_cleanup_free_ char *json = NULL, *rjson = NULL;
+	_cleanup_(broker_secret_freep) struct broker_secret *rp = NULL;
+	struct broker_response resp;
+	unsigned char hdr[BROKER_FRAME_HEADER];
+	uint32_t jl, pl;
+	size_t len;
+	int k;
+
+	r->id = ++c->next_id;
+	k = broker_request_encode(r, c->policy, &json, &len);
+	if (k < 0)
+		return al_error_set_errno(err, k, "Failed to encode a broker request");
+	broker_frame_header(hdr, (uint32_t)len, (uint32_t)payload_len);
+	k = al_write_all(c->fd, hdr, sizeof(hdr));
+	if (k >= 0)
+		k = al_write_all(c->fd, json, len);
+	if (k >= 0 && payload_len > 0)
+		k = al_write_all(c->fd, payload, payload_len);
+	if (k >= 0)
+		k = read_full(c->fd, hdr, sizeof(hdr));
+	if (k >= 0)
+		k = broker_frame_parse(hdr, BROKER_RESPONSE_PAYLOAD_MAX, &jl, &pl, err);
+	if (k >= 0)
+		k = (rjson = malloc(jl)) ? read_full(c->fd, rjson, jl) : -ENOMEM;
+	if (k >= 0)
+		k = (rp = broker_secret_new(pl)) ? read_full(c->fd, rp->data, pl) : -ENOMEM;
+	if (k < 0)
+		return al_error_set_errno(err, k, "broker: %s %s", broker_op_to_string(r->op),
+					  err && err->msg[0] ? err->msg : "failed");
+	k = broker_response_parse(rjson, jl, &resp, err);
+	if (k < 0)
+		return k;
+	if (!resp.ok) {
+		k = al_error_set(err, resp.code, "%s", resp.error ? resp.error : "refused");
+		broker_response_done(&resp);
+		return k;
+	}
+	if (ret_resp)
+		*ret_resp = resp;
+	else
+		broker_response_done(&resp);
+	if (ret_payload)
+		*ret_payload = TAKE_PTR(rp);
+	return 0;
+}
+
+/* Keeps the session's surrogates: n pairs, by credential name. */
+static int keep_surrogates(struct broker_client *c, size_t n, const char *const *names,
+			   const char *const *surrogates)
+{
+	c->names = calloc(n + 1, sizeof(char *));
+	c->surrogates = calloc(n + 1, sizeof(char *));
+	if (!c->names || !c->surrogates)
+		return -ENOMEM;
+	for (; c->n < n; c->n++) {
+		c->names[c->n] = strdup(names[c->n]);
+		c->surrogates[c->n] = strdup(surrogates[c->n]);
+		if (!c->names[c->n] || !c->surrogates[c->n]) {
+			c->n++;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int remote_open(struct broker_client *c, const struct broker_client_options *o,
+		       struct al_error *err)
+{
+	char hash[POLICY_HASH_HEX_SIZE];
+	struct broker_response resp;
 	int r;
 
-	cr = find(c, name, &idx);
-	if (!cr || cr->injection != POLICY_INJECTION_FILE)
-		return al_error_set(err, -ENOENT, "credential %s: no such credential file", name);
-	if (!cr->expose) {
-		s = broker_secret_new(strlen(c->surrogates[idx]));
-		if (!s)
-			return -ENOMEM;
-		memcpy(s->data, c->surrogates[idx], s->len);
-		*ret = s;
-		return 0;
-	}
-	r = read_real(cr, ret);
+	r = policy_hash_hex(c->policy, hash);
 	if (r < 0)
-		return al_error_set_errno(err, r, "credential %s: cannot read its %s source", name,
-					  policy_cred_source_to_string(cr->source));
+		return r;
+	r = call(c,
+		 &(struct broker_request){.op = BROKER_OP_OPEN,
+					  .policy_hash = hash,
+					  .label = o->label,
+					  .ttl_usec = o->ttl_usec},
+		 NULL, 0, &resp, NULL, err);
+	if (r < 0)
+		return r;
+	if (!resp.session || strlen(resp.session) >= sizeof(c->session)) {
+		broker_response_done(&resp);
+		return al_error_set(err, -EBADMSG, "the broker's answer has no session");
+	}
+	strcpy(c->session, resp.session);
+	/* Every credential of the policy must have its surrogate, and only those. */
+	for (size_t i = 0; i < c->policy->n_credentials; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < resp.n_surrogates; k++)
+			found |= streq(resp.names[k], c->policy->credentials[i].name);
+		if (!found || resp.n_surrogates != c->policy->n_credentials) {
+			broker_response_done(&resp);
+			return al_error_set(err, -EBADMSG,
+					    "the broker's surrogates do not match the policy's "
+					    "credentials");
+		}
+	}
+	r = keep_surrogates(c, resp.n_surrogates, resp.names, resp.surrogates);
+	broker_response_done(&resp);
+	return r;
+}
+
+/* ---- the embedded side ---- */
+
+static int open_vault(struct broker *core, const struct broker_client_options *o,
+		      struct al_error *err)
+{
+	_cleanup_(broker_key_freep) struct broker_key *key = NULL;
+	_cleanup_(broker_vault_freep) struct broker_vault *v = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = broker_vault_path(o->vault, &path, err);
+	if (r < 0)
+		return r;
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return al_error_set(err, -ENOENT,
+				    "vault %s does not exist (airlock secret put creates it)", path);
+	r = broker_key_acquire(o->key_file, isatty(STDIN_FILENO), false, &key, err);
+	if (r >= 0)
+		r = broker_vault_open(path, &key->k, false, &v, err);
+	if (r < 0)
+		return r;
+	return broker_set_vault(core, TAKE_PTR(v), path);
+}
+
+/* The first credential with a vault source, or NULL. */
+static const char *needs_vault(const struct policy *p)
+{
+	for (size_t i = 0; i < p->n_credentials; i++)
+		if (p->credentials[i].source == POLICY_CRED_SOURCE_VAULT)
+			return p->credentials[i].name;
+	return NULL;
+}
+
+static int embedded_open(struct broker_client *c, const struct broker_client_options *o,
+			 struct al_error *err)
+{
+	_cleanup_(broker_session_freep) struct broker_session *s_owned = NULL;
+	_cleanup_(policy_freep) struct policy *creds = NULL;
+	_cleanup_free_ char *canon = NULL;
+	const char *names[POLICY_LIST_MAX], *surrogates[POLICY_LIST_MAX];
+	struct broker_session *s;
+	char hash[POLICY_HASH_HEX_SIZE];
+	int r;
+
+	r = broker_new(o->audit, &c->core);
+	if (r >= 0 && needs_vault(c->policy)) {
+		r = open_vault(c->core, o, err);
+		if (r < 0)
+			al_error_prefix(err, "credential %s: vault source", needs_vault(c->policy));
+	}
+	/* The session keeps its own copy of the credentials, as the daemon would. */
+	if (r >= 0)
+		r = policy_to_canonical_json(c->policy, &canon);
+	if (r >= 0)
+		r = policy_load_string(canon, &creds, err);
+	if (r >= 0)
+		r = policy_hash_hex(c->policy, hash);
+	if (r < 0)
+		return r;
+	r = broker_session_prepare(c->core,
+				   &(struct broker_open){.peer = c->peer,
+							 .creds = creds,
+							 .policy_hash = hash,
+							 .label = o->label,
+							 .ttl_usec = o->ttl_usec},
+				   &s_owned, err);
+	creds = NULL; /* taken by the session, or freed on its way out */
+	if (r >= 0)
+		r = broker_session_read_sources(s_owned, err);
+	if (r >= 0)
+		r = broker_session_add(c->core, s_owned, err);
+	if (r < 0)
+		return r;
+	s = TAKE_PTR(s_owned);
+	strcpy(c->session, broker_session_id(s));
+	for (size_t i = 0; i < broker_session_count(s) && i < ELEMENTSOF(names); i++) {
+		names[i] = broker_session_cred_name(s, i);
+		surrogates[i] = broker_session_cred_surrogate(s, i);
+	}
+	return keep_surrogates(c, MIN(broker_session_count(s), ELEMENTSOF(names)), names,
+			       surrogates);
+}
+
+/* ---- the interface ---- */
+
+static struct broker_client *client_new(const struct policy *p)
+{
+	struct broker_client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->policy = p;
+	c->fd = -EBADF;
+	c->peer = (struct broker_peer){.uid = geteuid(), .pid = getpid()};
+	return c;
+}
+
+int broker_client_open(const struct policy *p, const struct broker_client_options *o,
+		       struct broker_client **ret, struct al_error *err)
+{
+	_cleanup_(broker_client_freep) struct broker_client *c = NULL;
+	_cleanup_free_ char *def = NULL;
+	const char *path = o->socket ? o->socket : getenv("AIRLOCK_BROKER");
+	int r;
+
+	if (sodium_init() < 0)
+		return al_error_set(err, -EIO, "Failed to initialize libsodium");
+	c = client_new(p);
+	if (!c)
+		return -ENOMEM;
+	if (!o->embedded && !path && broker_socket_default_path(&def) >= 0) {
+		/* The default socket is used when a daemon listens there, and only then. */
+		r = connect_to(def, &c->fd, NULL);
+		if (r < 0 && r != -ENOENT && r != -ECONNREFUSED)
+			return al_error_set_errno(err, r, "broker socket %s", def);
+	} else if (!o->embedded && path) {
+		r = connect_to(path, &c->fd, err);
+		if (r < 0)
+			return r;
+	}
+	r = c->fd >= 0 ? remote_open(c, o, err) : embedded_open(c, o, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+struct broker_client *broker_client_free(struct broker_client *c)
+{
+	if (!c)
+		return NULL;
+	if (c->fd >= 0 && !c->attached && c->session[0])
+		(void)call(c,
+			   &(struct broker_request){.op = BROKER_OP_CLOSE, .session = c->session},
+			   NULL, 0, NULL, NULL, NULL);
+	(void)al_close(c->fd);
+	if (!c->attached)
+		broker_free(c->core);
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->names ? c->names[i] : NULL);
+		free(c->surrogates ? c->surrogates[i] : NULL);
+	}
+	free(c->names);
+	free(c->surrogates);
+	free(c);
+	return NULL;
+}
+
+int broker_client_attach(const struct broker_client *c, struct broker_client **ret,
+			 struct al_error *err)
+{
+	_cleanup_(broker_client_freep) struct broker_client *a = NULL;
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int r;
+
+	a = client_new(c->policy);
+	if (!a)
+		return -ENOMEM;
+	a->attached = true;
+	a->core = c->core;
+	strcpy(a->session, c->session);
+	r = keep_surrogates(a, c->n, (const char *const *)c->names,
+			    (const char *const *)c->surrogates);
+	if (r < 0)
+		return r;
+	if (c->fd >= 0) {
+		if (getpeername(c->fd, (struct sockaddr *)&sa, &len) < 0)
+			return al_error_set_errno(err, -errno, "Failed to name the broker socket");
+		r = connect_to(sa.sun_path, &a->fd, err);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(a);
+	return 0;
+}
+
+int broker_client_fd(const struct broker_client *c)
+{
+	return c->fd;
+}
+
+bool broker_client_is_remote(const struct broker_client *c)
+{
+	return c->fd >= 0;
+}
+
+const char *broker_client_session(const struct broker_client *c)
+{
+	return c->session;
+}
+
+const char *broker_client_surrogate(const struct broker_client *c, const char *name)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (streq(c->names[i], name))
+			return c->surrogates[i];
+	return NULL;
+}
+
+/* Copies bytes the embedded broker lent into a buffer of the caller's. */
+static int embedded_answer(int r, const struct broker_bytes *b, struct broker_secret **ret)
+{
+	return r < 0 ? r : secret_dup(b->data, b->len, ret);
+}
+
+int broker_client_read(struct broker_client *c, const char *name, struct broker_secret **ret,
+		       struct al_error *err)
+{
+	struct broker_bytes b;
+
+	if (c->fd >= 0)
+		return call(c,
+			    &(struct broker_request){
+				.op = BROKER_OP_READ, .session = c->session, .name = name},
+			    NULL, 0, NULL, ret, err);
+	return embedded_answer(broker_read(c->core, &c->peer, c->session, name, &b, err), &b, ret);
+}
+
+int broker_client_resolve(struct broker_client *c, const char *surrogate, const char *host,
+			  struct broker_secret **ret, struct al_error *err)
+{
+	struct broker_bytes b;
+
+	if (c->fd >= 0)
+		return call(c,
+			    &(struct broker_request){.op = BROKER_OP_RESOLVE,
+						     .session = c->session,
+						     .surrogate = surrogate,
+						     .host = host},
+			    NULL, 0, NULL, ret, err);
+	return embedded_answer(
+	    broker_resolve(c->core, &c->peer, c->session, surrogate, host, &b, err), &b, ret);
+}
+
+int broker_client_headers(struct broker_client *c, const char *host, struct broker_secret **ret,
+			  struct al_error *err)
+{
+	struct broker_bytes b;
+
+	if (c->fd >= 0)
+		return call(c,
+			    &(struct broker_request){
+				.op = BROKER_OP_HEADERS, .session = c->session, .host = host},
+			    NULL, 0, NULL, ret, err);
+	return embedded_answer(broker_headers(c->core, &c->peer, c->session, host, &b, err), &b,
+			       ret);
+}
+
+static int redact_one(struct broker_client *c, unsigned stream, const void *buf, size_t len,
+		      bool flush, struct broker_secret **ret, struct al_error *err)
+{
+	struct broker_bytes b;
+
+	if (c->fd >= 0)
+		return call(c,
+			    &(struct broker_request){.op = BROKER_OP_REDACT,
+						     .session = c->session,
+						     .stream = stream,
+						     .flush = flush},
+			    buf, len, NULL, ret, err);
+	return embedded_answer(
+	    broker_redact_output(c->core, &c->peer, c->session, stream, buf, len, flush, &b, err),
+	    &b, ret);
+}
+
+int broker_client_redact(struct broker_client *c, unsigned stream, const void *buf, size_t len,
+			 bool flush, struct broker_secret **ret, struct al_error *err)
+{
+	_cleanup_(broker_secret_freep) struct broker_secret *all = NULL;
+	struct broker_secret *part = NULL, *grown;
+	size_t off = 0, take;
+	int r;
+
+	/* In chunks: a request's payload is bounded, and redacted output may be longer. */
+	do {
+		take = MIN(len - off, (size_t)REDACT_CHUNK);
+		r = redact_one(c, stream, (const char *)buf + off, take, flush && off + take == len,
+			       &part, err);
+		if (r < 0)
+			return r;
+		off += take;
+		if (!all) {
+			all = part;
+			continue;
+		}
+		grown = broker_secret_new(all->len + part->len);
+		if (grown) {
+			memcpy(grown->data, all->data, all->len);
+			memcpy(grown->data + all->len, part->data, part->len);
+		}
+		broker_secret_free(part);
+		broker_secret_free(all);
+		all = grown;
+		if (!all)
+			return -ENOMEM;
+	} while (off < len);
+	*ret = TAKE_PTR(all);
+	return 0;
+}
+
+int broker_daemon_query(const char *socket, const char *op, FILE *out, struct al_error *err)
+{
+	_cleanup_(broker_client_freep) struct broker_client *c = NULL;
+	_cleanup_free_ char *def = NULL, *text = NULL;
+	struct broker_response resp;
+	enum broker_op o;
+	int r;
+
+	if (streq(op, "health"))
+		o = BROKER_OP_HEALTH;
+	else if (streq(op, "list"))
+		o = BROKER_OP_LIST;
+	else
+		return al_error_set(err, -EINVAL, "unknown query %s", op);
+	if (!socket) {
+		r = broker_socket_default_path(&def);
+		if (r < 0)
+			return al_error_set_errno(err, r, "No broker socket: pass --socket");
+		socket = def;
+	}
+	c = client_new(NULL);
+	if (!c)
+		return -ENOMEM;
+	r = connect_to(socket, &c->fd, err);
+	if (r >= 0)
+		r = call(c, &(struct broker_request){.op = o}, NULL, 0, &resp, NULL, err);
+	if (r < 0)
+		return r;
+	r = broker_response_to_string(&resp, &text);
+	broker_response_done(&resp);
+	if (r < 0)
+		return r;
+	fprintf(out, "%s\n", text);
 	return 0;
 }

@@ -1,37 +1,79 @@
 #pragma once
 
-/* How the rest of airlock asks the broker for credentials: the broker daemon's socket, or the same
- * code in-process (the embedded default). fusefs and netns use this header only. */
+/* How the rest of airlock asks the broker for credentials: a session with the broker daemon over
+ * its socket, or with the same code in this process (the embedded broker) when no daemon
+ * listens. fusefs, netns and launcher use this header only. */
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 #include "common/macro.h"
 #include "policy/policy.h"
 
+struct al_audit;
 struct broker_client;
 
-/* A secret value: len bytes at data, in memory that is wiped when freed. */
+/* A secret value: len bytes at data (NUL-terminated), in memory that is wiped when freed. */
 struct broker_secret {
 	size_t len;
 	char data[];
 };
+#define BROKER_SECRET_MAX (64 * 1024)
+struct broker_secret *broker_secret_free(struct broker_secret *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_secret *, broker_secret_free);
 
-/* The embedded broker for policy p (borrowed; it must outlive the client): credentials are read
- * from their sources in this process. Returns 0 or -ENOMEM. */
-int broker_client_new_embedded(const struct policy *p, struct broker_client **ret);
+struct broker_client_options {
+	/* The daemon's socket. NULL: $AIRLOCK_BROKER, else broker_socket_default_path(); a socket
+	 * named by either must answer, the default one is used only when a daemon listens there. */
+	const char *socket;
+	bool embedded; /* never ask a daemon */
+	/* The embedded broker's vault (for "vault" sources) and where its events go. */
+	const char *vault, *key_file;
+	struct al_audit *audit;
+	const char *label; /* names the session in the daemon's list and audit */
+	uint64_t ttl_usec; /* 0: the broker's longest */
+};
+
+/* The daemon's default socket: /run/airlock/broker.sock for root, else
+ * $XDG_RUNTIME_DIR/airlock/broker.sock. Returns 0, -ENOMEM, or -ENOENT without a runtime
+ * folder. */
+int broker_socket_default_path(char **ret);
+
+/* Opens a session for policy p's credentials (p is borrowed and must outlive the client): every
+ * credential's real value is read from its source now, so a credential that cannot be served
+ * fails here, before anything runs. Errors name the credential and its source, or the socket. */
+int broker_client_open(const struct policy *p, const struct broker_client_options *o,
+		       struct broker_client **ret, struct al_error *err);
+/* Ends the session (when this client opened it) and frees c. */
 struct broker_client *broker_client_free(struct broker_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_client *, broker_client_free);
 
-/* Checks up front that every credential with a file injection can be served: its source type is
- * one this broker reads. Errors name the credential and the source. */
-int broker_client_check_files(struct broker_client *c, struct al_error *err);
+/* A second client on the same session, for another process: its own connection to the daemon
+ * (the session still ends with c), or the same embedded broker (a forked child holds a copy). */
+int broker_client_attach(const struct broker_client *c, struct broker_client **ret,
+			 struct al_error *err);
+/* The client's connection (a forked process that uses the client keeps it open), or -EBADF. */
+int broker_client_fd(const struct broker_client *c);
+bool broker_client_is_remote(const struct broker_client *c);
+const char *broker_client_session(const struct broker_client *c);
 
-/* The content of the credential file of credential name, read fresh from its source. At most
- * BROKER_SECRET_MAX bytes. Errors (-ENOENT no such credential, -EOPNOTSUPP source not served,
- * -EFBIG, or the source's -errno) name the credential and the source in err. */
-#define BROKER_SECRET_MAX (64 * 1024)
-int broker_client_read_file(struct broker_client *c, const char *name, struct broker_secret **ret,
-			    struct al_error *err);
-struct broker_secret *broker_secret_free(struct broker_secret *s);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_secret *, broker_secret_free);
+/* The surrogate of credential name, or NULL. */
+const char *broker_client_surrogate(const struct broker_client *c, const char *name);
+
+/* What the sandbox gets for credential name (injection env_var or file): its surrogate, or the
+ * real value with "expose": true. -ENOENT for no such credential. */
+int broker_client_read(struct broker_client *c, const char *name, struct broker_secret **ret,
+		       struct al_error *err);
+/* The real value behind surrogate for a request to host; -EPERM when refused. */
+int broker_client_resolve(struct broker_client *c, const char *surrogate, const char *host,
+			  struct broker_secret **ret, struct al_error *err);
+/* The sidecar headers for host, "Name: value\r\n" each (may be empty). */
+int broker_client_headers(struct broker_client *c, const char *host, struct broker_secret **ret,
+			  struct al_error *err);
+/* Output of the sandbox on stream (0 stdout, 1 stderr), with every real value replaced by
+ * "[REDACTED:NAME]", also when split across chunks; flush at the end of the stream. *ret is the
+ * output that is final now (it may be empty, or hold what earlier chunks held back). */
+int broker_client_redact(struct broker_client *c, unsigned stream, const void *buf, size_t len,
+			 bool flush, struct broker_secret **ret, struct al_error *err);

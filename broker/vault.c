@@ -3,6 +3,7 @@
 /* The vault: secrets encrypted at rest in one file (see broker-internal.h for the layout). Keys
  * and values live in sodium_malloc'd memory and are wiped when freed. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -266,9 +267,17 @@ int broker_vault_new(const struct broker_vault_key *k, struct broker_vault **ret
 
 /* ---- reading ---- */
 
-int broker_vault_decode(const char *path, const unsigned char *buf, size_t size,
-			const struct broker_vault_key *k, struct broker_vault **ret,
-			struct al_error *err)
+/* Whether v's key is the one a file with these key parameters needs. */
+static bool same_key(const struct broker_vault *v, const struct broker_vault *reuse)
+{
+	return reuse && reuse->kdf == v->kdf && reuse->opslimit == v->opslimit &&
+	       reuse->memlimit == v->memlimit &&
+	       sodium_memcmp(reuse->salt, v->salt, SALT_SIZE) == 0;
+}
+
+static int decode(const char *path, const unsigned char *buf, size_t size,
+		  const struct broker_vault_key *k, const struct broker_vault *reuse,
+		  struct broker_vault **ret, struct al_error *err)
 {
 	_cleanup_(broker_vault_freep) struct broker_vault *v = NULL;
 	struct reader r = {.p = buf, .left = size};
@@ -304,7 +313,7 @@ int broker_vault_decode(const char *path, const unsigned char *buf, size_t size,
 				    path, size);
 	if (length < ABYTES || length - ABYTES > BROKER_VAULT_FILE_MAX)
 		return al_error_set(err, -EBADMSG, "vault %s is corrupt (its length)", path);
-	if ((v->kdf == KDF_KEY) != (k->key != NULL))
+	if (!reuse && (v->kdf == KDF_KEY) != (k->key != NULL))
 		return al_error_set(err, -EACCES, "vault %s needs a %s", path,
 				    v->kdf == KDF_KEY ? "key file" : "passphrase");
 	/* Argon2id costs come from the file: bound them, or a planted file is a memory bomb. */
@@ -312,7 +321,19 @@ int broker_vault_decode(const char *path, const unsigned char *buf, size_t size,
 	    (v->opslimit < crypto_pwhash_OPSLIMIT_MIN || v->opslimit > 64 ||
 	     v->memlimit < crypto_pwhash_MEMLIMIT_MIN || v->memlimit > (4ULL << 30)))
 		return al_error_set(err, -EBADMSG, "vault %s is corrupt (its key costs)", path);
-	res = derive_key(v, k);
+	if (same_key(v, reuse)) {
+		v->key = sodium_malloc(KEY_SIZE);
+		if (!v->key)
+			return -ENOMEM;
+		memcpy(v->key, reuse->key, KEY_SIZE);
+		res = 0;
+	} else if (reuse) {
+		/* Re-keyed since: the key at hand cannot open it. */
+		return al_error_set(err, -EACCES, "vault %s has a new key since it was opened",
+				    path);
+	} else {
+		res = derive_key(v, k);
+	}
 	if (res < 0)
 		return al_error_set_errno(err, res, "vault %s: cannot derive its key", path);
 	keycheck(v, want);
@@ -336,6 +357,31 @@ int broker_vault_decode(const char *path, const unsigned char *buf, size_t size,
 	if (res < 0)
 		return al_error_set(err, res, "vault %s is corrupt (its entries)", path);
 	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+int broker_vault_decode(const char *path, const unsigned char *buf, size_t size,
+			const struct broker_vault_key *k, struct broker_vault **ret,
+			struct al_error *err)
+{
+	return decode(path, buf, size, k, NULL, ret, err);
+}
+
+int broker_vault_reload(const char *path, struct broker_vault **v, struct al_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct broker_vault *n = NULL;
+	size_t size = 0;
+	int r;
+
+	r = al_read_file_at(AT_FDCWD, path, BROKER_VAULT_FILE_MAX, &buf, &size);
+	if (r < 0)
+		return al_error_set_errno(err, r, "vault %s: cannot read it", path);
+	r = decode(path, (const unsigned char *)buf, size, NULL, *v, &n, err);
+	if (r < 0)
+		return r;
+	broker_vault_free(*v);
+	*v = n;
 	return 0;
 }
 
@@ -582,6 +628,35 @@ int broker_vault_bind(struct broker_vault *v, const char *name, char *const *hos
 	return 0;
 }
 
+/* Removes the temporary files of writers that were killed before their rename (".NAME.XXXXXXXX.tmp"
+ * next to the vault). Only under the lock: a live writer's temporary file is never touched. */
+static void remove_stale_temporaries(const char *path)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *name, *rest;
+	struct dirent *de;
+	DIR *d;
+	int dfd;
+
+	if (split_path(path, &dir, &name) < 0)
+		return;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		(void)al_close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		rest = de->d_name[0] == '.' ? startswith(de->d_name + 1, name) : NULL;
+		if (rest && strlen(rest) == 13 && rest[0] == '.' &&
+		    strspn(rest + 1, "0123456789abcdef") == 8 && streq(rest + 9, ".tmp"))
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 int broker_vault_update(const char *path, const struct broker_vault_key *k,
 			broker_vault_change_fn change, void *userdata, struct al_error *err)
 {
@@ -597,6 +672,7 @@ int broker_vault_update(const char *path, const struct broker_vault_key *k,
 		return al_error_set_errno(err, -errno, "vault %s: cannot open its lock", path);
 	if (flock(lock, LOCK_EX) < 0)
 		return al_error_set_errno(err, -errno, "vault %s: cannot lock it", path);
+	remove_stale_temporaries(path);
 	/* Read under the lock: another writer's change is in what is changed here. */
 	r = broker_vault_open(path, k, true, &v, err);
 	if (r >= 0)

@@ -80,10 +80,13 @@ int cli_fs(int argc, char **argv)
 			return CLI_EXIT_FAILURE;
 		}
 	}
-	r = broker_client_new_embedded(p, &broker);
-	if (r < 0) {
-		log_error_errno(r, "Failed to set up the credential source: %m");
-		return CLI_EXIT_FAILURE;
+	if (p->n_credentials > 0) {
+		r = broker_client_open(
+		    p, &(struct broker_client_options){.audit = audit, .label = id}, &broker, &err);
+		if (r < 0) {
+			log_error_errno(r, "%s", err.msg[0] ? err.msg : strerror(-r));
+			return CLI_EXIT_FAILURE;
+		}
 	}
 	r = fusefs_new(&(struct fusefs_options){.policy = p,
 						.root = argv[optind],

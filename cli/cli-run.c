@@ -26,6 +26,7 @@ static const char *arg_policy;
 static bool arg_json;
 static bool arg_timing;
 static const char *arg_audit;
+static struct broker_client_options arg_broker;
 static uint64_t arg_kill_after_usec = 2 * 1000000ULL;
 static struct override *arg_overrides;
 static size_t arg_n_overrides;
@@ -53,6 +54,12 @@ static void help(void)
 	    "      --json                 Capture stdout and stderr (1 MiB each) and print one\n"
 	    "                             JSON result object on stdout\n"
 	    "      --timing               Report how long each launch step took\n"
+	    "      --broker SOCKET        The credential broker daemon to ask (else "
+	    "$AIRLOCK_BROKER,\n"
+	    "                             else the default socket when a daemon listens there)\n"
+	    "      --no-broker            Read credentials in this process, never from a daemon\n"
+	    "      --vault FILE           Without a daemon: the vault (else $AIRLOCK_VAULT)\n"
+	    "      --key-file FILE        Without a daemon: the vault's 32-byte key file\n"
 	    "  -h, --help                 Print this help\n"
 	    "\n"
 	    "Exit status: the command's own; 128+N when it died of signal N; 124 on timeout;\n"
@@ -73,7 +80,16 @@ static int override_add(int opt, const char *arg)
 
 static int parse_argv(int argc, char **argv)
 {
-	enum { ARG_KILL_AFTER = 0x100, ARG_AUDIT, ARG_JSON, ARG_TIMING };
+	enum {
+		ARG_KILL_AFTER = 0x100,
+		ARG_AUDIT,
+		ARG_JSON,
+		ARG_TIMING,
+		ARG_BROKER,
+		ARG_NO_BROKER,
+		ARG_VAULT,
+		ARG_KEY_FILE,
+	};
 	static const struct option options[] = {
 	    {"policy", required_argument, NULL, 'p'},
 	    {"workspace", required_argument, NULL, 'w'},
@@ -86,6 +102,10 @@ static int parse_argv(int argc, char **argv)
 	    {"audit", required_argument, NULL, ARG_AUDIT},
 	    {"json", no_argument, NULL, ARG_JSON},
 	    {"timing", no_argument, NULL, ARG_TIMING},
+	    {"broker", required_argument, NULL, ARG_BROKER},
+	    {"no-broker", no_argument, NULL, ARG_NO_BROKER},
+	    {"vault", required_argument, NULL, ARG_VAULT},
+	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -118,6 +138,18 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_TIMING:
 			arg_timing = true;
+			break;
+		case ARG_BROKER:
+			arg_broker.socket = optarg;
+			break;
+		case ARG_NO_BROKER:
+			arg_broker.embedded = true;
+			break;
+		case ARG_VAULT:
+			arg_broker.vault = optarg;
+			break;
+		case ARG_KEY_FILE:
+			arg_broker.key_file = optarg;
 			break;
 		case 'h':
 			help();
@@ -323,6 +355,7 @@ int cli_run(int argc, char **argv)
 	    .kill_grace_usec = arg_kill_after_usec,
 	    .audit_path = arg_audit,
 	    .timing = arg_timing,
+	    .broker = arg_broker,
 	};
 	r = launcher_run(p, &opts, &res, &err);
 	if (r < 0) {

@@ -9,3 +9,5 @@ int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_fs(int argc, char **argv);
+int cli_secret(int argc, char **argv);
+int cli_broker(int argc, char **argv);

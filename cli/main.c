@@ -23,6 +23,8 @@ static void help(void)
 	       "Commands:\n"
 	       "  run [OPTIONS] [--] CMD [ARG...]  Run CMD in a sandbox (see airlock run --help)\n"
 	       "  fs [OPTIONS] ROOT MOUNTPOINT     Mount ROOT through the workspace filesystem\n"
+	       "  secret put|ls|rm|bind ...        Manage the vault's secrets\n"
+	       "  broker [status|sessions]         Run the credential broker daemon, or ask it\n"
 	       "  policy check FILE                Validate a policy file\n"
 	       "  policy hash [FILE]               Print the BLAKE2b-256 hash of a policy\n"
 	       "  policy show [FILE]               Print a policy in canonical form\n"
@@ -121,6 +123,10 @@ int main(int argc, char **argv)
 		return cli_doctor(argc, argv);
 	if (streq(verb, "fs"))
 		return cli_fs(argc, argv);
+	if (streq(verb, "secret"))
+		return cli_secret(argc, argv);
+	if (streq(verb, "broker"))
+		return cli_broker(argc, argv);
 	if (streq(verb, "version")) {
 		printf("airlock %s\n", AIRLOCK_VERSION);
 		return 0;

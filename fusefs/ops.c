@@ -708,7 +708,7 @@ static int open_cred(fuse_req_t req, struct fusefs_inode *in, struct fuse_file_i
 
 	if (wants_write(fi->flags))
 		return fusefs_deny(fs, pid_of(req), "open", name, -EPERM);
-	r = broker_client_read_file(fs->broker, name, &s, &err);
+	r = broker_client_read(fs->broker, name, &s, &err);
 	fusefs_audit(fs, pid_of(req), "credential", name, r,
 		     (struct al_audit_field[]){AL_AUDIT_S("credential", name)}, 1);
 	if (r < 0) {

@@ -13,9 +13,12 @@
 
 char **launcher_strv_free(char **l)
 {
+	/* The environment may hold exposed credentials: wipe, then free. */
 	if (l)
-		for (char **i = l; *i; i++)
+		for (char **i = l; *i; i++) {
+			explicit_bzero(*i, strlen(*i));
 			free(*i);
+		}
 	free(l);
 	return NULL;
 }
@@ -93,5 +96,41 @@ int launcher_env_build(const struct policy *p, char ***ret)
 			return r;
 	}
 	*ret = TAKE_PTR(l);
+	return 0;
+}
+
+int launcher_env_add_credentials(struct launcher_context *ctx, struct broker_client *broker,
+				 struct al_error *err)
+{
+	const struct policy *p = ctx->policy;
+	size_t n = 0;
+	char **l;
+	int r;
+
+	while (ctx->envp[n])
+		n++;
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct policy_credential *c = &p->credentials[i];
+		_cleanup_(broker_secret_freep) struct broker_secret *v = NULL;
+
+		if (c->injection != POLICY_INJECTION_ENV_VAR)
+			continue;
+		r = broker_client_read(broker, c->name, &v, err);
+		if (r < 0)
+			return r;
+		if (memchr(v->data, '\0', v->len))
+			return al_error_set(err, -EINVAL,
+					    "credential %s: its value holds a NUL byte, which an "
+					    "environment variable cannot",
+					    c->name);
+		l = reallocarray(ctx->envp, n + 2, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		ctx->envp = l;
+		l[n + 1] = NULL;
+		r = env_push(l, &n, c->var_name, v->data);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <linux/filter.h>
 
+#include "broker/client.h"
 #include "common/error.h"
 #include "common/macro.h"
 #include "launcher/launcher.h"
@@ -172,6 +173,10 @@ struct launcher_context {
 int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 			  const struct launcher_options *opts, struct al_error *err);
 void launcher_context_done(struct launcher_context *ctx);
+/* Adds the env_var credentials to the command's environment: each one's surrogate, or its real
+ * value when exposed, as the broker gives it. */
+int launcher_env_add_credentials(struct launcher_context *ctx, struct broker_client *broker,
+				 struct al_error *err);
 
 /* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
 
@@ -216,9 +221,11 @@ struct al_audit;
 struct launcher_workspace;
 
 /* Prepares the workspace filesystem for p before clone: checks the root, compiles the rules,
- * sets up the credential source. Errors name the policy field. */
+ * attaches to broker's session (NULL without credentials) for the credential files. Errors name
+ * the policy field. */
 int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
-			   struct launcher_workspace **ret, struct al_error *err);
+			   const struct broker_client *broker, struct launcher_workspace **ret,
+			   struct al_error *err);
 struct launcher_workspace *launcher_workspace_free(struct launcher_workspace *ws);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_workspace *, launcher_workspace_free);
 /* The i-th credential served as a file outside the workspace, or NULL. */
@@ -288,7 +295,13 @@ struct launcher_stream {
 	struct launcher_buffer *capture; /* collect here instead of writing to 'to' */
 	size_t capture_max;
 	char buf[LAUNCHER_STREAM_CHUNK];
+	const char *data; /* the chunk being written: buf, or redacted->data */
 	size_t off, len;
+	/* With a broker: each chunk goes through its redaction of real values first. */
+	struct broker_client *broker;
+	unsigned broker_stream; /* 0 stdout, 1 stderr */
+	struct broker_secret *redacted;
+	bool eof; /* 'from' ended: 'to' closes once the last chunk is out */
 };
 
 /* from is read until EOF; what is read goes to 'to' (or into capture, up to capture_max, the rest
@@ -296,6 +309,9 @@ struct launcher_stream {
  * writer on the other side gets EPIPE/SIGPIPE too, as it would without airlock in between. */
 void launcher_stream_init(struct launcher_stream *s, int from, bool owns_from, int to, bool owns_to,
 			  struct launcher_buffer *capture, size_t capture_max);
+/* Redacts the stream's output through broker (borrowed) as stream 0 or 1 of its session. */
+void launcher_stream_redact(struct launcher_stream *s, struct broker_client *broker,
+			    unsigned stream);
 /* Makes writes to 'to' non-blocking without touching the caller's file description (see
  * stream.c). Separate from init so that it can run while the sandbox is being set up. */
 void launcher_stream_open_nonblocking(struct launcher_stream *s);

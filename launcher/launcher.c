@@ -50,6 +50,7 @@ struct run {
 	struct launcher_context ctx;
 	struct launcher_cgroup *cgroup;
 	struct launcher_workspace *ws;
+	struct broker_client *broker; /* the policy's credentials' session, or NULL */
 	struct al_audit *audit;
 	struct launcher_result *result;
 	pid_t pid;
@@ -83,6 +84,9 @@ static void run_done(struct run *run)
 		(void)waitpid(run->pid, NULL, 0);
 	}
 	run->ws = launcher_workspace_free(run->ws);
+	launcher_stream_close(&run->out);
+	launcher_stream_close(&run->err);
+	run->broker = broker_client_free(run->broker);
 	run->fuse_fd = al_close(run->fuse_fd);
 	run->cgroup = launcher_cgroup_free(run->cgroup);
 	run->audit = al_audit_close(run->audit);
@@ -160,6 +164,23 @@ static int list_secret_files(struct run *run)
 	return 0;
 }
 
+/* The session with the broker that holds the policy's credentials: every source is read now, so
+ * a credential that cannot be served stops the run before anything runs. */
+static int open_broker(struct run *run, struct al_error *err)
+{
+	struct broker_client_options o = run->ctx.opts->broker;
+	int r;
+
+	o.audit = run->audit;
+	o.label = run->ctx.id;
+	if (run->ctx.policy->resources.timeout_usec > 0)
+		o.ttl_usec = run->ctx.policy->resources.timeout_usec + 60 * 1000000ULL;
+	r = broker_client_open(run->ctx.policy, &o, &run->broker, err);
+	if (r >= 0)
+		r = launcher_env_add_credentials(&run->ctx, run->broker, err);
+	return r;
+}
+
 static int prepare(struct run *run, const struct policy *p, const struct launcher_options *opts,
 		   struct al_error *err)
 {
@@ -168,8 +189,10 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 	r = launcher_context_init(&run->ctx, p, opts, err);
 	if (r >= 0)
 		r = open_audit(run, err);
+	if (r >= 0 && p->n_credentials > 0)
+		r = open_broker(run, err);
 	if (r >= 0)
-		r = launcher_workspace_new(p, run->audit, &run->ws, err);
+		r = launcher_workspace_new(p, run->audit, run->broker, &run->ws, err);
 	if (r < 0)
 		return r;
 	r = list_secret_files(run);
@@ -215,6 +238,10 @@ static int spawn(struct run *run, struct al_error *err)
 	launcher_stream_init(&run->err, errp[0], true, STDERR_FILENO, false,
 			     capture ? &res->err : NULL, LAUNCHER_CAPTURE_MAX);
 	run->ctx.stderr_w = errp[1];
+	if (run->broker) {
+		launcher_stream_redact(&run->out, run->broker, 0);
+		launcher_stream_redact(&run->err, run->broker, 1);
+	}
 	/* A terminal is not handed to the sandbox: it could change its modes, write escape
 	 * sequences past the capture, or read what is typed after it ends. Its input is copied
 	 * into a pipe instead. Other stdin (a file, a pipe) is passed as is. */

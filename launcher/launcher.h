@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "broker/client.h"
 #include "common/error.h"
 #include "policy/policy.h"
 
@@ -21,6 +22,9 @@ struct launcher_options {
 	uint64_t kill_grace_usec; /* between SIGTERM and SIGKILL on timeout; 0 = at once */
 	const char *audit_path;	  /* overrides policy->audit when set */
 	bool timing;		  /* record per-step timings in the result */
+	/* Where the policy's credentials come from: the daemon's socket or the embedded broker
+	 * with its vault (audit and label are the run's own). */
+	struct broker_client_options broker;
 };
 
 struct launcher_violation {

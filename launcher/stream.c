@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "common/log.h"
 #include "launcher/launcher-internal.h"
 
 void launcher_stream_open_nonblocking(struct launcher_stream *s)
@@ -73,12 +74,18 @@ static void close_from(struct launcher_stream *s)
 	s->from = -EBADF;
 }
 
+static void drop_chunk(struct launcher_stream *s)
+{
+	s->redacted = broker_secret_free(s->redacted);
+	s->len = s->off = 0;
+}
+
 static void close_to(struct launcher_stream *s)
 {
 	if (s->owns_to)
 		(void)al_close(s->to);
 	s->to = -EBADF;
-	s->len = s->off = 0;
+	drop_chunk(s);
 }
 
 void launcher_stream_close(struct launcher_stream *s)
@@ -90,6 +97,13 @@ void launcher_stream_close(struct launcher_stream *s)
 bool launcher_stream_done(const struct launcher_stream *s)
 {
 	return s->from < 0 && s->len == 0;
+}
+
+void launcher_stream_redact(struct launcher_stream *s, struct broker_client *broker,
+			    unsigned stream)
+{
+	s->broker = broker;
+	s->broker_stream = stream;
 }
 
 void launcher_stream_poll(const struct launcher_stream *s, struct pollfd *in, struct pollfd *out)
@@ -133,9 +147,9 @@ static void on_writable(struct launcher_stream *s, short revents)
 		if (!s->nonblocking)
 			want = MIN(want, (size_t)PIPE_BUF);
 		if (s->use_send)
-			n = send(s->to, s->buf + s->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+			n = send(s->to, s->data + s->off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
 		else
-			n = write(s->to, s->buf + s->off, want);
+			n = write(s->to, s->data + s->off, want);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			return;
 	}
@@ -146,8 +160,55 @@ static void on_writable(struct launcher_stream *s, short revents)
 		return;
 	}
 	s->off += (size_t)n;
-	if (s->off == s->len)
-		s->off = s->len = 0;
+	if (s->off < s->len)
+		return;
+	drop_chunk(s);
+	if (s->eof)
+		close_to(s);
+}
+
+/* Passes n bytes at data on: into the capture, or as the chunk to write. */
+static void deliver(struct launcher_stream *s, const char *data, size_t n)
+{
+	if (s->capture) {
+		capture(s, data, n);
+		drop_chunk(s);
+		return;
+	}
+	if (n == 0) {
+		drop_chunk(s);
+		if (s->eof)
+			close_to(s);
+		return;
+	}
+	s->data = data;
+	s->off = 0;
+	s->len = n;
+	/* A write that cannot block need not wait for the next poll() to say POLLOUT. */
+	if (s->nonblocking)
+		on_writable(s, POLLOUT);
+}
+
+/* The chunk with the real values of the broker's session redacted; at the end of the stream
+ * (n == 0) what the redaction held back. If the broker cannot redact, the output is withheld:
+ * a real value must not get through because the broker failed. */
+static void redact(struct launcher_stream *s, size_t n)
+{
+	struct al_error err = {0};
+	int r;
+
+	r = broker_client_redact(s->broker, s->broker_stream, s->buf, n, s->eof, &s->redacted,
+				 &err);
+	explicit_bzero(s->buf, n);
+	if (r < 0) {
+		log_warning_errno(r, "Output withheld: the broker cannot redact it: %s", err.msg);
+		s->broker = NULL;
+		close_from(s);
+		s->eof = true;
+		deliver(s, NULL, 0);
+		return;
+	}
+	deliver(s, s->redacted->data, s->redacted->len);
 }
 
 static void on_readable(struct launcher_stream *s)
@@ -159,19 +220,14 @@ static void on_readable(struct launcher_stream *s)
 	if (n <= 0) {
 		/* EOF (or an error, which ends the stream the same way): pass the EOF on. */
 		close_from(s);
-		if (!s->capture)
-			close_to(s);
+		s->eof = true;
+		n = 0;
+	}
+	if (s->broker) {
+		redact(s, (size_t)n);
 		return;
 	}
-	if (s->capture) {
-		capture(s, s->buf, (size_t)n);
-		return;
-	}
-	s->off = 0;
-	s->len = (size_t)n;
-	/* A write that cannot block need not wait for the next poll() to say POLLOUT. */
-	if (s->nonblocking)
-		on_writable(s, POLLOUT);
+	deliver(s, s->buf, (size_t)n);
 }
 
 void launcher_stream_handle(struct launcher_stream *s, short in_revents, short out_revents)

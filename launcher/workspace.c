@@ -40,7 +40,8 @@ struct launcher_workspace {
 };
 
 int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
-			   struct launcher_workspace **ret, struct al_error *err)
+			   const struct broker_client *broker, struct launcher_workspace **ret,
+			   struct al_error *err)
 {
 	_cleanup_(launcher_workspace_freep) struct launcher_workspace *ws = NULL;
 	int fd, r;
@@ -64,9 +65,12 @@ int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, ws->violations) <
 	    0)
 		return al_error_set_errno(err, -errno, "Failed to create the violations socket");
-	r = broker_client_new_embedded(p, &ws->broker);
-	if (r < 0)
-		return al_error_set_errno(err, r, "Failed to set up the credential source");
+	/* The daemon asks for credential files on a connection of its own. */
+	if (broker) {
+		r = broker_client_attach(broker, &ws->broker, err);
+		if (r < 0)
+			return r;
+	}
 	r = fusefs_new(&(struct fusefs_options){.policy = p,
 						.mount = p->workspace.mount,
 						.audit = audit,
@@ -107,6 +111,8 @@ _noreturn_ static void daemon_main(struct launcher_workspace *ws, pid_t parent, 
 	keep[n++] = secrets_fd;
 	keep[n++] = ws->violations[1];
 	keep[n++] = al_audit_fd(ws->audit);
+	if (ws->broker)
+		keep[n++] = broker_client_fd(ws->broker);
 	n += (int)fusefs_fds(ws->fs, keep + n, ELEMENTSOF(keep) - (size_t)n);
 	if (al_close_all_except(keep, (size_t)n) < 0)
 		_exit(EXIT_FAILURE);

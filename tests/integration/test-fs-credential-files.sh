@@ -25,10 +25,12 @@ chmod 600 "$IT_TMP/secret-file"
 
 probe='
 try() { if eval "$1" 2>/tmp/e; then echo "$2: ok"; else echo "$2: $(sed "s/.*: //" /tmp/e)"; fi; }
-echo "api=$(cat /run/secrets/api)"
-echo "api-again=$(cat /run/secrets/api)"
+# Exposed values are redacted in the output: show their hashes.
+echo "api=$(sha256sum </run/secrets/api | cut -c1-32)"
+echo "api-again=$(sha256sum </run/secrets/api | cut -c1-32)"
+echo "api-raw=$(cat /run/secrets/api)"
 echo "token=$(cat /workspace/.config/token)"
-echo "fromfile=$(cat /workspace/fromfile)"
+echo "fromfile=$(sha256sum </workspace/fromfile | cut -c1-32)"
 echo "mode=$(stat -c %a /run/secrets/api) $(stat -c %a /workspace/.config/token)"
 echo "listed=$(ls -A /workspace/.config | tr "\n" " ")$(ls /workspace | grep -c fromfile)"
 try "echo x >/run/secrets/api" write-bound
@@ -40,12 +42,14 @@ try "ln /workspace/.config/token /workspace/t3" link
 '
 IT_SECRET=$secret al_run run -p "$policy" --audit "$audit" -- /bin/sh -c "$probe"
 assert_eq 0 "$AL_RC" "the credential probe ran"
-assert_contains "$AL_OUT" "api=$secret" "an exposed credential file gives the real value at /run/secrets"
-assert_contains "$AL_OUT" "api-again=$secret" "each open asks again"
-assert_match "token=airlock_sur_[0-9a-f]{48}" "$(grep '^token=' <<<"$AL_OUT")" \
+sha() { printf '%s' "$1" | sha256sum | cut -c1-32; }
+assert_contains "$AL_OUT" "api=$(sha "$secret")" "an exposed credential file gives the real value at /run/secrets"
+assert_contains "$AL_OUT" "api-again=$(sha "$secret")" "every open gives the value"
+assert_contains "$AL_OUT" "api-raw=[REDACTED:api]" "the real value is redacted in the sandbox's output"
+assert_match "token=airlock_sur_[A-Za-z0-9]{32}" "$(grep '^token=' <<<"$AL_OUT")" \
 	"a credential file without expose gives a surrogate, inside the workspace"
 assert_not_contains "$(grep '^token=' <<<"$AL_OUT")" "$secret" "the surrogate is not the secret"
-assert_contains "$AL_OUT" "fromfile=file-$secret" "a file source is read at open"
+assert_contains "$AL_OUT" "fromfile=$(sha "file-$secret")" "a file source is read"
 assert_contains "$AL_OUT" "mode=400 400" "credential files are mode 0400"
 assert_contains "$AL_OUT" "listed=token 1" "credential files in the workspace are listed in their folders"
 # Inside the workspace the kernel checks the mode first: a write is refused as for any 0400 file.
@@ -62,18 +66,20 @@ assert_eq "" "$(grep -rl "$secret" "$WS" /tmp /var/tmp /dev/shm 2>/dev/null | gr
 assert_eq no "$([ -e "$WS/.config/token" ] && echo yes || echo no)" \
 	"no file is left at the credential's workspace path"
 
-# A source that cannot be read fails the open, not the run; the name is in the audit.
-env -u IT_SECRET "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -p "$policy" -- /bin/sh -c 'cat /run/secrets/api; echo rc=$?' >"$IT_TMP/al.out" 2>&1
-assert_contains "$(cat "$IT_TMP/al.out")" "rc=1" "a credential whose source is missing cannot be opened"
+# Every source is read when the session opens: one that cannot be read stops the run before the
+# command runs, with one line naming the credential and its source.
+env -u IT_SECRET "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -p "$policy" -- /bin/sh -c 'echo ran' >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
+assert_eq 125 "$?" "a credential whose source is missing refuses the run"
+assert_eq "" "$(cat "$IT_TMP/al.out")" "the command did not run"
+assert_contains "$(cat "$IT_TMP/al.err")" "credential api: env source" "the refusal names the credential and its source"
 
-# Sources the embedded broker cannot read yet are refused before the command runs.
 write_policy "$policy" <<EOF2
 {"workspace": {"root": "$WS"},
  "credentials": [{"name": "v", "source": {"type": "vault"}, "expose": true,
    "injection": {"type": "file", "path": "/run/secrets/v"}, "hosts": ["a.example.com"]}]}
 EOF2
-al_run run -p "$policy" -- /bin/true
-assert_eq 125 "$AL_RC" "an exposed credential file from an unserved source is refused"
-assert_contains "$AL_ERR" "credentials[0] (v)" "the refusal names the credential"
+AIRLOCK_VAULT=$IT_TMP/no-vault al_run run --no-broker -p "$policy" -- /bin/true
+assert_eq 125 "$AL_RC" "a vault credential without a vault is refused"
+assert_contains "$AL_ERR" "credential v: vault source: vault $IT_TMP/no-vault does not exist" "the refusal names the credential and the vault"
 
 it_finish

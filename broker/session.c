@@ -1,0 +1,671 @@
+#define LOG_MODULE "broker"
+
+/* The broker's core: sessions and the decisions on them. The daemon (server.c) and the embedded
+ * client (client.c) both drive it; it does no I/O of its own except reading sources and writing
+ * audit events. Not thread-safe: only broker_session_read_sources() may run on another thread,
+ * on a session that is not yet added. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "broker/broker-internal.h"
+#include "broker/broker.h"
+#include "common/audit.h"
+#include "common/log.h"
+
+#define ID_BYTES 16
+#define SESSIONS_MAX 4096
+
+struct cred {
+	const struct policy_credential *spec; /* in the session's policy */
+	struct broker_secret *value;
+	char *surrogate;
+	struct policy_strv hosts; /* where it may go: the policy's, each covered by the vault */
+};
+
+struct broker_session {
+	char id[ID_BYTES * 2 + 1];
+	struct policy *policy; /* its credentials */
+	char *policy_hash, *label;
+	struct broker_peer peer;
+	uint64_t created, expires; /* seconds since the epoch */
+	uint64_t expires_mono;	   /* CLOCK_MONOTONIC, µs */
+	const void *owner;
+	struct cred *creds;
+	size_t n;
+	const char **names;
+	struct broker_redactor *redactor;
+	struct broker_redact_stream *streams[2];
+	struct broker_secret *scratch; /* the last answer that held a real value */
+	unsigned char *redacted;       /* the last redacted output */
+	size_t redacted_len;
+};
+
+struct broker {
+	struct al_audit *audit;
+	struct broker_vault *vault;
+	char *vault_path;
+	struct stat vault_st;
+	struct broker_session **sessions;
+	size_t n_sessions;
+};
+
+static uint64_t now_mono_usec(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int broker_new(struct al_audit *audit, struct broker **ret)
+{
+	struct broker *b;
+
+	if (sodium_init() < 0)
+		return -EIO;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->audit = audit;
+	*ret = b;
+	return 0;
+}
+
+struct broker *broker_free(struct broker *b)
+{
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < b->n_sessions; i++)
+		broker_session_free(b->sessions[i]);
+	free(b->sessions);
+	broker_vault_free(b->vault);
+	free(b->vault_path);
+	free(b);
+	return NULL;
+}
+
+int broker_set_vault(struct broker *b, struct broker_vault *v, const char *path)
+{
+	char *p = strdup(path);
+
+	if (!p) {
+		broker_vault_free(v);
+		return -ENOMEM;
+	}
+	broker_vault_free(b->vault);
+	free(b->vault_path);
+	b->vault = v;
+	b->vault_path = p;
+	if (stat(path, &b->vault_st) < 0)
+		b->vault_st = (struct stat){0};
+	return 0;
+}
+
+int broker_refresh_vault(struct broker *b, struct al_error *err)
+{
+	struct stat st;
+	int r;
+
+	if (!b->vault)
+		return 0;
+	if (stat(b->vault_path, &st) < 0)
+		return al_error_set_errno(err, -errno, "vault %s: cannot stat it", b->vault_path);
+	if (st.st_ino == b->vault_st.st_ino && st.st_dev == b->vault_st.st_dev &&
+	    st.st_size == b->vault_st.st_size && st.st_mtim.tv_sec == b->vault_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == b->vault_st.st_mtim.tv_nsec)
+		return 0;
+	r = broker_vault_reload(b->vault_path, &b->vault, err);
+	if (r < 0)
+		return r;
+	b->vault_st = st;
+	return 0;
+}
+
+const char *broker_vault_file(const struct broker *b)
+{
+	return b->vault ? b->vault_path : NULL;
+}
+
+size_t broker_vault_entries(const struct broker *b)
+{
+	return b->vault ? broker_vault_count(b->vault) : 0;
+}
+
+/* ---- audit ---- */
+
+static void audit(struct broker *b, const char *kind, const struct broker_session *s,
+		  const struct broker_peer *peer, const struct al_audit_field *f, size_t n)
+{
+	struct al_audit_field all[12];
+	size_t k = 0;
+	int r;
+
+	if (!b->audit)
+		return;
+	if (s)
+		all[k++] = AL_AUDIT_S("session", s->id);
+	if (s && s->label)
+		all[k++] = AL_AUDIT_S("label", s->label);
+	all[k++] = AL_AUDIT_I("peer_uid", peer->uid);
+	all[k++] = AL_AUDIT_I("peer_pid", peer->pid);
+	for (size_t i = 0; i < n && k < ELEMENTSOF(all); i++)
+		all[k++] = f[i];
+	r = al_audit_event(b->audit, kind, all, k);
+	if (r < 0)
+		log_debug_errno(r, "Failed to write an audit event: %m");
+}
+
+/* ---- hosts ---- */
+
+/* Whether pattern (a name, or "*.suffix" for any name below suffix) covers host. */
+static bool host_matches(const char *pattern, const char *host)
+{
+	size_t hl = strlen(host), sl;
+
+	if (strncmp(pattern, "*.", 2) != 0)
+		return strcasecmp(pattern, host) == 0;
+	sl = strlen(pattern + 1); /* ".suffix" */
+	return hl > sl && strcasecmp(host + hl - sl, pattern + 1) == 0;
+}
+
+/* Whether a vault binding covers a policy's host pattern: a name by a match, "*.x" only by "*.x"
+ * or a wider "*.y" that covers every name below x. */
+static bool binding_covers(const struct broker_vault_entry *e, const char *pattern)
+{
+	for (size_t i = 0; i < e->n_hosts; i++) {
+		if (strncmp(pattern, "*.", 2) != 0 ? host_matches(e->hosts[i], pattern)
+						   : strncmp(e->hosts[i], "*.", 2) == 0 &&
+							 (strcasecmp(e->hosts[i], pattern) == 0 ||
+							  host_matches(e->hosts[i], pattern + 2)))
+			return true;
+	}
+	return false;
+}
+
+static bool cred_goes_to(const struct cred *c, const char *host)
+{
+	for (size_t i = 0; i < c->hosts.n; i++)
+		if (host_matches(c->hosts.items[i], host))
+			return true;
+	return false;
+}
+
+/* ---- sessions ---- */
+
+struct broker_session *broker_session_free(struct broker_session *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		broker_secret_free(s->creds[i].value);
+		free(s->creds[i].surrogate);
+		free(s->creds[i].hosts.items); /* the strings are the policy's */
+	}
+	free(s->creds);
+	free(s->names);
+	broker_redact_stream_free(s->streams[0]);
+	broker_redact_stream_free(s->streams[1]);
+	broker_redactor_free(s->redactor);
+	broker_secret_free(s->scratch);
+	if (s->redacted) {
+		sodium_memzero(s->redacted, s->redacted_len);
+		free(s->redacted);
+	}
+	policy_free(s->policy);
+	free(s->policy_hash);
+	free(s->label);
+	free(s);
+	return NULL;
+}
+
+const char *broker_session_id(const struct broker_session *s)
+{
+	return s->id;
+}
+
+size_t broker_session_count(const struct broker_session *s)
+{
+	return s->n;
+}
+
+const char *broker_session_cred_name(const struct broker_session *s, size_t i)
+{
+	return s->creds[i].spec->name;
+}
+
+const char *broker_session_cred_surrogate(const struct broker_session *s, size_t i)
+{
+	return s->creds[i].surrogate;
+}
+
+/* The vault's side of a credential: its value, and the hosts it may go to (the policy's, each of
+ * which the vault's binding must cover when the vault has one). */
+static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error *err)
+{
+	const struct broker_vault_entry *e;
+	const char *key = c->spec->source_key ? c->spec->source_key : c->spec->name;
+
+	if (!b->vault)
+		return al_error_set(err, -ENOENT,
+				    "credential %s: vault source: this broker has no vault open",
+				    c->spec->name);
+	e = broker_vault_find(b->vault, key);
+	if (!e)
+		return al_error_set(err, -ENOENT,
+				    "credential %s: vault source: no secret \"%s\" in %s",
+				    c->spec->name, key, b->vault_path);
+	for (size_t i = 0; e->n_hosts > 0 && i < c->hosts.n; i++)
+		if (!binding_covers(e, c->hosts.items[i]))
+			return al_error_set(err, -EPERM,
+					    "credential %s: the vault binds \"%s\" to other hosts "
+					    "than %s (airlock secret bind)",
+					    c->spec->name, key, c->hosts.items[i]);
+	c->value = broker_secret_new(e->value->len);
+	if (!c->value)
+		return -ENOMEM;
+	memcpy(c->value->data, e->value->data, e->value->len);
+	return 0;
+}
+
+static int session_alloc(struct broker_open *o, struct broker_session **ret)
+{
+	_cleanup_(broker_session_freep) struct broker_session *s = NULL;
+	unsigned char id[ID_BYTES];
+	size_t n = o->creds->n_credentials;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->creds = calloc(n ? n : 1, sizeof(*s->creds));
+	s->names = calloc(n + 1, sizeof(*s->names)); /* NULL-terminated, for the audit */
+	s->policy_hash = strdup(o->policy_hash);
+	s->label = o->label ? strdup(o->label) : NULL;
+	if (!s->creds || !s->names || !s->policy_hash || (o->label && !s->label))
+		return -ENOMEM;
+	s->policy = TAKE_PTR(o->creds);
+	s->n = n;
+	s->peer = o->peer;
+	s->owner = o->owner;
+	randombytes_buf(id, sizeof(id));
+	(void)sodium_bin2hex(s->id, sizeof(s->id), id, sizeof(id));
+	for (size_t i = 0; i < n; i++) {
+		struct cred *c = &s->creds[i];
+
+		c->spec = &s->policy->credentials[i];
+		s->names[i] = c->spec->name;
+		c->hosts.items = calloc(c->spec->hosts.n + 1, sizeof(char *));
+		if (!c->hosts.items)
+			return -ENOMEM;
+		memcpy(c->hosts.items, c->spec->hosts.items, c->spec->hosts.n * sizeof(char *));
+		c->hosts.n = c->spec->hosts.n;
+	}
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+int broker_session_prepare(struct broker *b, struct broker_open *o, struct broker_session **ret,
+			   struct al_error *err)
+{
+	_cleanup_(broker_session_freep) struct broker_session *s = NULL;
+	uint64_t ttl = o->ttl_usec;
+	int r;
+
+	if (b->n_sessions >= SESSIONS_MAX) {
+		o->creds = policy_free(o->creds);
+		return al_error_set(err, -EBUSY, "the broker holds %d sessions already",
+				    SESSIONS_MAX);
+	}
+	r = session_alloc(o, &s);
+	if (r < 0)
+		return r;
+	if (ttl == 0 || ttl > BROKER_SESSION_TTL_MAX_USEC)
+		ttl = BROKER_SESSION_TTL_MAX_USEC;
+	s->created = (uint64_t)time(NULL);
+	s->expires = s->created + ttl / 1000000;
+	s->expires_mono = now_mono_usec() + ttl;
+	if (s->policy->n_credentials > 0 && b->vault) {
+		r = broker_refresh_vault(b, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->creds[i].spec->source != POLICY_CRED_SOURCE_VAULT)
+			continue;
+		r = prepare_vault_cred(b, &s->creds[i], err);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+int broker_session_read_sources(struct broker_session *s, struct al_error *err)
+{
+	const struct broker_sources src = {0};
+	int r;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->creds[i].value)
+			continue;
+		r = broker_source_read(&src, s->creds[i].spec, &s->creds[i].value, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Surrogates, and the redactor of the session's real values. */
+static int arm(struct broker_session *s)
+{
+	int r;
+
+	r = broker_redactor_new(&s->redactor);
+	if (r >= 0)
+		r = broker_redact_stream_new(&s->streams[0]);
+	if (r >= 0)
+		r = broker_redact_stream_new(&s->streams[1]);
+	for (size_t i = 0; r >= 0 && i < s->n; i++) {
+		r = broker_surrogate_new(s->creds[i].value, &s->creds[i].surrogate);
+		if (r < 0)
+			break;
+		r = broker_redactor_add(s->redactor, s->creds[i].value, s->creds[i].spec->name);
+		if (r == -EINVAL) {
+			log_debug("Credential %s is shorter than %d bytes: not redacted",
+				  s->creds[i].spec->name, BROKER_REDACT_MIN);
+			r = 0;
+		}
+	}
+	return r;
+}
+
+int broker_session_add(struct broker *b, struct broker_session *s, struct al_error *err)
+{
+	struct broker_session **l;
+	int r;
+
+	r = arm(s);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to make the session's surrogates");
+	l = reallocarray(b->sessions, b->n_sessions + 1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	b->sessions = l;
+	b->sessions[b->n_sessions++] = s;
+	audit(b, "credential", s, &s->peer,
+	      (struct al_audit_field[]){AL_AUDIT_S("action", "open"),
+					AL_AUDIT_S("policy_hash", s->policy_hash),
+					AL_AUDIT_SV("credentials", (char *const *)s->names)},
+	      3);
+	return 0;
+}
+
+static void remove_at(struct broker *b, size_t i)
+{
+	broker_session_free(b->sessions[i]);
+	memmove(b->sessions + i, b->sessions + i + 1,
+		(b->n_sessions - i - 1) * sizeof(*b->sessions));
+	b->n_sessions--;
+}
+
+size_t broker_expire(struct broker *b)
+{
+	uint64_t now = now_mono_usec();
+
+	for (size_t i = b->n_sessions; i-- > 0;)
+		if (b->sessions[i]->expires_mono <= now) {
+			audit(b, "credential", b->sessions[i], &b->sessions[i]->peer,
+			      (struct al_audit_field[]){AL_AUDIT_S("action", "expire")}, 1);
+			remove_at(b, i);
+		}
+	return b->n_sessions;
+}
+
+static ssize_t find_index(const struct broker *b, const struct broker_peer *peer, const char *id)
+{
+	uint64_t now = now_mono_usec();
+
+	for (size_t i = 0; i < b->n_sessions; i++) {
+		const struct broker_session *s = b->sessions[i];
+
+		if (!streq(s->id, id))
+			continue;
+		if (s->peer.uid != peer->uid || s->expires_mono <= now)
+			return -ENOENT;
+		return (ssize_t)i;
+	}
+	return -ENOENT;
+}
+
+static int find(struct broker *b, const struct broker_peer *peer, const char *id,
+		struct broker_session **ret, struct al_error *err)
+{
+	ssize_t i = find_index(b, peer, id);
+
+	if (i < 0)
+		return al_error_set(err, -ENOENT, "no session %s", id);
+	*ret = b->sessions[i];
+	return 0;
+}
+
+/* The session (other than s) whose surrogate this is, for the audit of a stolen surrogate. */
+static const struct broker_session *owner_of(const struct broker *b, const struct broker_session *s,
+					     const char *surrogate)
+{
+	for (size_t i = 0; i < b->n_sessions; i++)
+		for (size_t k = 0; b->sessions[i] != s && k < b->sessions[i]->n; k++)
+			if (streq(b->sessions[i]->creds[k].surrogate, surrogate))
+				return b->sessions[i];
+	return NULL;
+}
+
+static int refuse(struct broker *b, const struct broker_session *s, const struct broker_peer *peer,
+		  const char *cred, const char *host, const char *why, struct al_error *err)
+{
+	audit(b, "violation", s, peer,
+	      (struct al_audit_field[]){AL_AUDIT_S("action", "resolve"),
+					AL_AUDIT_S("verdict", "refused"),
+					AL_AUDIT_S("credential", cred), AL_AUDIT_S("host", host),
+					AL_AUDIT_S("reason", why)},
+	      5);
+	return al_error_set(err, -EPERM, "refused: %s", why);
+}
+
+int broker_resolve(struct broker *b, const struct broker_peer *peer, const char *id,
+		   const char *surrogate, const char *host, struct broker_bytes *ret,
+		   struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	int r;
+
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return refuse(b, NULL, peer, NULL, host, "no such session", err);
+	for (size_t i = 0; i < s->n; i++) {
+		struct cred *c = &s->creds[i];
+
+		if (!streq(c->surrogate, surrogate))
+			continue;
+		if (!cred_goes_to(c, host))
+			return refuse(b, s, peer, c->spec->name, host,
+				      "the credential is not bound to this host", err);
+		audit(b, "credential", s, peer,
+		      (struct al_audit_field[]){
+			  AL_AUDIT_S("action", "resolve"), AL_AUDIT_S("verdict", "granted"),
+			  AL_AUDIT_S("credential", c->spec->name), AL_AUDIT_S("host", host)},
+		      4);
+		*ret = (struct broker_bytes){c->value->data, c->value->len};
+		return 0;
+	}
+	return refuse(b, s, peer, NULL, host,
+		      owner_of(b, s, surrogate) ? "the surrogate belongs to another session"
+						: "not a surrogate of this session",
+		      err);
+}
+
+int broker_read(struct broker *b, const struct broker_peer *peer, const char *id, const char *name,
+		struct broker_bytes *ret, struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	int r;
+
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s->n; i++) {
+		struct cred *c = &s->creds[i];
+
+		if (!streq(c->spec->name, name))
+			continue;
+		if (c->spec->injection != POLICY_INJECTION_FILE &&
+		    c->spec->injection != POLICY_INJECTION_ENV_VAR)
+			break;
+		audit(b, "credential", s, peer,
+		      (struct al_audit_field[]){AL_AUDIT_S("action", "read"),
+						AL_AUDIT_S("credential", name),
+						AL_AUDIT_B("exposed", c->spec->expose)},
+		      3);
+		if (c->spec->expose)
+			*ret = (struct broker_bytes){c->value->data, c->value->len};
+		else
+			*ret = (struct broker_bytes){c->surrogate, strlen(c->surrogate)};
+		return 0;
+	}
+	return al_error_set(err, -ENOENT, "session %s has no credential %s to read", id, name);
+}
+
+/* One "Header: value\r\n" line per sidecar credential bound to host, in the session's scratch
+ * buffer (sodium memory: it holds real values). */
+int broker_headers(struct broker *b, const struct broker_peer *peer, const char *id,
+		   const char *host, struct broker_bytes *ret, struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	size_t len = 0, off = 0;
+	int r;
+
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return r;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < s->n; i++) {
+			const struct cred *c = &s->creds[i];
+			const char *f, *brace;
+
+			if (c->spec->injection != POLICY_INJECTION_SIDECAR ||
+			    !cred_goes_to(c, host))
+				continue;
+			f = c->spec->format ? c->spec->format : "{}";
+			brace = strstr(f, "{}");
+			if (pass == 0) {
+				len +=
+				    strlen(c->spec->header) + 2 + strlen(f) - 2 + c->value->len + 2;
+				continue;
+			}
+			off += (size_t)sprintf(s->scratch->data + off, "%s: %.*s", c->spec->header,
+					       (int)(brace - f), f);
+			memcpy(s->scratch->data + off, c->value->data, c->value->len);
+			off += c->value->len;
+			off += (size_t)sprintf(s->scratch->data + off, "%s\r\n", brace + 2);
+		}
+		if (pass == 0) {
+			s->scratch = broker_secret_free(s->scratch);
+			s->scratch = broker_secret_new(len);
+			if (!s->scratch)
+				return -ENOMEM;
+		}
+	}
+	audit(b, "credential", s, peer,
+	      (struct al_audit_field[]){AL_AUDIT_S("action", "headers"), AL_AUDIT_S("host", host),
+					AL_AUDIT_I("headers", off > 0)},
+	      3);
+	*ret = (struct broker_bytes){s->scratch->data, off};
+	return 0;
+}
+
+int broker_redact_output(struct broker *b, const struct broker_peer *peer, const char *id,
+			 unsigned stream, const void *buf, size_t len, bool flush,
+			 struct broker_bytes *ret, struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	unsigned char *out = NULL;
+	size_t out_len = 0;
+	int r;
+
+	if (stream > 1)
+		return al_error_set(err, -EINVAL, "no output stream %u", stream);
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return r;
+	r = broker_redact(s->redactor, s->streams[stream], buf, len, flush, &out, &out_len);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to redact output");
+	if (s->redacted) {
+		sodium_memzero(s->redacted, s->redacted_len);
+		free(s->redacted);
+	}
+	s->redacted = out;
+	s->redacted_len = out_len;
+	*ret = (struct broker_bytes){out, out_len};
+	return 0;
+}
+
+int broker_close(struct broker *b, const struct broker_peer *peer, const char *id,
+		 struct al_error *err)
+{
+	ssize_t i = find_index(b, peer, id);
+
+	if (i < 0)
+		return al_error_set(err, -ENOENT, "no session %s", id);
+	audit(b, "credential", b->sessions[i], peer,
+	      (struct al_audit_field[]){AL_AUDIT_S("action", "close")}, 1);
+	remove_at(b, (size_t)i);
+	return 0;
+}
+
+void broker_close_owned(struct broker *b, const void *owner)
+{
+	for (size_t i = b->n_sessions; i-- > 0;)
+		if (b->sessions[i]->owner == owner) {
+			audit(b, "credential", b->sessions[i], &b->sessions[i]->peer,
+			      (struct al_audit_field[]){AL_AUDIT_S("action", "close")}, 1);
+			remove_at(b, i);
+		}
+}
+
+size_t broker_session_total(const struct broker *b)
+{
+	return b->n_sessions;
+}
+
+int broker_list(const struct broker *b, const struct broker_peer *peer, broker_session_fn fn,
+		void *userdata)
+{
+	int r;
+
+	for (size_t i = 0; i < b->n_sessions; i++) {
+		const struct broker_session *s = b->sessions[i];
+
+		if (peer->uid != 0 && peer->uid != s->peer.uid)
+			continue;
+		r = fn(&(struct broker_session_info){.id = s->id,
+						     .policy_hash = s->policy_hash,
+						     .label = s->label,
+						     .uid = s->peer.uid,
+						     .pid = s->peer.pid,
+						     .created = s->created,
+						     .expires = s->expires,
+						     .n_credentials = s->n,
+						     .names = s->names},
+		       userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
