@@ -469,12 +469,11 @@ static const struct broker_session *owner_of(const struct broker *b, const struc
 static int refuse(struct broker *b, const struct broker_session *s, const struct broker_peer *peer,
 		  const char *cred, const char *host, const char *why, struct al_error *err)
 {
-	audit(b, "violation", s, peer,
-	      (struct al_audit_field[]){AL_AUDIT_S("action", "resolve"),
-					AL_AUDIT_S("verdict", "refused"),
-					AL_AUDIT_S("credential", cred), AL_AUDIT_S("host", host),
-					AL_AUDIT_S("reason", why)},
-	      5);
+	struct al_audit_field f[5] = {AL_AUDIT_S("action", "resolve"),
+				      AL_AUDIT_S("verdict", "refused"), AL_AUDIT_S("host", host),
+				      AL_AUDIT_S("reason", why), AL_AUDIT_S("credential", cred)};
+
+	audit(b, "violation", s, peer, f, cred ? 5 : 4);
 	return al_error_set(err, -EPERM, "refused: %s", why);
 }
 
