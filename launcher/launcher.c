@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -445,6 +446,11 @@ static int handshake(struct run *run, struct al_error *err)
 		if (r < 0)
 			return r;
 	}
+	/* airlock holds credentials (real values, with the embedded broker): from now on no core
+	 * dump and no ptrace by the user's other processes. Not before: a non-root airlock must
+	 * still write its child's id maps, which a non-dumpable child's /proc would refuse. */
+	if (run->broker && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return al_error_set_errno(err, -errno, "Failed to clear the dumpable flag");
 	r = launcher_sync_send(run->sync_fd, &m, -EBADF);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");

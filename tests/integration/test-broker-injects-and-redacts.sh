@@ -57,11 +57,14 @@ env | grep -c "^IT_" >/workspace/leaked-vars
 echo "exposed=$EXPOSED"
 printf "split=%.12s" "$EXPOSED"; sleep 0.2; printf "%s.\n" "${EXPOSED#????????????}"
 echo "stderr=$EXPOSED" >&2
-while [ ! -e /workspace/go ]; do sleep 0.05; done
+read -r go
 '
+# It waits on its stdin, a FIFO the test holds open.
+mkfifo "$IT_TMP/go"
 "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run --broker "$sock" --audit "$raudit" -p "$policy" \
-	-- /bin/sh -c "$probe" >"$IT_TMP/run.out" 2>"$IT_TMP/run.err" &
+	-- /bin/sh -c "$probe" <"$IT_TMP/go" >"$IT_TMP/run.out" 2>"$IT_TMP/run.err" &
 run_pid=$!
+exec 9>"$IT_TMP/go"
 wait_for 20 test -s "$WS/leaked-vars"
 sur=$(cat "$WS/env-token")
 assert_match '^ghp_[A-Za-z0-9]{36}$' "$sur" "the sandbox's GITHUB_TOKEN is shaped like a GitHub token"
@@ -99,7 +102,8 @@ while read -r verdict what; do
 	if [ "$verdict" = ok ]; then it_pass "$what"; else it_fail "$what"; fi
 done <"$IT_TMP/py.out"
 
-touch "$WS/go"
+echo go >&9
+exec 9>&-
 wait "$run_pid"
 assert_eq 0 "$?" "the run succeeded"
 out=$(cat "$IT_TMP/run.out")

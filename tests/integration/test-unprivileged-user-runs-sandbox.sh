@@ -88,4 +88,29 @@ assert_eq 3 "$AL_RC" "unprivileged: exit 3 is reported as 3"
 nb_run run -p "$policy" -t 1s -- sleep 100
 assert_eq 124 "$AL_RC" "unprivileged: a timeout exits 124"
 
+# With credentials, airlock holds real values: it is not dumpable once the sandbox runs (its
+# /proc files turn root's), and the exposed value is redacted from the output.
+cpolicy=$IT_TMP/unprivileged-creds.json
+write_policy "$cpolicy" <<EOF2
+{"workspace": {"root": "$WS"}, "resources": {"timeout": "60s", "memory": "max", "pids": "max"},
+ "credentials": [{"name": "tok", "source": {"type": "env", "var": "IT_TOK"}, "expose": true,
+   "injection": {"type": "env_var", "var_name": "TOK"}, "hosts": ["api.example.com"]}]}
+EOF2
+chmod 644 "$cpolicy"
+tok=tok-$IT_MARK-value
+mkfifo -m 644 "$IT_TMP/go"
+(cd / && IT_TOK=$tok "${nobody[@]}" "$bin/airlock" run --no-broker -p "$cpolicy" -- \
+	/bin/sh -c 'echo "tok=$TOK"; read -r go') <"$IT_TMP/go" >"$IT_TMP/cred.out" 2>&1 &
+cred_pid=$!
+exec 9>"$IT_TMP/go"
+wait_for 20 grep -q "tok=" "$IT_TMP/cred.out"
+al_pid=$(pgrep -u 65534 -x airlock | head -n1)
+assert_eq root "$(stat -c %U "/proc/$al_pid/environ" 2>&1)" \
+	"unprivileged: airlock holding credentials is not dumpable"
+echo go >&9
+exec 9>&-
+wait "$cred_pid"
+assert_eq 0 "$?" "unprivileged: a run with credentials succeeds"
+assert_eq "tok=[REDACTED:tok]" "$(cat "$IT_TMP/cred.out")" "unprivileged: the exposed value is redacted"
+
 it_finish
