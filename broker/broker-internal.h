@@ -275,6 +275,16 @@ int broker_list(const struct broker *b, const struct broker_peer *peer, broker_s
 const char *broker_vault_file(const struct broker *b);
 size_t broker_vault_entries(const struct broker *b);
 
+/* ---- server.c: the daemon's loop, also as airlock's embedded broker ----
+ *
+ * airlock's embedded broker (no daemon listens): a child process serves the connected sockets
+ * fds (taken) with the daemon's code until they have all closed, opening the vault (o->vault)
+ * when vault_cred names a credential that needs it. audit is borrowed. A setup error is sent on
+ * fds[0] as the answer to the first request. */
+struct broker_daemon_options;
+int broker_embedded_serve(const struct broker_daemon_options *o, struct al_audit *audit,
+			  const char *vault_cred, const int *fds, size_t n);
+
 /* ---- protocol.c: the wire format ----
  *
  * Each message is a frame: u32 JSON length, u32 payload length (both big-endian), the JSON

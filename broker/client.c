@@ -1,23 +1,27 @@
 #define LOG_MODULE "broker"
 
-/* The broker client: a session with the daemon over its socket, or with an embedded broker (the
- * same core, session.c, in this process) when no daemon listens. The remote side speaks the
- * protocol of protocol.c, one request at a time; real values arrive in payloads, straight into
- * sodium_malloc'd buffers. */
+/* The broker client. It always speaks the protocol of protocol.c over a socket, one request at a
+ * time: to the daemon when one listens, else to airlock's own broker, a child process serving the
+ * daemon's code over a socket pair (server.c). Either way airlock never holds a real value that
+ * the sandbox is not given (an exposed one), so the sandbox, cloned from airlock, holds none
+ * either. Real values arrive in payloads, straight into sodium_malloc'd buffers. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "broker/broker-internal.h"
 #include "broker/broker.h"
+#include "common/audit.h"
 #include "broker/client.h"
 #include "common/fd-util.h"
 #include "common/log.h"
@@ -29,11 +33,10 @@
 struct broker_client {
 	const struct policy *policy;
 	struct broker_peer peer;
-	/* embedded */
-	struct broker *core; /* owned unless attached */
-	bool attached;
-	/* remote */
 	int fd;
+	int spare_fd;  /* airlock's broker: the connection for broker_client_attach() */
+	pid_t child;   /* airlock's broker, or 0 */
+	bool attached; /* a second connection: the session is not its to close */
 	uint64_t next_id;
 	char session[64];
 	char **names, **surrogates; /* by credential, in the policy's order */
@@ -64,17 +67,6 @@ struct broker_secret *broker_secret_free(struct broker_secret *s)
 		sodium_free(s);
 	}
 	return NULL;
-}
-
-static int secret_dup(const void *data, size_t len, struct broker_secret **ret)
-{
-	struct broker_secret *s = broker_secret_new(len);
-
-	if (!s)
-		return -ENOMEM;
-	memcpy(s->data, data, len);
-	*ret = s;
-	return 0;
 }
 
 int broker_socket_default_path(char **ret)
@@ -125,6 +117,23 @@ static int connect_to(const char *path, int *ret, struct al_error *err)
 	return 0;
 }
 
+/* Without SIGPIPE: a broker that went away is an error to report, not a reason to die. */
+static int send_all(int fd, const void *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
 static int read_full(int fd, void *buf, size_t len)
 {
 	size_t off = 0;
@@ -156,20 +165,23 @@ static int call(struct broker_client *c, struct broker_request *r, const void *p
 	unsigned char hdr[BROKER_FRAME_HEADER];
 	uint32_t jl, pl;
 	size_t len;
-	int k;
+	int k, kw;
 
 	r->id = ++c->next_id;
 	k = broker_request_encode(r, c->policy, &json, &len);
 	if (k < 0)
 		return al_error_set_errno(err, k, "Failed to encode a broker request");
 	broker_frame_header(hdr, (uint32_t)len, (uint32_t)payload_len);
-	k = al_write_all(c->fd, hdr, sizeof(hdr));
-	if (k >= 0)
-		k = al_write_all(c->fd, json, len);
-	if (k >= 0 && payload_len > 0)
-		k = al_write_all(c->fd, payload, payload_len);
-	if (k >= 0)
-		k = read_full(c->fd, hdr, sizeof(hdr));
+	kw = send_all(c->fd, hdr, sizeof(hdr));
+	if (kw >= 0)
+		kw = send_all(c->fd, json, len);
+	if (kw >= 0 && payload_len > 0)
+		kw = send_all(c->fd, payload, payload_len);
+	/* Read even when the request could not be sent: a broker that failed to start said why
+	 * before it closed the connection. */
+	k = read_full(c->fd, hdr, sizeof(hdr));
+	if (k < 0 && kw < 0)
+		k = kw;
 	if (k >= 0)
 		k = broker_frame_parse(hdr, BROKER_RESPONSE_PAYLOAD_MAX, &jl, &pl, err);
 	if (k >= 0)
@@ -256,29 +268,7 @@ static int remote_open(struct broker_client *c, const struct broker_client_optio
 	return r;
 }
 
-/* ---- the embedded side ---- */
-
-static int open_vault(struct broker *core, const struct broker_client_options *o,
-		      struct al_error *err)
-{
-	_cleanup_(broker_key_freep) struct broker_key *key = NULL;
-	_cleanup_(broker_vault_freep) struct broker_vault *v = NULL;
-	_cleanup_free_ char *path = NULL;
-	int r;
-
-	r = broker_vault_path(o->vault, &path, err);
-	if (r < 0)
-		return r;
-	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return al_error_set(err, -ENOENT,
-				    "vault %s does not exist (airlock secret put creates it)", path);
-	r = broker_key_acquire(o->key_file, isatty(STDIN_FILENO), false, &key, err);
-	if (r >= 0)
-		r = broker_vault_open(path, &key->k, false, &v, err);
-	if (r < 0)
-		return r;
-	return broker_set_vault(core, TAKE_PTR(v), path);
-}
+/* ---- airlock's own broker ---- */
 
 /* The first credential with a vault source, or NULL. */
 static const char *needs_vault(const struct policy *p)
@@ -289,54 +279,61 @@ static const char *needs_vault(const struct policy *p)
 	return NULL;
 }
 
-static int embedded_open(struct broker_client *c, const struct broker_client_options *o,
-			 struct al_error *err)
+_noreturn_ static void broker_child(const struct broker_client_options *o, const char *vault_cred,
+				    pid_t parent, int fd, int spare_fd)
 {
-	_cleanup_(broker_session_freep) struct broker_session *s_owned = NULL;
-	_cleanup_(policy_freep) struct policy *creds = NULL;
-	_cleanup_free_ char *canon = NULL;
-	const char *names[POLICY_LIST_MAX], *surrogates[POLICY_LIST_MAX];
-	struct broker_session *s;
-	char hash[POLICY_HASH_HEX_SIZE];
-	int r;
+	struct broker_daemon_options d = {
+	    .vault = {.vault = o->vault, .key_file = o->key_file},
+	    .no_vault = !vault_cred,
+	};
+	int keep[6] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, spare_fd, -EBADF};
+	int fds[2] = {fd, spare_fd};
 
-	r = broker_new(o->audit, &c->core);
-	if (r >= 0 && needs_vault(c->policy)) {
-		r = open_vault(c->core, o, err);
-		if (r < 0)
-			al_error_prefix(err, "credential %s: vault source", needs_vault(c->policy));
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+		_exit(EXIT_FAILURE);
+	(void)prctl(PR_SET_NAME, "airlock-broker", 0, 0, 0);
+	if (o->audit)
+		keep[5] = al_audit_fd(o->audit);
+	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
+		_exit(EXIT_FAILURE);
+	_exit(broker_embedded_serve(&d, o->audit, vault_cred, fds, 2) < 0 ? EXIT_FAILURE
+									  : EXIT_SUCCESS);
+}
+
+static void close_pair(int p[2])
+{
+	(void)al_close(p[0]);
+	(void)al_close(p[1]);
+}
+
+/* Starts airlock's broker: two socket pairs, one for this client and one for the workspace
+ * daemon's (broker_client_attach()). */
+static int spawn(struct broker_client *c, const struct broker_client_options *o,
+		 struct al_error *err)
+{
+	int a[2], b[2];
+	pid_t parent = getpid(), pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the broker's socket");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b) < 0) {
+		close_pair(a);
+		return al_error_set_errno(err, -errno, "Failed to create the broker's socket");
 	}
-	/* The session keeps its own copy of the credentials, as the daemon would. */
-	if (r >= 0)
-		r = policy_to_canonical_json(c->policy, &canon);
-	if (r >= 0)
-		r = policy_load_string(canon, &creds, err);
-	if (r >= 0)
-		r = policy_hash_hex(c->policy, hash);
-	if (r < 0)
-		return r;
-	r = broker_session_prepare(c->core,
-				   &(struct broker_open){.peer = c->peer,
-							 .creds = creds,
-							 .policy_hash = hash,
-							 .label = o->label,
-							 .ttl_usec = o->ttl_usec},
-				   &s_owned, err);
-	creds = NULL; /* taken by the session, or freed on its way out */
-	if (r >= 0)
-		r = broker_session_read_sources(s_owned, err);
-	if (r >= 0)
-		r = broker_session_add(c->core, s_owned, err);
-	if (r < 0)
-		return r;
-	s = TAKE_PTR(s_owned);
-	strcpy(c->session, broker_session_id(s));
-	for (size_t i = 0; i < broker_session_count(s) && i < ELEMENTSOF(names); i++) {
-		names[i] = broker_session_cred_name(s, i);
-		surrogates[i] = broker_session_cred_surrogate(s, i);
+	pid = fork();
+	if (pid < 0) {
+		close_pair(a);
+		close_pair(b);
+		return al_error_set_errno(err, -errno, "Failed to start the broker");
 	}
-	return keep_surrogates(c, MIN(broker_session_count(s), ELEMENTSOF(names)), names,
-			       surrogates);
+	if (pid == 0)
+		broker_child(o, needs_vault(c->policy), parent, a[1], b[1]);
+	(void)al_close(a[1]);
+	(void)al_close(b[1]);
+	c->fd = a[0];
+	c->spare_fd = b[0];
+	c->child = pid;
+	return 0;
 }
 
 /* ---- the interface ---- */
@@ -348,8 +345,7 @@ static struct broker_client *client_new(const struct policy *p)
 	if (!c)
 		return NULL;
 	c->policy = p;
-	c->fd = -EBADF;
-	c->peer = (struct broker_peer){.uid = geteuid(), .pid = getpid()};
+	c->fd = c->spare_fd = -EBADF;
 	return c;
 }
 
@@ -376,7 +372,12 @@ int broker_client_open(const struct policy *p, const struct broker_client_option
 		if (r < 0)
 			return r;
 	}
-	r = c->fd >= 0 ? remote_open(c, o, err) : embedded_open(c, o, err);
+	if (c->fd < 0) {
+		r = spawn(c, o, err);
+		if (r < 0)
+			return r;
+	}
+	r = remote_open(c, o, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -392,8 +393,12 @@ struct broker_client *broker_client_free(struct broker_client *c)
 			   &(struct broker_request){.op = BROKER_OP_CLOSE, .session = c->session},
 			   NULL, 0, NULL, NULL, NULL);
 	(void)al_close(c->fd);
-	if (!c->attached)
-		broker_free(c->core);
+	(void)al_close(c->spare_fd);
+	if (c->child > 0) {
+		/* Its sessions are closed and their events written: nothing is left to lose. */
+		(void)kill(c->child, SIGKILL);
+		(void)waitpid(c->child, NULL, 0);
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->names ? c->names[i] : NULL);
 		free(c->surrogates ? c->surrogates[i] : NULL);
@@ -404,8 +409,7 @@ struct broker_client *broker_client_free(struct broker_client *c)
 	return NULL;
 }
 
-int broker_client_attach(const struct broker_client *c, struct broker_client **ret,
-			 struct al_error *err)
+int broker_client_attach(struct broker_client *c, struct broker_client **ret, struct al_error *err)
 {
 	_cleanup_(broker_client_freep) struct broker_client *a = NULL;
 	struct sockaddr_un sa;
@@ -416,13 +420,16 @@ int broker_client_attach(const struct broker_client *c, struct broker_client **r
 	if (!a)
 		return -ENOMEM;
 	a->attached = true;
-	a->core = c->core;
 	strcpy(a->session, c->session);
 	r = keep_surrogates(a, c->n, (const char *const *)c->names,
 			    (const char *const *)c->surrogates);
 	if (r < 0)
 		return r;
-	if (c->fd >= 0) {
+	if (c->child > 0) {
+		if (c->spare_fd < 0)
+			return al_error_set(err, -EBUSY, "airlock's broker has no connection left");
+		a->fd = TAKE_FD(c->spare_fd);
+	} else {
 		if (getpeername(c->fd, (struct sockaddr *)&sa, &len) < 0)
 			return al_error_set_errno(err, -errno, "Failed to name the broker socket");
 		r = connect_to(sa.sun_path, &a->fd, err);
@@ -438,9 +445,9 @@ int broker_client_fd(const struct broker_client *c)
 	return c->fd;
 }
 
-bool broker_client_is_remote(const struct broker_client *c)
+bool broker_client_is_daemon(const struct broker_client *c)
 {
-	return c->fd >= 0;
+	return c->child == 0;
 }
 
 const char *broker_client_session(const struct broker_client *c)
@@ -456,70 +463,32 @@ const char *broker_client_surrogate(const struct broker_client *c, const char *n
 	return NULL;
 }
 
-/* Copies bytes the embedded broker lent into a buffer of the caller's. */
-static int embedded_answer(int r, const struct broker_bytes *b, struct broker_secret **ret)
-{
-	return r < 0 ? r : secret_dup(b->data, b->len, ret);
-}
-
 int broker_client_read(struct broker_client *c, const char *name, struct broker_secret **ret,
 		       struct al_error *err)
 {
-	struct broker_bytes b;
-
-	if (c->fd >= 0)
-		return call(c,
-			    &(struct broker_request){
-				.op = BROKER_OP_READ, .session = c->session, .name = name},
-			    NULL, 0, NULL, ret, err);
-	return embedded_answer(broker_read(c->core, &c->peer, c->session, name, &b, err), &b, ret);
+	return call(
+	    c, &(struct broker_request){.op = BROKER_OP_READ, .session = c->session, .name = name},
+	    NULL, 0, NULL, ret, err);
 }
 
 int broker_client_resolve(struct broker_client *c, const char *surrogate, const char *host,
 			  struct broker_secret **ret, struct al_error *err)
 {
-	struct broker_bytes b;
-
-	if (c->fd >= 0)
-		return call(c,
-			    &(struct broker_request){.op = BROKER_OP_RESOLVE,
-						     .session = c->session,
-						     .surrogate = surrogate,
-						     .host = host},
-			    NULL, 0, NULL, ret, err);
-	return embedded_answer(
-	    broker_resolve(c->core, &c->peer, c->session, surrogate, host, &b, err), &b, ret);
+	return call(c,
+		    &(struct broker_request){.op = BROKER_OP_RESOLVE,
+					     .session = c->session,
+					     .surrogate = surrogate,
+					     .host = host},
+		    NULL, 0, NULL, ret, err);
 }
 
 int broker_client_headers(struct broker_client *c, const char *host, struct broker_secret **ret,
 			  struct al_error *err)
 {
-	struct broker_bytes b;
-
-	if (c->fd >= 0)
-		return call(c,
-			    &(struct broker_request){
-				.op = BROKER_OP_HEADERS, .session = c->session, .host = host},
-			    NULL, 0, NULL, ret, err);
-	return embedded_answer(broker_headers(c->core, &c->peer, c->session, host, &b, err), &b,
-			       ret);
-}
-
-static int redact_one(struct broker_client *c, unsigned stream, const void *buf, size_t len,
-		      bool flush, struct broker_secret **ret, struct al_error *err)
-{
-	struct broker_bytes b;
-
-	if (c->fd >= 0)
-		return call(c,
-			    &(struct broker_request){.op = BROKER_OP_REDACT,
-						     .session = c->session,
-						     .stream = stream,
-						     .flush = flush},
-			    buf, len, NULL, ret, err);
-	return embedded_answer(
-	    broker_redact_output(c->core, &c->peer, c->session, stream, buf, len, flush, &b, err),
-	    &b, ret);
+	return call(
+	    c,
+	    &(struct broker_request){.op = BROKER_OP_HEADERS, .session = c->session, .host = host},
+	    NULL, 0, NULL, ret, err);
 }
 
 int broker_client_redact(struct broker_client *c, unsigned stream, const void *buf, size_t len,
@@ -533,8 +502,12 @@ int broker_client_redact(struct broker_client *c, unsigned stream, const void *b
 	/* In chunks: a request's payload is bounded, and redacted output may be longer. */
 	do {
 		take = MIN(len - off, (size_t)REDACT_CHUNK);
-		r = redact_one(c, stream, (const char *)buf + off, take, flush && off + take == len,
-			       &part, err);
+		r = call(c,
+			 &(struct broker_request){.op = BROKER_OP_REDACT,
+						  .session = c->session,
+						  .stream = stream,
+						  .flush = flush && off + take == len},
+			 (const char *)buf + off, take, NULL, &part, err);
 		if (r < 0)
 			return r;
 		off += take;

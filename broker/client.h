@@ -1,8 +1,8 @@
 #pragma once
 
 /* How the rest of airlock asks the broker for credentials: a session with the broker daemon over
- * its socket, or with the same code in this process (the embedded broker) when no daemon
- * listens. fusefs, netns and launcher use this header only. */
+ * its socket or, when no daemon listens, with airlock's own broker (the same code in a child
+ * process). fusefs, netns and launcher use this header only. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,13 +50,13 @@ int broker_client_open(const struct policy *p, const struct broker_client_option
 struct broker_client *broker_client_free(struct broker_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_client *, broker_client_free);
 
-/* A second client on the same session, for another process: its own connection to the daemon
- * (the session still ends with c), or the same embedded broker (a forked child holds a copy). */
-int broker_client_attach(const struct broker_client *c, struct broker_client **ret,
-			 struct al_error *err);
+/* A second client on the same session, for another process (the workspace daemon): a connection
+ * of its own (the session still ends with c). airlock's own broker has one such connection. */
+int broker_client_attach(struct broker_client *c, struct broker_client **ret, struct al_error *err);
 /* The client's connection (a forked process that uses the client keeps it open), or -EBADF. */
 int broker_client_fd(const struct broker_client *c);
-bool broker_client_is_remote(const struct broker_client *c);
+/* Whether the session is the daemon's (else airlock's own broker, a child process). */
+bool broker_client_is_daemon(const struct broker_client *c);
 const char *broker_client_session(const struct broker_client *c);
 
 /* The surrogate of credential name, or NULL. */

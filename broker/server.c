@@ -72,6 +72,8 @@ struct server {
 	const struct broker_daemon_options *o;
 	struct broker *b;
 	struct al_audit *audit;
+	bool embedded;		/* airlock's own broker: no socket, ends with its connections */
+	const char *vault_cred; /* embedded: the credential that needs the vault, or NULL */
 	int epfd, listen_fd, signal_fd, event_fd;
 	char *path;
 	bool bound; /* path is this daemon's socket: unlink it at the end */
@@ -761,9 +763,8 @@ static int open_vault(struct server *s, struct al_error *err)
 		return r;
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return al_error_set(err, -ENOENT,
-				    "vault %s does not exist: airlock secret put creates it, or "
-				    "serve without one (--no-vault)",
-				    path);
+				    "vault %s does not exist (airlock secret put creates it%s)",
+				    path, s->embedded ? "" : ", or serve without one: --no-vault");
 	r = broker_key_acquire(s->o->vault.key_file, isatty(STDIN_FILENO), false, &key, err);
 	if (r < 0)
 		return r;
@@ -773,10 +774,10 @@ static int open_vault(struct server *s, struct al_error *err)
 	return broker_set_vault(s->b, TAKE_PTR(v), path);
 }
 
-static int setup(struct server *s, struct al_error *err)
+/* What every broker needs: hygiene, the audit, the core and its vault. */
+static int setup_core(struct server *s, struct al_error *err)
 {
 	struct rlimit none = {0, 0};
-	sigset_t mask;
 	int r;
 
 	/* It holds every secret: no core dump, no ptrace by its own user's other processes. */
@@ -784,20 +785,32 @@ static int setup(struct server *s, struct al_error *err)
 		return al_error_set_errno(err, -errno, "Failed to make the broker undumpable");
 	if (sodium_init() < 0)
 		return al_error_set(err, -EIO, "Failed to initialize libsodium");
-	if (s->o->audit) {
+	if (!s->audit && s->o->audit) {
 		r = al_audit_open(s->o->audit, "broker", &s->audit);
 		if (r < 0)
 			return al_error_set_errno(err, r, "audit: cannot open %s", s->o->audit);
 	}
 	r = broker_new(s->audit, &s->b);
-	if (r >= 0)
-		r = open_vault(s, err);
 	if (r < 0)
 		return r;
-	r = s->o->socket ? ((s->path = strdup(s->o->socket)) ? 0 : -ENOMEM)
-			 : broker_socket_default_path(&s->path);
-	if (r < 0)
-		return al_error_set_errno(err, r, "No socket path: pass --socket");
+	r = open_vault(s, err);
+	if (r < 0 && s->vault_cred)
+		al_error_prefix(err, "credential %s: vault source", s->vault_cred);
+	return r;
+}
+
+/* The event loop: signals, the workers' wake-ups and, for the daemon, its listening socket. */
+static int setup_loop(struct server *s, struct al_error *err)
+{
+	sigset_t mask;
+	int r;
+
+	if (!s->embedded) {
+		r = s->o->socket ? ((s->path = strdup(s->o->socket)) ? 0 : -ENOMEM)
+				 : broker_socket_default_path(&s->path);
+		if (r < 0)
+			return al_error_set_errno(err, r, "No socket path: pass --socket");
+	}
 	(void)sigemptyset(&mask);
 	(void)sigaddset(&mask, SIGINT);
 	(void)sigaddset(&mask, SIGTERM);
@@ -808,11 +821,12 @@ static int setup(struct server *s, struct al_error *err)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->signal_fd < 0 || s->event_fd < 0 || s->epfd < 0)
 		return al_error_set_errno(err, -errno, "Failed to set up the event loop");
-	r = listen_on(s, err);
+	r = s->embedded ? 0 : listen_on(s, err);
 	if (r < 0)
 		return r;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd,
-		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = &s->listen_fd}) < 0 ||
+	if ((!s->embedded &&
+	     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd,
+		       &(struct epoll_event){.events = EPOLLIN, .data.ptr = &s->listen_fd}) < 0) ||
 	    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->signal_fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = &s->signal_fd}) < 0 ||
 	    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->event_fd,
@@ -832,6 +846,8 @@ static void serve(struct server *s)
 	int n;
 
 	for (;;) {
+		if (s->embedded && s->n_conns == 0)
+			return; /* airlock and its workspace daemon are done */
 		n = epoll_wait(s->epfd, ev, ELEMENTSOF(ev), TICK_MSEC);
 		if (n < 0 && errno != EINTR)
 			return;
@@ -886,33 +902,101 @@ static void teardown(struct server *s)
 	(void)al_close(s->event_fd);
 	(void)al_close(s->epfd);
 	s->b = broker_free(s->b);
-	s->audit = al_audit_close(s->audit);
+	if (!s->embedded)
+		s->audit = al_audit_close(s->audit);
 	free(s->path);
 	(void)pthread_mutex_destroy(&s->lock);
 	(void)pthread_cond_destroy(&s->cond);
 }
 
+#define SERVER_INIT(opts)                                                                          \
+	{                                                                                          \
+		.o = (opts), .uid = geteuid(), .epfd = -EBADF, .listen_fd = -EBADF,                \
+		.signal_fd = -EBADF, .event_fd = -EBADF, .start = now_usec(),                      \
+		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,               \
+	}
+
 int broker_daemon_run(const struct broker_daemon_options *o, struct al_error *err)
 {
-	struct server s = {
-	    .o = o,
-	    .uid = geteuid(),
-	    .epfd = -EBADF,
-	    .listen_fd = -EBADF,
-	    .signal_fd = -EBADF,
-	    .event_fd = -EBADF,
-	    .start = now_usec(),
-	    .lock = PTHREAD_MUTEX_INITIALIZER,
-	    .cond = PTHREAD_COND_INITIALIZER,
-	};
+	struct server s = SERVER_INIT(o);
 	int r;
 
-	r = setup(&s, err);
+	r = setup_core(&s, err);
+	if (r >= 0)
+		r = setup_loop(&s, err);
 	if (r >= 0) {
 		log_info("Serving on %s%s%s", s.path, broker_vault_file(s.b) ? ", vault " : "",
 			 strempty(broker_vault_file(s.b)));
 		serve(&s);
 	}
+	teardown(&s);
+	return r;
+}
+
+/* Adds a connected socket of airlock's as a connection. */
+static int adopt(struct server *s, int fd)
+{
+	struct conn *c;
+	int r;
+
+	r = al_fd_nonblock(fd, true);
+	if (r < 0)
+		return r;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = (struct conn){.fd = fd,
+			   .peer = {.uid = geteuid(), .pid = getppid()},
+			   .events = EPOLLIN,
+			   .next = s->conns};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd,
+		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = c}) < 0) {
+		free(c);
+		return -errno;
+	}
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->n_conns++;
+	return 0;
+}
+
+/* A setup error goes to airlock as the answer to its first request. */
+static void report(int fd, int code, const char *msg)
+{
+	_cleanup_free_ char *json = NULL;
+	unsigned char hdr[BROKER_FRAME_HEADER];
+	size_t len;
+
+	if (broker_response_error(0, code, msg, &json, &len) < 0)
+		return;
+	broker_frame_header(hdr, (uint32_t)len, 0);
+	(void)al_write_all(fd, hdr, sizeof(hdr));
+	(void)al_write_all(fd, json, len);
+}
+
+int broker_embedded_serve(const struct broker_daemon_options *o, struct al_audit *audit,
+			  const char *vault_cred, const int *fds, size_t n)
+{
+	struct server s = SERVER_INIT(o);
+	struct al_error err = {0};
+	int r;
+
+	s.embedded = true;
+	s.audit = audit;
+	s.vault_cred = vault_cred;
+	r = setup_core(&s, &err);
+	/* The vault's prompt is behind it: leave the terminal's process group, so that its
+	 * signals (^C) go to airlock and the sandbox, not to the broker they still need. */
+	(void)setpgid(0, 0);
+	if (r >= 0)
+		r = setup_loop(&s, &err);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = adopt(&s, fds[i]);
+	if (r >= 0)
+		serve(&s);
+	else
+		report(fds[0], r, err.msg[0] ? err.msg : strerror(-r));
 	teardown(&s);
 	return r;
 }

@@ -224,7 +224,7 @@ struct launcher_workspace;
  * attaches to broker's session (NULL without credentials) for the credential files. Errors name
  * the policy field. */
 int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
-			   const struct broker_client *broker, struct launcher_workspace **ret,
+			   struct broker_client *broker, struct launcher_workspace **ret,
 			   struct al_error *err);
 struct launcher_workspace *launcher_workspace_free(struct launcher_workspace *ws);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_workspace *, launcher_workspace_free);

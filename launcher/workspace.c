@@ -40,7 +40,7 @@ struct launcher_workspace {
 };
 
 int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
-			   const struct broker_client *broker, struct launcher_workspace **ret,
+			   struct broker_client *broker, struct launcher_workspace **ret,
 			   struct al_error *err)
 {
 	_cleanup_(launcher_workspace_freep) struct launcher_workspace *ws = NULL;
