@@ -28,8 +28,9 @@ packages=(
 	libclang-rt-14-dev clang-format
 	# run time and tests: fusermount3, ip, ps, setpriv; python3 reads JSON in tests and here
 	fuse3 iproute2 procps util-linux python3 git attr
-	# the broker tests: strace kills a vault writer at chosen system calls; keyctl fills keyrings
-	strace keyutils
+	# the broker tests: strace kills a vault writer at chosen system calls, keyctl fills keyrings,
+	# getfacl reads the socket's ACL
+	strace keyutils acl
 )
 
 log()
