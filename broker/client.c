@@ -21,8 +21,8 @@
 
 #include "broker/broker-internal.h"
 #include "broker/broker.h"
-#include "common/audit.h"
 #include "broker/client.h"
+#include "common/audit.h"
 #include "common/fd-util.h"
 #include "common/log.h"
 
@@ -67,6 +67,38 @@ struct broker_secret *broker_secret_free(struct broker_secret *s)
 		sodium_free(s);
 	}
 	return NULL;
+}
+
+int broker_secret_read_fd(int fd, size_t max, struct broker_secret **ret)
+{
+	_cleanup_(broker_secret_freep) struct broker_secret *s = NULL;
+	size_t len = 0;
+	ssize_t n;
+	char extra;
+
+	s = broker_secret_new(max);
+	if (!s)
+		return -ENOMEM;
+	s->len = 0; /* what broker_secret_free() wipes: the bytes read so far */
+	for (;;) {
+		/* Once full, one more byte tells a value of exactly max bytes from a longer one. */
+		n = len < max ? read(fd, s->data + len, max - len) : read(fd, &extra, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (len == max) {
+			sodium_memzero(&extra, sizeof(extra));
+			return -EFBIG;
+		}
+		len += (size_t)n;
+		s->len = len;
+	}
+	s->data[len] = '\0';
+	*ret = TAKE_PTR(s);
+	return 0;
 }
 
 int broker_socket_default_path(char **ret)

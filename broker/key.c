@@ -84,39 +84,6 @@ struct broker_key *broker_key_free(struct broker_key *k)
 	return NULL;
 }
 
-/* Reads fd to its end into a secret of at most max bytes (-EFBIG beyond). */
-static int read_secret(int fd, size_t max, struct broker_secret **ret)
-{
-	_cleanup_(broker_secret_freep) struct broker_secret *s = NULL;
-	size_t len = 0;
-	ssize_t n;
-	char extra;
-
-	s = broker_secret_new(max);
-	if (!s)
-		return -ENOMEM;
-	s->len = 0; /* what broker_secret_free() wipes: the bytes read so far */
-	for (;;) {
-		/* Once full, one more byte tells a value of exactly max bytes from a longer one. */
-		n = len < max ? read(fd, s->data + len, max - len) : read(fd, &extra, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		if (len == max) {
-			sodium_memzero(&extra, sizeof(extra));
-			return -EFBIG;
-		}
-		len += (size_t)n;
-		s->len = len;
-	}
-	s->data[len] = '\0';
-	*ret = TAKE_PTR(s);
-	return 0;
-}
-
 /* Drops one trailing newline; refuses an empty passphrase. */
 static int finish_passphrase(struct broker_secret *s)
 {
@@ -180,7 +147,7 @@ static int read_key_file(const char *path, struct broker_secret **ret, struct al
 	r = check_key_file(path, fd, err);
 	if (r < 0)
 		return r;
-	r = read_secret(fd, KEY_HEX_SIZE + 1, &buf);
+	r = broker_secret_read_fd(fd, KEY_HEX_SIZE + 1, &buf);
 	if (r == -ENOMEM)
 		return r;
 	if (r == -EFBIG)
@@ -219,7 +186,7 @@ static int read_passphrase_file(const char *path, struct broker_secret **ret, st
 				    "passphrase file %s (AIRLOCK_PASSPHRASE_FILE) is not a regular "
 				    "file",
 				    path);
-	r = read_secret(fd, PASSPHRASE_MAX + 1, &s); /* + 1: its newline */
+	r = broker_secret_read_fd(fd, PASSPHRASE_MAX + 1, &s); /* + 1: its newline */
 	if (r >= 0)
 		r = finish_passphrase(s);
 	if (r == -ENOMEM)

@@ -22,8 +22,6 @@
 #include "common/log.h"
 
 #define NAME_LEN_MAX 128
-#define HOST_LEN_MAX 253
-#define LABEL_LEN_MAX 63
 
 /* ---- checks ---- */
 
@@ -42,39 +40,6 @@ static int check_name(const char *name, struct al_error *err)
 	return 0;
 }
 
-/* Lower-cases s into buf (HOST_LEN_MAX + 1 bytes) when it is an RFC 1123 host name whose last
- * label is not all digits (so that it cannot be taken for an IPv4 address), without a trailing
- * dot: the rules of the policy's credential hosts. */
-static bool host_lower(const char *s, char *buf)
-{
-	size_t len = strlen(s), label = 0;
-	bool all_digits = true;
-
-	if (len == 0 || len > HOST_LEN_MAX)
-		return false;
-	for (size_t i = 0; i <= len; i++) {
-		char c = s[i];
-
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		buf[i] = c;
-		if (c == '.' || c == '\0') {
-			if (label == 0 || label > LABEL_LEN_MAX || buf[i - 1] == '-')
-				return false;
-			label = 0;
-			if (c == '.')
-				all_digits = true;
-			continue;
-		}
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && label > 0)))
-			return false;
-		if (c < '0' || c > '9')
-			all_digits = false;
-		label++;
-	}
-	return !all_digits;
-}
-
 struct host_list {
 	char **hosts;
 	size_t n;
@@ -91,22 +56,19 @@ static void host_list_done(struct host_list *l)
 /* Adds item (its len bytes) to l, lower-cased, once. */
 static int host_list_add(struct host_list *l, const char *item, size_t len, struct al_error *err)
 {
-	_cleanup_free_ char *s = strndup(item, len);
-	char buf[HOST_LEN_MAX + 1];
-	const char *suffix;
+	_cleanup_free_ char *raw = strndup(item, len), *s = NULL;
 	char **grown;
+	int r;
 
-	if (!s)
+	if (!raw)
 		return -ENOMEM;
-	suffix = startswith(s, "*.");
-	if (!host_lower(suffix ?: s, buf) || (suffix && len > HOST_LEN_MAX))
+	r = policy_host_pattern_normalize(raw, &s);
+	if (r == -EINVAL)
 		return al_error_set(err, -EINVAL,
 				    "host \"%s\" is not a valid host name or \"*.suffix\" pattern",
-				    s);
-	if (suffix)
-		memcpy(s + 2, buf, strlen(buf) + 1);
-	else
-		memcpy(s, buf, len + 1);
+				    raw);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < l->n; i++)
 		if (streq(l->hosts[i], s))
 			return 0;
@@ -157,36 +119,21 @@ static int read_value(int fd, const char *name, struct broker_secret **ret, stru
 {
 	_cleanup_(broker_secret_freep) struct broker_secret *s = NULL;
 	const size_t max = BROKER_SECRET_MAX + 1; /* + 1: its newline */
-	size_t len = 0;
-	ssize_t n;
-	char extra;
+	size_t len;
+	int r;
 
 	if (isatty(fd))
 		return al_error_set(err, -EINVAL,
 				    "secret %s: the value would be read from a terminal, where it "
 				    "would show: pipe it in or use --from-file",
 				    name);
-	s = broker_secret_new(max);
-	if (!s)
-		return -ENOMEM;
-	s->len = 0; /* what broker_secret_free() wipes: the bytes read so far */
-	for (;;) {
-		n = len < max ? read(fd, s->data + len, max - len) : read(fd, &extra, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return al_error_set_errno(err, -errno, "secret %s: cannot read the value",
-						  name);
-		if (n == 0)
-			break;
-		if (len == max) {
-			sodium_memzero(&extra, sizeof(extra));
-			len++;
-			break;
-		}
-		len += (size_t)n;
-		s->len = len;
-	}
+	r = broker_secret_read_fd(fd, max, &s);
+	if (r == -EFBIG)
+		len = max + 1;
+	else if (r < 0)
+		return al_error_set_errno(err, r, "secret %s: cannot read the value", name);
+	else
+		len = s->len;
 	if (len > 0 && len <= max && s->data[len - 1] == '\n')
 		len--;
 	if (len > BROKER_SECRET_MAX)

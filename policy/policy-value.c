@@ -392,6 +392,11 @@ int policy_normalize_host_pattern(const struct policy_where *w, const char *s, b
 	return 0;
 }
 
+int policy_host_pattern_normalize(const char *s, char **ret)
+{
+	return policy_normalize_host_pattern(&POLICY_WHERE_KEY(NULL, "host"), s, NULL, ret, NULL);
+}
+
 /* Parses an IPv4 or IPv6 literal into addr (16 bytes), refusing IPv4-mapped IPv6 addresses: a
  * rule or a pin for one would never match the IPv4 traffic it stands for. */
 static int ip_parse(const char *s, uint8_t *ret_family, uint8_t addr[static 16])

@@ -184,3 +184,7 @@ int policy_hash_hex(const struct policy *p, char ret[POLICY_HASH_HEX_SIZE]);
 const char *policy_seccomp_to_string(enum policy_seccomp s);
 const char *policy_isolation_to_string(enum policy_isolation i);
 const char *policy_cred_source_to_string(enum policy_cred_source s); /* "vault", "env", ... */
+
+/* s as a credential's host, by the policy's rules: a host name or a "*.suffix" pattern,
+ * lower-cased (malloc'd). -EINVAL when it is neither, -ENOMEM. */
+int policy_host_pattern_normalize(const char *s, char **ret);
