@@ -237,8 +237,9 @@ struct broker_bytes {
 	const void *data;
 	size_t len;
 };
-/* The real value behind surrogate, for a request to host; -EPERM when the surrogate is not the
- * session's or host is not among the credential's bound hosts. Audited either way. */
+/* The real value behind surrogate, for a request to host. Every refusal is -EPERM (no such
+ * session among them: a resolve is the proxy's, and its refusals are violations), audited, as is
+ * a grant. */
 int broker_resolve(struct broker *b, const struct broker_peer *peer, const char *id,
 		   const char *surrogate, const char *host, struct broker_bytes *ret,
 		   struct al_error *err);

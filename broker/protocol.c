@@ -83,7 +83,7 @@ void broker_frame_header(unsigned char hdr[BROKER_FRAME_HEADER], uint32_t json, 
 /* ---- field checks ---- */
 
 /* The string at key: -ENOENT when absent, -EINVAL (with err) when not a string, empty, longer
- * than max, holding a NUL or a character outside allowed (NULL: any printable ASCII). */
+ * than max, holding a NUL or a character outside allowed (NULL: printable ASCII but space). */
 static int get_string(struct json_object *o, const char *key, size_t max, const char *allowed,
 		      const char **ret, struct al_error *err)
 {
@@ -173,6 +173,17 @@ static const struct {
     {"flush", F_FLUSH},
 };
 
+/* How many of the first max bytes of s are printable ASCII: what of a peer's key a message may
+ * quote. */
+static size_t printable_prefix(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max && s[n] >= 0x20 && s[n] <= 0x7e)
+		n++;
+	return n;
+}
+
 static int check_keys(struct json_object *o, enum broker_op op, struct al_error *err)
 {
 	unsigned seen = 0, want = op_fields[op].required, may = want | op_fields[op].allowed;
@@ -188,8 +199,8 @@ static int check_keys(struct json_object *o, enum broker_op op, struct al_error 
 			if (streq(key, field_names[i].key))
 				flag = field_names[i].flag;
 		if (!(flag & may))
-			return al_error_set(err, -EINVAL, "unknown field \"%.64s\" for op %s", key,
-					    op_names[op]);
+			return al_error_set(err, -EINVAL, "unknown field \"%.*s\" for op %s",
+					    (int)printable_prefix(key, 64), key, op_names[op]);
 		seen |= flag;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(field_names); i++)
@@ -397,7 +408,9 @@ int broker_request_encode(const struct broker_request *r, const struct policy *p
 	if (k >= 0 && (f & F_LABEL))
 		k = add_string(o, "label", r->label);
 	if (k >= 0 && (f & F_TTL) && r->ttl_usec)
-		k = al_json_add(o, "ttl_ms", json_object_new_int64((int64_t)(r->ttl_usec / 1000)));
+		k = al_json_add(o, "ttl_ms",
+				json_object_new_int64(
+				    (int64_t)(r->ttl_usec / 1000 + (r->ttl_usec % 1000 != 0))));
 	if (k >= 0 && (f & F_STREAM))
 		k = al_json_add(o, "stream", json_object_new_int((int)r->stream));
 	if (k >= 0 && (f & F_FLUSH))

@@ -284,13 +284,13 @@ static int session_alloc(struct broker_open *o, struct broker_session **ret)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->policy = TAKE_PTR(o->creds); /* freed with s, on every path */
 	s->creds = calloc(n ? n : 1, sizeof(*s->creds));
 	s->names = calloc(n + 1, sizeof(*s->names)); /* NULL-terminated, for the audit */
 	s->policy_hash = strdup(o->policy_hash);
 	s->label = o->label ? strdup(o->label) : NULL;
 	if (!s->creds || !s->names || !s->policy_hash || (o->label && !s->label))
 		return -ENOMEM;
-	s->policy = TAKE_PTR(o->creds);
 	s->n = n;
 	s->peer = o->peer;
 	s->owner = o->owner;
@@ -324,8 +324,10 @@ int broker_session_prepare(struct broker *b, struct broker_open *o, struct broke
 				    SESSIONS_MAX);
 	}
 	r = session_alloc(o, &s);
-	if (r < 0)
+	if (r < 0) {
+		o->creds = policy_free(o->creds);
 		return r;
+	}
 	if (ttl == 0 || ttl > BROKER_SESSION_TTL_MAX_USEC)
 		ttl = BROKER_SESSION_TTL_MAX_USEC;
 	s->created = (uint64_t)time(NULL);
