@@ -220,11 +220,14 @@ struct broker_open {
 int broker_session_prepare(struct broker *b, struct broker_open *o, struct broker_session **ret,
 			   struct al_error *err);
 int broker_session_read_sources(struct broker_session *s, struct al_error *err);
+/* Whether any credential is still to be read from its source (else the vault gave them all). */
+bool broker_session_needs_sources(const struct broker_session *s);
 int broker_session_add(struct broker *b, struct broker_session *s, struct al_error *err);
 struct broker_session *broker_session_free(struct broker_session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_session *, broker_session_free);
 
-/* The session's id (32 hex digits) and its i-th credential's name and surrogate. */
+/* The session's id (64 hex digits: the capability to use it) and its i-th credential's name and
+ * surrogate. */
 const char *broker_session_id(const struct broker_session *s);
 size_t broker_session_count(const struct broker_session *s);
 const char *broker_session_cred_name(const struct broker_session *s, size_t i);
@@ -263,7 +266,7 @@ size_t broker_expire(struct broker *b);
 
 /* For health and list: the number of sessions, and each one's facts. */
 struct broker_session_info {
-	const char *id, *policy_hash, *label;
+	const char *tag, *policy_hash, *label; /* tag: a hash of the id, which is not shown */
 	uid_t uid;
 	pid_t pid;
 	uint64_t created, expires; /* seconds since the epoch */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -34,11 +35,12 @@ struct broker_client {
 	const struct policy *policy;
 	struct broker_peer peer;
 	int fd;
-	int spare_fd;  /* airlock's broker: the connection for broker_client_attach() */
-	pid_t child;   /* airlock's broker, or 0 */
-	bool attached; /* a second connection: the session is not its to close */
+	int spare_fd;	      /* airlock's broker: the connection for broker_client_attach() */
+	pid_t child;	      /* airlock's broker, or 0 */
+	bool attached;	      /* a second connection: the session is not its to close */
+	pthread_mutex_t lock; /* one exchange at a time: the workspace daemon's threads share it */
 	uint64_t next_id;
-	char session[64];
+	char session[80];
 	char **names, **surrogates; /* by credential, in the policy's order */
 	size_t n;
 };
@@ -184,21 +186,22 @@ static int read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* Sends request r (with payload) and reads the answer: *ret_resp, and its payload in *ret_payload
- * (NULL when ret_payload is NULL or there is none). A refusal is returned as its -errno with the
- * broker's message in err. */
-static int call(struct broker_client *c, struct broker_request *r, const void *payload,
-		size_t payload_len, struct broker_response *ret_resp,
-		struct broker_secret **ret_payload, struct al_error *err)
+/* One request and its answer, on a connection that may be shared by threads (the workspace
+ * daemon's). Returns the answer's JSON and payload; after any error in the exchange the
+ * connection is given up, since what follows on it can no longer be framed. */
+static int exchange(struct broker_client *c, struct broker_request *r, const void *payload,
+		    size_t payload_len, char **ret_json, uint32_t *ret_json_len,
+		    struct broker_secret **ret_payload, struct al_error *err)
 {
 	_cleanup_free_ char *json = NULL, *rjson = NULL;
 	_cleanup_(broker_secret_freep) struct broker_secret *rp = NULL;
-	struct broker_response resp;
 	unsigned char hdr[BROKER_FRAME_HEADER];
-	uint32_t jl, pl;
+	uint32_t jl = 0, pl = 0;
 	size_t len;
 	int k, kw;
 
+	if (c->fd < 0)
+		return al_error_set(err, -ENOTCONN, "the broker connection was lost");
 	r->id = ++c->next_id;
 	k = broker_request_encode(r, c->policy, &json, &len);
 	if (k < 0)
@@ -215,15 +218,47 @@ static int call(struct broker_client *c, struct broker_request *r, const void *p
 	if (k < 0 && kw < 0)
 		k = kw;
 	if (k >= 0)
-		k = broker_frame_parse(hdr, BROKER_RESPONSE_PAYLOAD_MAX, &jl, &pl, err);
+		k = broker_frame_parse(hdr, BROKER_RESPONSE_PAYLOAD_MAX, &jl, &pl, NULL);
 	if (k >= 0)
 		k = (rjson = malloc(jl)) ? read_full(c->fd, rjson, jl) : -ENOMEM;
 	if (k >= 0)
 		k = (rp = broker_secret_new(pl)) ? read_full(c->fd, rp->data, pl) : -ENOMEM;
+	if (k < 0 || kw < 0)
+		c->fd = al_close(c->fd);
 	if (k < 0)
-		return al_error_set_errno(err, k, "broker: %s %s", broker_op_to_string(r->op),
-					  err && err->msg[0] ? err->msg : "failed");
-	k = broker_response_parse(rjson, jl, &resp, err);
+		return al_error_set_errno(err, k, "broker: %s failed", broker_op_to_string(r->op));
+	*ret_json = TAKE_PTR(rjson);
+	*ret_json_len = jl;
+	*ret_payload = TAKE_PTR(rp);
+	return 0;
+}
+
+/* Sends request r (with payload) and reads the answer: *ret_resp, and its payload in *ret_payload
+ * (when not NULL). A refusal is returned as its -errno with the broker's message in err. */
+static int call(struct broker_client *c, struct broker_request *r, const void *payload,
+		size_t payload_len, struct broker_response *ret_resp,
+		struct broker_secret **ret_payload, struct al_error *err)
+{
+	_cleanup_free_ char *rjson = NULL;
+	_cleanup_(broker_secret_freep) struct broker_secret *rp = NULL;
+	struct broker_response resp;
+	uint32_t jl = 0;
+	int k;
+
+	(void)pthread_mutex_lock(&c->lock);
+	k = exchange(c, r, payload, payload_len, &rjson, &jl, &rp, err);
+	if (k >= 0) {
+		k = broker_response_parse(rjson, jl, &resp, err);
+		/* An answer to another request means the exchange lost its framing; an error
+		 * answer with id 0 is the broker's own (one that failed to start). */
+		if (k >= 0 && resp.id != r->id && (resp.ok || resp.id != 0)) {
+			broker_response_done(&resp);
+			k = al_error_set(err, -EBADMSG, "broker: an answer to another request");
+		}
+		if (k < 0)
+			c->fd = al_close(c->fd);
+	}
+	(void)pthread_mutex_unlock(&c->lock);
 	if (k < 0)
 		return k;
 	if (!resp.ok) {
@@ -378,6 +413,7 @@ static struct broker_client *client_new(const struct policy *p)
 		return NULL;
 	c->policy = p;
 	c->fd = c->spare_fd = -EBADF;
+	(void)pthread_mutex_init(&c->lock, NULL);
 	return c;
 }
 
@@ -437,6 +473,7 @@ struct broker_client *broker_client_free(struct broker_client *c)
 	}
 	free(c->names);
 	free(c->surrogates);
+	(void)pthread_mutex_destroy(&c->lock);
 	free(c);
 	return NULL;
 }

@@ -16,7 +16,7 @@
 #include "common/json-util.h"
 
 #define JSON_DEPTH_MAX 16
-#define ID_LEN 32
+#define ID_LEN 64
 #define HOST_MAX 253
 #define LABEL_MAX 128
 #define SURROGATE_FIELD_MAX BROKER_SURROGATE_MAX
@@ -525,10 +525,25 @@ int broker_response_health(uint64_t id, const struct broker *b, uint64_t uptime_
 	return finish(o, ret, ret_len);
 }
 
+/* A list answer must fit the client's JSON limit: at most this many sessions, then "more". */
+#define LIST_MAX 100
+
+struct list_state {
+	struct json_object *sessions;
+	size_t n, more;
+};
+
 static int list_one(const struct broker_session_info *i, void *userdata)
 {
-	struct json_object *a = userdata, *s, *names;
+	struct list_state *st = userdata;
+	struct json_object *a = st->sessions, *s, *names;
 	int r;
+
+	if (st->n >= LIST_MAX) {
+		st->more++;
+		return 0;
+	}
+	st->n++;
 
 	s = json_object_new_object();
 	if (!s)
@@ -538,7 +553,7 @@ static int list_one(const struct broker_session_info *i, void *userdata)
 		(void)json_object_put(s);
 		return r;
 	}
-	r = add_string(s, "id", i->id);
+	r = add_string(s, "tag", i->tag);
 	if (r >= 0)
 		r = add_string(s, "policy_hash", i->policy_hash);
 	if (r >= 0)
@@ -564,15 +579,17 @@ int broker_response_list(uint64_t id, const struct broker *b, const struct broke
 			 char **ret, size_t *ret_len)
 {
 	_cleanup_json_ struct json_object *o = ok_new(id);
-	struct json_object *a;
+	struct list_state st = {0};
 	int r;
 
 	if (!o)
 		return -ENOMEM;
-	a = json_object_new_array();
-	r = al_json_add(o, "sessions", a);
+	st.sessions = json_object_new_array();
+	r = al_json_add(o, "sessions", st.sessions);
 	if (r >= 0)
-		r = broker_list(b, peer, list_one, a);
+		r = broker_list(b, peer, list_one, &st);
+	if (r >= 0 && st.more > 0)
+		r = al_json_add(o, "more", json_object_new_int64((int64_t)st.more));
 	if (r < 0)
 		return r;
 	return finish(o, ret, ret_len);

@@ -33,6 +33,9 @@
 #include "common/log.h"
 
 #define CONNECTIONS_MAX 1024
+#define CONNECTIONS_PER_UID 256 /* so that one allowed uid cannot lock the others out */
+#define OPENS_PER_UID 8		/* opens waiting for a worker, per uid */
+#define FRAMES_PER_TURN 16	/* a client that pipelines yields to the others after these */
 #define WORKERS 4
 #define OUTPUT_PAUSE (1024 * 1024)   /* stop reading a client that does not read its answers */
 #define OUTPUT_MAX (8 * 1024 * 1024) /* ... and drop it past this */
@@ -77,6 +80,9 @@ struct server {
 	int epfd, listen_fd, signal_fd, event_fd;
 	char *path;
 	bool bound; /* path is this daemon's socket: unlink it at the end */
+	dev_t sock_dev;
+	ino_t sock_ino; /* ... if it still is: a successor may have replaced it */
+	bool listen_paused;
 	uid_t uid;
 	struct conn *conns;
 	size_t n_conns;
@@ -85,8 +91,8 @@ struct server {
 	size_t n_workers;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct job *queue, *done; /* under lock */
-	bool stopping;		  /* under lock */
+	struct job *queue, **queue_tail, *done; /* under lock */
+	bool stopping;				/* under lock */
 };
 
 static uint64_t now_usec(void)
@@ -115,6 +121,8 @@ static void *worker_main(void *userdata)
 			return NULL;
 		}
 		s->queue = j->next;
+		if (!s->queue)
+			s->queue_tail = &s->queue;
 		(void)pthread_mutex_unlock(&s->lock);
 
 		j->r = broker_session_read_sources(j->session, &j->err);
@@ -294,7 +302,13 @@ static int check_sources(const struct server *s, const struct conn *c, const str
 {
 	if (c->peer.uid == s->uid)
 		return 0;
-	for (size_t i = 0; i < p->n_credentials; i++)
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		if (p->credentials[i].expose)
+			return al_error_set(
+			    err, -EPERM,
+			    "credential %s: only the broker's own user (uid %u) may "
+			    "have a real value exposed",
+			    p->credentials[i].name, (unsigned)s->uid);
 		if (p->credentials[i].source != POLICY_CRED_SOURCE_VAULT)
 			return al_error_set(err, -EPERM,
 					    "credential %s: a %s source is read with the broker's "
@@ -302,8 +316,21 @@ static int check_sources(const struct server *s, const struct conn *c, const str
 					    p->credentials[i].name,
 					    policy_cred_source_to_string(p->credentials[i].source),
 					    (unsigned)s->uid);
+	}
 	return 0;
 }
+
+/* The connections of uid, and how many of them wait for an open. */
+static size_t count_uid(const struct server *s, uid_t uid, bool busy_only)
+{
+	size_t n = 0;
+
+	for (const struct conn *c = s->conns; c; c = c->next)
+		n += c->peer.uid == uid && !c->dead && (!busy_only || c->busy);
+	return n;
+}
+
+static void job_finish(struct server *s, struct job *j);
 
 static int do_open(struct server *s, struct conn *c, struct broker_request *q, struct al_error *err)
 {
@@ -313,6 +340,9 @@ static int do_open(struct server *s, struct conn *c, struct broker_request *q, s
 	int r;
 
 	r = check_sources(s, c, q->creds, err);
+	if (r >= 0 && count_uid(s, c->peer.uid, true) >= OPENS_PER_UID)
+		r = al_error_set(err, -EBUSY, "%d opens of this uid are in progress already",
+				 OPENS_PER_UID);
 	if (r < 0)
 		return r;
 	if (s->o->max_ttl_usec && (ttl == 0 || ttl > s->o->max_ttl_usec))
@@ -335,9 +365,15 @@ static int do_open(struct server *s, struct conn *c, struct broker_request *q, s
 	*j = (struct job){.conn = c, .id = q->id, .session = session};
 	c->busy = true;
 	conn_set_events(s, c);
+	if (!broker_session_needs_sources(session)) {
+		/* Vault credentials only: nothing slow to wait for, no worker to wait on. */
+		job_finish(s, j);
+		free(j);
+		return 0;
+	}
 	(void)pthread_mutex_lock(&s->lock);
-	j->next = s->queue;
-	s->queue = j;
+	*s->queue_tail = j; /* first come, first served */
+	s->queue_tail = &j->next;
 	(void)pthread_cond_signal(&s->cond);
 	(void)pthread_mutex_unlock(&s->lock);
 	return 0;
@@ -508,7 +544,7 @@ static void on_readable(struct server *s, struct conn *c)
 {
 	int r;
 
-	while (!c->busy && !c->closing) {
+	for (int turn = 0; turn < FRAMES_PER_TURN && !c->busy && !c->closing; turn++) {
 		r = read_frame(s, c);
 		if (r == 0)
 			break;
@@ -599,6 +635,16 @@ static void on_accept(struct server *s)
 
 	for (;;) {
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 &&
+		    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* The listener would stay readable and spin the loop: pause it until the
+			 * next tick. */
+			(void)epoll_ctl(
+			    s->epfd, EPOLL_CTL_MOD, s->listen_fd,
+			    &(struct epoll_event){.events = 0, .data.ptr = &s->listen_fd});
+			s->listen_paused = true;
+			return;
+		}
 		if (fd < 0)
 			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -609,7 +655,8 @@ static void on_accept(struct server *s)
 			reject(s, fd, &cred, "peer uid not allowed");
 			continue;
 		}
-		if (s->n_conns >= CONNECTIONS_MAX) {
+		if (s->n_conns >= CONNECTIONS_MAX ||
+		    count_uid(s, cred.uid, false) >= CONNECTIONS_PER_UID) {
 			reject(s, fd, &cred, "too many connections");
 			continue;
 		}
@@ -642,6 +689,10 @@ static void on_tick(struct server *s)
 	struct conn *c, *next;
 
 	(void)broker_expire(s->b);
+	if (s->listen_paused &&
+	    epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd,
+		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = &s->listen_fd}) >= 0)
+		s->listen_paused = false;
 	for (c = s->conns; c; c = next) {
 		next = c->next;
 		if (!c->busy && !c->dead && c->got > 0 && now - c->frame_start > FRAME_TIMEOUT_USEC)
@@ -705,6 +756,7 @@ static int listen_on(struct server *s, struct al_error *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_free_ char *dir = NULL;
+	struct stat st;
 	char *slash;
 	mode_t old;
 	int fd, r;
@@ -729,7 +781,8 @@ static int listen_on(struct server *s, struct al_error *err)
 		(void)al_close(fd);
 		return al_error_set(err, -EADDRINUSE, "a broker already listens on %s", s->path);
 	}
-	if (errno == ECONNREFUSED)
+	/* Only a socket is replaced: --socket naming any other file is a mistake to report. */
+	if (errno == ECONNREFUSED && lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode))
 		(void)unlink(s->path);
 	(void)al_close(fd);
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -740,7 +793,11 @@ static int listen_on(struct server *s, struct al_error *err)
 	(void)umask(old);
 	if (r < 0)
 		return al_error_set_errno(err, r, "broker socket %s: cannot bind", s->path);
-	s->bound = true;
+	if (lstat(s->path, &st) == 0) {
+		s->bound = true;
+		s->sock_dev = st.st_dev;
+		s->sock_ino = st.st_ino;
+	}
 	r = grant_uids(s, err);
 	if (r >= 0 && listen(s->listen_fd, 128) < 0)
 		r = al_error_set_errno(err, -errno, "broker socket %s: cannot listen", s->path);
@@ -861,6 +918,10 @@ static void serve(struct server *s)
 				on_accept(s);
 			else if (p == &s->event_fd)
 				jobs = true; /* after the batch: it may free a connection in it */
+			else if ((ev[i].events & (EPOLLERR | EPOLLHUP)) && ((struct conn *)p)->busy)
+				conn_drop(
+				    s,
+				    p); /* else HUP fires again and again until the worker ends */
 			else if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP) &&
 				 ((struct conn *)p)->out_off < ((struct conn *)p)->out_len)
 				on_writable(s, p);
@@ -878,6 +939,7 @@ static void serve(struct server *s)
 
 static void teardown(struct server *s)
 {
+	struct stat st;
 	struct job *j;
 
 	workers_stop(s);
@@ -895,7 +957,8 @@ static void teardown(struct server *s)
 	}
 	while (s->conns)
 		conn_free(s, s->conns);
-	if (s->bound)
+	if (s->bound && lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev &&
+	    st.st_ino == s->sock_ino)
 		(void)unlink(s->path);
 	(void)al_close(s->listen_fd);
 	(void)al_close(s->signal_fd);
@@ -921,6 +984,7 @@ int broker_daemon_run(const struct broker_daemon_options *o, struct al_error *er
 	struct server s = SERVER_INIT(o);
 	int r;
 
+	s.queue_tail = &s.queue;
 	r = setup_core(&s, err);
 	if (r >= 0)
 		r = setup_loop(&s, err);
@@ -982,6 +1046,7 @@ int broker_embedded_serve(const struct broker_daemon_options *o, struct al_audit
 	struct al_error err = {0};
 	int r;
 
+	s.queue_tail = &s.queue;
 	s.embedded = true;
 	s.audit = audit;
 	s.vault_cred = vault_cred;

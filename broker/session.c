@@ -20,18 +20,36 @@
 #include "common/audit.h"
 #include "common/log.h"
 
-#define ID_BYTES 16
+/* A session's id is its capability: only the connection that opened it learns it (and hands it
+ * to the workspace daemon's). Lists and audit events show its tag, a hash of it. */
+#define ID_BYTES 32
+#define TAG_BYTES 8
 #define SESSIONS_MAX 4096
+#define SESSIONS_PER_UID 512
+/* The bytes of real values one session may have redacted: the redactor's worst case grows with
+ * them, and it runs on the daemon's event loop. */
+#define REDACT_BYTES_MAX (128 * 1024)
 
 struct cred {
 	const struct policy_credential *spec; /* in the session's policy */
 	struct broker_secret *value;
 	char *surrogate;
 	struct policy_strv hosts; /* where it may go: the policy's, each covered by the vault */
+	uint64_t reads;
 };
+
+static bool count_is_audited(uint64_t n)
+{
+	if (n <= 10)
+		return true;
+	while (n % 10 == 0)
+		n /= 10;
+	return n == 1;
+}
 
 struct broker_session {
 	char id[ID_BYTES * 2 + 1];
+	char tag[TAG_BYTES * 2 + 1];
 	struct policy *policy; /* its credentials */
 	char *policy_hash, *label;
 	struct broker_peer peer;
@@ -151,7 +169,7 @@ static void audit(struct broker *b, const char *kind, const struct broker_sessio
 	if (!b->audit)
 		return;
 	if (s)
-		all[k++] = AL_AUDIT_S("session", s->id);
+		all[k++] = AL_AUDIT_S("session", s->tag);
 	if (s && s->label)
 		all[k++] = AL_AUDIT_S("label", s->label);
 	all[k++] = AL_AUDIT_I("peer_uid", peer->uid);
@@ -262,6 +280,12 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 		return al_error_set(err, -ENOENT,
 				    "credential %s: vault source: no secret \"%s\" in %s",
 				    c->spec->name, key, b->vault_path);
+	if (e->n_hosts > 0 && c->spec->expose)
+		return al_error_set(
+		    err, -EPERM,
+		    "credential %s: the vault binds \"%s\" to hosts, so its value is "
+		    "never exposed to a sandbox",
+		    c->spec->name, key);
 	for (size_t i = 0; e->n_hosts > 0 && i < c->hosts.n; i++)
 		if (!binding_covers(e, c->hosts.items[i]))
 			return al_error_set(err, -EPERM,
@@ -278,7 +302,7 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 static int session_alloc(struct broker_open *o, struct broker_session **ret)
 {
 	_cleanup_(broker_session_freep) struct broker_session *s = NULL;
-	unsigned char id[ID_BYTES];
+	unsigned char id[ID_BYTES], tag[TAG_BYTES];
 	size_t n = o->creds->n_credentials;
 
 	s = calloc(1, sizeof(*s));
@@ -296,6 +320,9 @@ static int session_alloc(struct broker_open *o, struct broker_session **ret)
 	s->owner = o->owner;
 	randombytes_buf(id, sizeof(id));
 	(void)sodium_bin2hex(s->id, sizeof(s->id), id, sizeof(id));
+	(void)crypto_generichash(tag, sizeof(tag), id, sizeof(id), NULL, 0);
+	(void)sodium_bin2hex(s->tag, sizeof(s->tag), tag, sizeof(tag));
+	sodium_memzero(id, sizeof(id));
 	for (size_t i = 0; i < n; i++) {
 		struct cred *c = &s->creds[i];
 
@@ -311,6 +338,15 @@ static int session_alloc(struct broker_open *o, struct broker_session **ret)
 	return 0;
 }
 
+static size_t sessions_of(const struct broker *b, uid_t uid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->n_sessions; i++)
+		n += b->sessions[i]->peer.uid == uid;
+	return n;
+}
+
 int broker_session_prepare(struct broker *b, struct broker_open *o, struct broker_session **ret,
 			   struct al_error *err)
 {
@@ -318,7 +354,7 @@ int broker_session_prepare(struct broker *b, struct broker_open *o, struct broke
 	uint64_t ttl = o->ttl_usec;
 	int r;
 
-	if (b->n_sessions >= SESSIONS_MAX) {
+	if (b->n_sessions >= SESSIONS_MAX || sessions_of(b, o->peer.uid) >= SESSIONS_PER_UID) {
 		o->creds = policy_free(o->creds);
 		return al_error_set(err, -EBUSY, "the broker holds %d sessions already",
 				    SESSIONS_MAX);
@@ -349,6 +385,14 @@ int broker_session_prepare(struct broker *b, struct broker_open *o, struct broke
 	return 0;
 }
 
+bool broker_session_needs_sources(const struct broker_session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->creds[i].value)
+			return true;
+	return false;
+}
+
 int broker_session_read_sources(struct broker_session *s, struct al_error *err)
 {
 	const struct broker_sources src = {0};
@@ -364,9 +408,22 @@ int broker_session_read_sources(struct broker_session *s, struct al_error *err)
 	return 0;
 }
 
-/* Surrogates, and the redactor of the session's real values. */
-static int arm(struct broker_session *s)
+/* Whether credential i's value is the same as an earlier one's (redacted once). */
+static bool value_seen(const struct broker_session *s, size_t i)
 {
+	const struct broker_secret *v = s->creds[i].value;
+
+	for (size_t k = 0; k < i; k++)
+		if (s->creds[k].value->len == v->len &&
+		    sodium_memcmp(s->creds[k].value->data, v->data, v->len) == 0)
+			return true;
+	return false;
+}
+
+/* Surrogates, and the redactor of the session's real values. */
+static int arm(struct broker_session *s, struct al_error *err)
+{
+	size_t total = 0;
 	int r;
 
 	r = broker_redactor_new(&s->redactor);
@@ -376,8 +433,15 @@ static int arm(struct broker_session *s)
 		r = broker_redact_stream_new(&s->streams[1]);
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
 		r = broker_surrogate_new(s->creds[i].value, &s->creds[i].surrogate);
-		if (r < 0)
-			break;
+		if (r < 0 || value_seen(s, i))
+			continue;
+		total += s->creds[i].value->len;
+		if (total > REDACT_BYTES_MAX)
+			return al_error_set(
+			    err, -E2BIG,
+			    "the credentials hold more than %d bytes of real values, "
+			    "more than the output can be redacted of",
+			    REDACT_BYTES_MAX);
 		r = broker_redactor_add(s->redactor, s->creds[i].value, s->creds[i].spec->name);
 		if (r == -EINVAL) {
 			log_debug("Credential %s is shorter than %d bytes: not redacted",
@@ -385,7 +449,7 @@ static int arm(struct broker_session *s)
 			r = 0;
 		}
 	}
-	return r;
+	return r < 0 ? al_error_set_errno(err, r, "Failed to make the session's surrogates") : 0;
 }
 
 int broker_session_add(struct broker *b, struct broker_session *s, struct al_error *err)
@@ -393,9 +457,9 @@ int broker_session_add(struct broker *b, struct broker_session *s, struct al_err
 	struct broker_session **l;
 	int r;
 
-	r = arm(s);
+	r = arm(s, err);
 	if (r < 0)
-		return al_error_set_errno(err, r, "Failed to make the session's surrogates");
+		return r;
 	l = reallocarray(b->sessions, b->n_sessions + 1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -437,7 +501,7 @@ static ssize_t find_index(const struct broker *b, const struct broker_peer *peer
 	for (size_t i = 0; i < b->n_sessions; i++) {
 		const struct broker_session *s = b->sessions[i];
 
-		if (!streq(s->id, id))
+		if (strlen(id) != ID_BYTES * 2 || sodium_memcmp(s->id, id, ID_BYTES * 2) != 0)
 			continue;
 		if (s->peer.uid != peer->uid || s->expires_mono <= now)
 			return -ENOENT;
@@ -452,7 +516,7 @@ static int find(struct broker *b, const struct broker_peer *peer, const char *id
 	ssize_t i = find_index(b, peer, id);
 
 	if (i < 0)
-		return al_error_set(err, -ENOENT, "no session %s", id);
+		return al_error_set(err, -ENOENT, "no such session");
 	*ret = b->sessions[i];
 	return 0;
 }
@@ -528,18 +592,23 @@ int broker_read(struct broker *b, const struct broker_peer *peer, const char *id
 		if (c->spec->injection != POLICY_INJECTION_FILE &&
 		    c->spec->injection != POLICY_INJECTION_ENV_VAR)
 			break;
-		audit(b, "credential", s, peer,
-		      (struct al_audit_field[]){AL_AUDIT_S("action", "read"),
-						AL_AUDIT_S("credential", name),
-						AL_AUDIT_B("exposed", c->spec->expose)},
-		      3);
+		/* The sandbox opens credential files as often as it likes: the first ten reads
+		 * of each are audited, then every power of ten, with the count. */
+		c->reads++;
+		if (count_is_audited(c->reads))
+			audit(b, "credential", s, peer,
+			      (struct al_audit_field[]){AL_AUDIT_S("action", "read"),
+							AL_AUDIT_S("credential", name),
+							AL_AUDIT_B("exposed", c->spec->expose),
+							AL_AUDIT_I("count", (int64_t)c->reads)},
+			      4);
 		if (c->spec->expose)
 			*ret = (struct broker_bytes){c->value->data, c->value->len};
 		else
 			*ret = (struct broker_bytes){c->surrogate, strlen(c->surrogate)};
 		return 0;
 	}
-	return al_error_set(err, -ENOENT, "session %s has no credential %s to read", id, name);
+	return al_error_set(err, -ENOENT, "the session has no credential %s to read", name);
 }
 
 /* One "Header: value\r\n" line per sidecar credential bound to host, in the session's scratch
@@ -623,7 +692,7 @@ int broker_close(struct broker *b, const struct broker_peer *peer, const char *i
 	ssize_t i = find_index(b, peer, id);
 
 	if (i < 0)
-		return al_error_set(err, -ENOENT, "no session %s", id);
+		return al_error_set(err, -ENOENT, "no such session");
 	audit(b, "credential", b->sessions[i], peer,
 	      (struct al_audit_field[]){AL_AUDIT_S("action", "close")}, 1);
 	remove_at(b, (size_t)i);
@@ -655,7 +724,7 @@ int broker_list(const struct broker *b, const struct broker_peer *peer, broker_s
 
 		if (peer->uid != 0 && peer->uid != s->peer.uid)
 			continue;
-		r = fn(&(struct broker_session_info){.id = s->id,
+		r = fn(&(struct broker_session_info){.tag = s->tag,
 						     .policy_hash = s->policy_hash,
 						     .label = s->label,
 						     .uid = s->peer.uid,

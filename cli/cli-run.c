@@ -27,6 +27,7 @@ static bool arg_json;
 static bool arg_timing;
 static const char *arg_audit;
 static struct broker_client_options arg_broker;
+static char *arg_broker_path;
 static uint64_t arg_kill_after_usec = 2 * 1000000ULL;
 static struct override *arg_overrides;
 static size_t arg_n_overrides;
@@ -140,7 +141,14 @@ static int parse_argv(int argc, char **argv)
 			arg_timing = true;
 			break;
 		case ARG_BROKER:
-			arg_broker.socket = optarg;
+			/* Also what keeps the socket's folder out of every bind: absolute. */
+			free(arg_broker_path);
+			arg_broker_path = realpath(optarg, NULL);
+			if (!arg_broker_path)
+				return log_error_errno(-errno, "--broker: %s: %m", optarg);
+			arg_broker.socket = arg_broker_path;
+			if (setenv("AIRLOCK_BROKER", arg_broker_path, 1) < 0)
+				return log_error_errno(-errno, "Failed to set AIRLOCK_BROKER: %m");
 			break;
 		case ARG_NO_BROKER:
 			arg_broker.embedded = true;
@@ -374,5 +382,6 @@ int cli_run(int argc, char **argv)
 	r = res.exit_code;
 	launcher_result_done(&res);
 	free(arg_overrides);
+	free(arg_broker_path);
 	return r;
 }

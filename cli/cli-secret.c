@@ -9,6 +9,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "broker/broker.h"
@@ -181,6 +183,13 @@ int cli_secret(int argc, char **argv)
 	const char *verb, *name;
 	int n_args, r;
 
+	/* It holds the vault's key and values: no core dump, no ptrace by the user's other
+	 * processes. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0}) < 0) {
+		log_error_errno(-errno, "Failed to make airlock undumpable: %m");
+		return CLI_EXIT_FAILURE;
+	}
 	r = parse_options(argc, argv);
 	if (r <= 0)
 		return r < 0 ? CLI_EXIT_FAILURE : 0;

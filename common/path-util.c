@@ -108,6 +108,35 @@ static int check_writable(const char *canonical, const char *field, struct al_er
 	return 0;
 }
 
+/* Where the credential broker listens and keeps its vault: the socket must be out of every
+ * sandbox's reach, even read-only (connect() works on a read-only mount), so no bind may be or
+ * contain the default folders of root's and the user's daemon, or the one $AIRLOCK_BROKER names
+ * (a folder inside them holds neither). */
+static int check_broker(const char *canonical, const char *field, struct al_error *err)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR"), *sock = getenv("AIRLOCK_BROKER");
+	_cleanup_free_ char *user = NULL, *sock_dir = NULL;
+	const char *dirs[4] = {"/run/airlock", "/var/lib/airlock"};
+	size_t n = 2;
+	char *slash;
+
+	if (rt && rt[0] == '/' && asprintf(&user, "%s/airlock", rt) >= 0)
+		dirs[n++] = user;
+	if (sock && sock[0] == '/' && (sock_dir = strdup(sock)) &&
+	    (slash = strrchr(sock_dir, '/')) && slash != sock_dir) {
+		*slash = '\0';
+		dirs[n++] = sock_dir;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (al_path_is_within(dirs[i], canonical))
+			return al_error_set(
+			    err, -EPERM,
+			    "%s: refusing to expose %s: it holds or is the credential "
+			    "broker's folder (%s)",
+			    field, canonical, dirs[i]);
+	return 0;
+}
+
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
 			      struct al_error *err)
 {
@@ -125,11 +154,11 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 				    "%s: %s resolves through a symbolic link to %s; name the real "
 				    "path",
 				    field, source, canonical);
-	if (writable) {
+	r = check_broker(canonical, field, err);
+	if (r >= 0 && writable)
 		r = check_writable(canonical, field, err);
-		if (r < 0)
-			return r;
-	}
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(canonical);
 	return 0;
 }

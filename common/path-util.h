@@ -13,8 +13,11 @@ bool al_path_is_within(const char *a, const char *b);
  * path in *ret. Refuses, naming field in err: a path that does not exist (-errno), one that
  * resolves through a symbolic link (-ELOOP: the workspace is the sandbox's to shape, so a link
  * found on the way may have been planted by an earlier sandbox to aim a later bind at a host
- * folder), and, when writable, /, the system trees (/etc, /usr, /proc, /sys, /dev, /boot, ...),
- * the roots of /var, /home, /tmp, /run ..., the user's home folder itself, and airlock's own
+ * folder), one that is or holds a credential broker's folder even read-only (/run/airlock,
+ * /var/lib/airlock, $XDG_RUNTIME_DIR/airlock, the folder of $AIRLOCK_BROKER: a socket is reachable
+ * through a read-only bind), and, when writable, /, the system trees (/etc, /usr, /proc, /sys,
+ * /dev, /boot,
+ * ...), the roots of /var, /home, /tmp, /run ..., the user's home folder itself, and airlock's own
  * state (-EPERM). */
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
 			      struct al_error *err);

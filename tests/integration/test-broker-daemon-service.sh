@@ -77,6 +77,19 @@ r, _ = call(a, "resolve", session="0" * 32, surrogate=sur_a, host="api.example.c
 say("an unknown session is refused", not r["ok"])
 r, p = call(a, "read", session=sa["session"], name="gh")
 say("read gives the surrogate of a credential that is not exposed", r["ok"] and p == sur_a.encode())
+sh = open_session(a, [{"name": "side", "source": {"type": "env", "var": "IT_TOKEN"},
+                       "injection": {"type": "sidecar", "header": "Authorization",
+                                     "format": "Bearer {}"}, "hosts": ["api.example.com"]}])
+r, p = call(a, "headers", session=sh["session"], host="api.example.com")
+say("a sidecar credential is a header for its host",
+    r["ok"] and p == ("Authorization: Bearer %s\r\n" % token).encode())
+r, p = call(a, "headers", session=sh["session"], host="other.example.com")
+say("... and no header for another host", r["ok"] and p == b"")
+r, _ = call(a, "close", session=sh["session"])
+r, _ = call(a, "list")
+say("a list shows tags, never the ids that are the sessions' capabilities",
+    all("id" not in x and len(x["tag"]) == 16 for x in r["sessions"])
+    and sa["session"] not in str(r))
 
 # Malformed and oversize requests: one error each, the connection goes on (or ends, past a limit).
 c = connect(path)
@@ -204,6 +217,14 @@ print(open_session(s, [{"name": "gh", "source": {"type": "env", "var": "IT_TOKEN
 EOF
 )
 assert_contains "$out" "only its own user" "another uid may not use the daemon's env, file or command sources"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$PYTHONPATH" python3 -c '
+import sys
+from broker_proto import connect, open_session
+s = connect(sys.argv[1])
+print(open_session(s, [{"name": "v", "source": {"type": "vault"}, "expose": True,
+                        "injection": {"type": "env_var", "var_name": "T"}, "hosts": []}]))
+' "$sock" 2>&1)
+assert_contains "$out" "may have a real value exposed" "another uid may not have any value exposed"
 stop_broker
 
 # A daemon killed outright leaves its socket; the next one replaces it.
@@ -214,6 +235,12 @@ assert_true "a SIGKILLed daemon leaves its socket" test -S "$sock"
 start_broker
 assert_true "the next daemon takes over the stale socket" "$AIRLOCK" broker status --socket "$sock"
 stop_broker
+
+# --socket naming a file that is not a socket: an error, and the file stays.
+echo precious >"$IT_TMP/precious.txt"
+"$AIRLOCK" broker --no-vault --socket "$IT_TMP/precious.txt" >>"$log" 2>&1
+assert_eq 1 "$?" "a daemon whose socket path is taken by a file fails"
+assert_eq precious "$(cat "$IT_TMP/precious.txt" 2>&1)" "... and leaves the file alone"
 
 assert_not_contains "$(cat "$audit" "$log" "$rundir/audit.jsonl")" "$token" \
 	"no secret is in the audit or the daemon's log"

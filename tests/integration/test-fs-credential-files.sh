@@ -66,6 +66,15 @@ assert_eq "" "$(grep -rl "$secret" "$WS" /tmp /var/tmp /dev/shm 2>/dev/null | gr
 assert_eq no "$([ -e "$WS/.config/token" ] && echo yes || echo no)" \
 	"no file is left at the credential's workspace path"
 
+# Many threads of the sandbox opening credential files at once: the workspace daemon's threads
+# share one broker connection, one exchange at a time.
+IT_SECRET=$secret al_run run -p "$policy" -- /bin/sh -c '
+for i in 1 2 3 4 5 6 7 8; do
+	(for j in $(seq 40); do cat /run/secrets/api /workspace/.config/token >/dev/null || echo bad; done) &
+done
+wait; echo done'
+assert_eq "done" "$AL_OUT" "320 concurrent opens of credential files all succeed"
+
 # Every source is read when the session opens: one that cannot be read stops the run before the
 # command runs, with one line naming the credential and its source.
 env -u IT_SECRET "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -p "$policy" -- /bin/sh -c 'echo ran' >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"

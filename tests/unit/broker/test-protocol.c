@@ -18,7 +18,7 @@
 #include "broker/broker-internal.h"
 #include "common/macro.h"
 
-#define SID "0123456789abcdef0123456789abcdef"
+#define SID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define PHASH "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 #define CREDS_JSON                                                                                 \
 	"[{\"name\":\"github\",\"source\":{\"type\":\"env\",\"var\":\"AL_TEST_PROTO_GITHUB\"},"    \
@@ -355,14 +355,14 @@ static void test_request_id_is_kept_when_refused(void **state)
 	broker_request_done(&q);
 }
 
-static void test_request_session_is_32_lowercase_hex_digits(void **state)
+static void test_request_session_is_64_lowercase_hex_digits(void **state)
 {
 	static const char *const bad[] = {
-	    "\"0123456789abcdef0123456789abcde\"",   /* 31 */
-	    "\"0123456789abcdef0123456789abcdef0\"", /* 33 */
-	    "\"0123456789ABCDEF0123456789abcdef\"",
-	    "\"0123456789abcdef0123456789abcdeg\"",
-	    "\"0123456789abcdef\\u00000123456789abcde\"",
+	    "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\"",   /* 63 */
+	    "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0\"", /* 65 */
+	    "\"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef\"",
+	    "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg\"",
+	    "\"0123456789abcdef\\u00000123456789abcde0123456789abcdef0123456789abcdef\"",
 	    "\"\"",
 	    "12345678901234567890",
 	    "null",
@@ -813,8 +813,11 @@ static void test_health_and_list_answers_describe_the_sessions(void **state)
 		assert_true(json_object_object_get_ex(resp.root, "sessions", &v));
 		assert_int_equal(json_object_array_length(v), 1);
 		e = json_object_array_get_idx(v, 0);
-		assert_true(json_object_object_get_ex(e, "id", &v));
-		assert_string_equal(json_object_get_string(v), broker_session_id(s));
+		/* The id is the session's capability: a list shows its tag only. */
+		assert_false(json_object_object_get_ex(e, "id", &v));
+		assert_true(json_object_object_get_ex(e, "tag", &v));
+		assert_int_equal(strlen(json_object_get_string(v)), 16);
+		assert_null(strstr(json, broker_session_id(s)));
 		broker_response_done(&resp);
 	}
 	{
@@ -843,7 +846,7 @@ int main(void)
 	    cmocka_unit_test(test_request_needs_op_version_and_an_object),
 	    cmocka_unit_test(test_request_of_another_version_is_protonosupport),
 	    cmocka_unit_test(test_request_id_is_kept_when_refused),
-	    cmocka_unit_test(test_request_session_is_32_lowercase_hex_digits),
+	    cmocka_unit_test(test_request_session_is_64_lowercase_hex_digits),
 	    cmocka_unit_test(test_request_host_holds_only_host_characters),
 	    cmocka_unit_test(test_request_other_fields_are_checked),
 	    cmocka_unit_test(test_request_credentials_go_through_the_policy_parser),
