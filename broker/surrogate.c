@@ -2,7 +2,8 @@
  *
  * Client libraries often check a token's shape before they send it (a prefix, a length, an
  * alphabet), so a surrogate for a token of a known format looks like one: the same prefix and
- * length, each letter or digit replaced by a random one of its class, separators kept in place.
+ * length, each letter or digit replaced by a random one of the format's alphabet, separators
+ * kept in place.
  * Anything else, and a format whose body is too short to hold enough randomness, gets the
  * generic "airlock_sur_" form. Only the shape of the real value is read, never copied. */
 
@@ -149,6 +150,29 @@ static const struct token_format *token_format_of(const struct broker_secret *re
 	return millibits >= SURROGATE_MIN_MILLIBITS ? f : NULL;
 }
 
+/* A character drawn uniformly from the format's whole alphabet: drawing from the real
+ * character's own class would tell which positions of the real value hold digits, lower- or
+ * upper-case letters (about 1.5 bits a character). */
+static char random_char_of(const struct token_format *f)
+{
+	char alphabet[62];
+	size_t n = 0;
+
+	if (f->alphabet & (TOKEN_DIGIT | TOKEN_HEX))
+		for (char c = '0'; c <= '9'; c++)
+			alphabet[n++] = c;
+	if (f->alphabet & TOKEN_HEX)
+		for (char c = 'a'; c <= 'f'; c++)
+			alphabet[n++] = c;
+	else if (f->alphabet & TOKEN_LOWER)
+		for (char c = 'a'; c <= 'z'; c++)
+			alphabet[n++] = c;
+	if (f->alphabet & TOKEN_UPPER)
+		for (char c = 'A'; c <= 'Z'; c++)
+			alphabet[n++] = c;
+	return alphabet[randombytes_uniform((uint32_t)n)];
+}
+
 /* Writes a surrogate of real's shape (real->len bytes and a NUL) to s. */
 static void surrogate_shaped(const struct token_format *f, const struct broker_secret *real,
 			     char *s)
@@ -156,11 +180,8 @@ static void surrogate_shaped(const struct token_format *f, const struct broker_s
 	size_t l = strlen(f->prefix);
 
 	memcpy(s, f->prefix, l);
-	for (size_t i = l; i < real->len; i++) {
-		const struct char_class *c = char_class_of(f, real->data[i]);
-
-		s[i] = c ? (char)(c->first + randombytes_uniform(c->size)) : real->data[i];
-	}
+	for (size_t i = l; i < real->len; i++)
+		s[i] = char_class_of(f, real->data[i]) ? random_char_of(f) : real->data[i];
 	s[real->len] = '\0';
 }
 

@@ -3,6 +3,7 @@
  * The sample tokens are made up at run time from a shape, so that no string in this file looks
  * like a leaked token to a secret scanner. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,17 +72,6 @@ static char *surrogate(const struct broker_secret *real)
 	return s;
 }
 
-static int char_class(char c)
-{
-	if (c >= '0' && c <= '9')
-		return 'd';
-	if (c >= 'a' && c <= 'z')
-		return 'l';
-	if (c >= 'A' && c <= 'Z')
-		return 'u';
-	return c;
-}
-
 static void assert_generic(const char *s)
 {
 	size_t l = strlen(BROKER_SURROGATE_PREFIX);
@@ -131,7 +121,7 @@ static const struct sample samples[] = {
     {"SG.", "22a.43a"},
 };
 
-static void test_surrogate_keeps_prefix_length_and_classes_of_known_formats(void **state)
+static void test_surrogate_keeps_prefix_length_and_separators_of_known_formats(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < ELEMENTSOF(samples); i++) {
@@ -143,8 +133,13 @@ static void test_surrogate_keeps_prefix_length_and_classes_of_known_formats(void
 		assert_int_equal(strlen(s), real->len);
 		assert_memory_equal(s, samples[i].prefix, l);
 		assert_memory_not_equal(s, real->data, real->len);
+		/* Letters and digits are drawn from the whole alphabet (their class would tell
+		 * something of the real value); separators stay in place. */
 		for (size_t j = l; j < real->len; j++) {
-			assert_int_equal(char_class(s[j]), char_class(real->data[j]));
+			if (isalnum((unsigned char)real->data[j]))
+				assert_true(isalnum((unsigned char)s[j]));
+			else
+				assert_int_equal(s[j], real->data[j]);
 			if (samples[i].hex)
 				assert_non_null(strchr(hex, s[j]));
 		}
@@ -255,7 +250,7 @@ static void test_surrogate_fits_the_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_surrogate_keeps_prefix_length_and_classes_of_known_formats),
+	    cmocka_unit_test(test_surrogate_keeps_prefix_length_and_separators_of_known_formats),
 	    cmocka_unit_test(test_surrogate_keeps_the_longest_known_prefix),
 	    cmocka_unit_test(test_surrogates_of_one_value_differ),
 	    cmocka_unit_test(test_surrogate_is_generic_when_value_only_looks_like_a_format),
