@@ -299,10 +299,42 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 	return 0;
 }
 
+/* The tag of an id (its hex form): a hash, public, by which sessions are sorted and found
+ * without comparing secrets in an order that timing could tell. */
+static void tag_of(const char *id, char tag[TAG_BYTES * 2 + 1])
+{
+	unsigned char h[TAG_BYTES];
+
+	(void)crypto_generichash(h, sizeof(h), (const unsigned char *)id, strlen(id), NULL, 0);
+	(void)sodium_bin2hex(tag, TAG_BYTES * 2 + 1, h, sizeof(h));
+}
+
+/* Where the session tagged tag is in b's list (sorted by tag), or where it would go. */
+static size_t locate(const struct broker *b, const char *tag, bool *found)
+{
+	size_t lo = 0, hi = b->n_sessions;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(b->sessions[mid]->tag, tag);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
 static int session_alloc(struct broker_open *o, struct broker_session **ret)
 {
 	_cleanup_(broker_session_freep) struct broker_session *s = NULL;
-	unsigned char id[ID_BYTES], tag[TAG_BYTES];
+	unsigned char id[ID_BYTES];
 	size_t n = o->creds->n_credentials;
 
 	s = calloc(1, sizeof(*s));
@@ -320,9 +352,8 @@ static int session_alloc(struct broker_open *o, struct broker_session **ret)
 	s->owner = o->owner;
 	randombytes_buf(id, sizeof(id));
 	(void)sodium_bin2hex(s->id, sizeof(s->id), id, sizeof(id));
-	(void)crypto_generichash(tag, sizeof(tag), id, sizeof(id), NULL, 0);
-	(void)sodium_bin2hex(s->tag, sizeof(s->tag), tag, sizeof(tag));
 	sodium_memzero(id, sizeof(id));
+	tag_of(s->id, s->tag);
 	for (size_t i = 0; i < n; i++) {
 		struct cred *c = &s->creds[i];
 
@@ -455,6 +486,8 @@ static int arm(struct broker_session *s, struct al_error *err)
 int broker_session_add(struct broker *b, struct broker_session *s, struct al_error *err)
 {
 	struct broker_session **l;
+	bool found;
+	size_t pos;
 	int r;
 
 	r = arm(s, err);
@@ -464,7 +497,13 @@ int broker_session_add(struct broker *b, struct broker_session *s, struct al_err
 	if (!l)
 		return -ENOMEM;
 	b->sessions = l;
-	b->sessions[b->n_sessions++] = s;
+	pos = locate(b, s->tag, &found);
+	if (found) /* 64 bits of tag alike: a new id rather than two sessions under one tag */
+		return al_error_set(err, -EEXIST, "Failed to give the session a unique id");
+	memmove(b->sessions + pos + 1, b->sessions + pos,
+		(b->n_sessions - pos) * sizeof(*b->sessions));
+	b->sessions[pos] = s;
+	b->n_sessions++;
 	audit(b, "credential", s, &s->peer,
 	      (struct al_audit_field[]){AL_AUDIT_S("action", "open"),
 					AL_AUDIT_S("policy_hash", s->policy_hash),
@@ -496,18 +535,22 @@ size_t broker_expire(struct broker *b)
 
 static ssize_t find_index(const struct broker *b, const struct broker_peer *peer, const char *id)
 {
-	uint64_t now = now_mono_usec();
+	char tag[TAG_BYTES * 2 + 1];
+	const struct broker_session *s;
+	bool found;
+	size_t i;
 
-	for (size_t i = 0; i < b->n_sessions; i++) {
-		const struct broker_session *s = b->sessions[i];
-
-		if (strlen(id) != ID_BYTES * 2 || sodium_memcmp(s->id, id, ID_BYTES * 2) != 0)
-			continue;
-		if (s->peer.uid != peer->uid || s->expires_mono <= now)
-			return -ENOENT;
-		return (ssize_t)i;
-	}
-	return -ENOENT;
+	if (strlen(id) != ID_BYTES * 2)
+		return -ENOENT;
+	tag_of(id, tag);
+	i = locate(b, tag, &found);
+	if (!found)
+		return -ENOENT;
+	s = b->sessions[i];
+	if (sodium_memcmp(s->id, id, ID_BYTES * 2) != 0 || s->peer.uid != peer->uid ||
+	    s->expires_mono <= now_mono_usec())
+		return -ENOENT;
+	return (ssize_t)i;
 }
 
 static int find(struct broker *b, const struct broker_peer *peer, const char *id,

@@ -5,8 +5,9 @@
 # and also:
 #   scripts/dev.sh deps    only install the missing Debian packages
 #   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
-#   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap) and bench/fs.sh
-#                          (the workspace filesystem against native ext4 and bindfs)
+#   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap), bench/fs.sh
+#                          (the workspace filesystem against native ext4 and bindfs) and
+#                          bench/broker.sh (resolve latency against an echo server)
 #
 # `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
 # build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
@@ -129,6 +130,7 @@ cmd_bench()
 	cmd_build
 	AIRLOCK=$repo/build/cli/airlock bench/launch.sh
 	AIRLOCK=$repo/build/cli/airlock bench/fs.sh
+	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
 }
 
 # ---- test ----
