@@ -34,7 +34,6 @@
 
 #define CONNECTIONS_MAX 1024
 #define CONNECTIONS_PER_UID 256 /* so that one allowed uid cannot lock the others out */
-#define OPENS_PER_UID 8		/* opens waiting for a worker, per uid */
 #define FRAMES_PER_TURN 16	/* a client that pipelines yields to the others after these */
 #define WORKERS 4
 #define OUTPUT_PAUSE (1024 * 1024)   /* stop reading a client that does not read its answers */
@@ -320,13 +319,13 @@ static int check_sources(const struct server *s, const struct conn *c, const str
 	return 0;
 }
 
-/* The connections of uid, and how many of them wait for an open. */
-static size_t count_uid(const struct server *s, uid_t uid, bool busy_only)
+/* The connections of uid. */
+static size_t count_uid(const struct server *s, uid_t uid)
 {
 	size_t n = 0;
 
 	for (const struct conn *c = s->conns; c; c = c->next)
-		n += c->peer.uid == uid && !c->dead && (!busy_only || c->busy);
+		n += c->peer.uid == uid && !c->dead;
 	return n;
 }
 
@@ -339,10 +338,9 @@ static int do_open(struct server *s, struct conn *c, struct broker_request *q, s
 	uint64_t ttl = q->ttl_usec;
 	int r;
 
+	/* Only the daemon's own uid reaches the workers (other uids have vault credentials,
+	 * answered on the loop), so no uid can make another's opens wait behind its own. */
 	r = check_sources(s, c, q->creds, err);
-	if (r >= 0 && count_uid(s, c->peer.uid, true) >= OPENS_PER_UID)
-		r = al_error_set(err, -EBUSY, "%d opens of this uid are in progress already",
-				 OPENS_PER_UID);
 	if (r < 0)
 		return r;
 	if (s->o->max_ttl_usec && (ttl == 0 || ttl > s->o->max_ttl_usec))
@@ -656,7 +654,7 @@ static void on_accept(struct server *s)
 			continue;
 		}
 		if (s->n_conns >= CONNECTIONS_MAX ||
-		    count_uid(s, cred.uid, false) >= CONNECTIONS_PER_UID) {
+		    count_uid(s, cred.uid) >= CONNECTIONS_PER_UID) {
 			reject(s, fd, &cred, "too many connections");
 			continue;
 		}

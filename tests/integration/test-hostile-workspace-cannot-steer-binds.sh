@@ -50,9 +50,16 @@ for src in /etc /var/cache /var/lib/airlock; do
 EOF2
 	al_run run -p "$policy" -- /bin/true
 	assert_eq 125 "$AL_RC" "a writable bind of $src is refused"
-	assert_contains "$AL_ERR" "mounts[0].source: refusing to expose $src writable" \
+	assert_contains "$AL_ERR" "mounts[0].source: refusing to expose $src" \
 		"the refusal names mounts[0].source for $src"
 done
+# The broker's folder (its vault, its socket) is refused even read-only.
+write_policy "$policy" <<EOF2
+{"workspace": {"root": "$WS"}, "mounts": [{"source": "/var/lib/airlock", "target": "/mnt/x", "mode": "ro"}]}
+EOF2
+al_run run -p "$policy" -- /bin/true
+assert_eq 125 "$AL_RC" "a read-only bind of the broker's folder is refused"
+assert_contains "$AL_ERR" "credential broker's folder" "the refusal says why"
 [ "$made_state" = no ] || rmdir /var/lib/airlock
 for ws in /etc/cron.d /var/spool /usr/local; do
 	al_run run -w "$ws" -- /bin/true
