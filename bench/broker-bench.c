@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #define HEADER 8
+#define SESSION_ID_LEN 64	 /* hex digits: a session id is a 256-bit capability */
 #define JSON_MAX (64 * 1024)	 /* the broker's BROKER_JSON_MAX */
 #define PAYLOAD_MAX (256 * 1024) /* the broker's BROKER_PAYLOAD_MAX */
 #define ANSWER_MAX 4096		 /* of JSON, and of payload: a resolve's answer is far smaller */
@@ -300,7 +301,8 @@ static int format_request(struct conn *c, const char *fmt, ...)
 }
 
 /* Opens a session; its id and the surrogate of "gh" go to the buffers. */
-static int open_session(struct conn *c, char session[static 33], char *surrogate, size_t size)
+static int open_session(struct conn *c, char session[static SESSION_ID_LEN + 1], char *surrogate,
+			size_t size)
 {
 	uint64_t id = c->next_id++;
 	int r;
@@ -317,8 +319,9 @@ static int open_session(struct conn *c, char session[static 33], char *surrogate
 	r = check_ok(c, id, true, "open");
 	if (r < 0)
 		return r;
-	if (json_string(c->json, c->json_len, "session", session, 33) < 0 ||
-	    strlen(session) != 32 || json_string(c->json, c->json_len, "gh", surrogate, size) < 0)
+	if (json_string(c->json, c->json_len, "session", session, SESSION_ID_LEN + 1) < 0 ||
+	    strlen(session) != SESSION_ID_LEN ||
+	    json_string(c->json, c->json_len, "gh", surrogate, size) < 0)
 		return fail("open %" PRIu64 ": no session id or surrogate in %.*s", id,
 			    (int)c->json_len, c->json);
 	return 0;
@@ -450,7 +453,7 @@ struct client {
 	struct run *run;
 	pthread_t thread;
 	struct conn c[_SERVER_MAX];
-	char session[33], surrogate[SURROGATE_MAX + 1];
+	char session[SESSION_ID_LEN + 1], surrogate[SURROGATE_MAX + 1];
 	uint32_t *lat[_SERVER_MAX]; /* ns, clamped to UINT32_MAX; mmap'd, touched as it fills */
 	size_t cap, n[_SERVER_MAX];
 	uint64_t max_ns[_SERVER_MAX], end_ns;
@@ -684,7 +687,7 @@ static int cmd_resolve(const char *paths[_SERVER_MAX], unsigned long clients, un
 /* COUNT timed opens (each closed after, untimed) after OPEN_WARMUP untimed ones, into lat. */
 static int open_loop(struct conn *c, uint32_t *lat, unsigned long count, uint64_t *ret_max_ns)
 {
-	char session[33], surrogate[SURROGATE_MAX + 1];
+	char session[SESSION_ID_LEN + 1], surrogate[SURROGATE_MAX + 1];
 	uint64_t t0, ns, max_ns = 0;
 	int r;
 
