@@ -1,0 +1,168 @@
+#define LOG_MODULE "netns"
+
+/* The egress decisions (see netns-internal.h): pure functions of the policy and a destination,
+ * so that the proxy, the DNS responder and the tests ask the same question the same way. */
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include "netns/netns-internal.h"
+#include "policy/policy.h"
+
+/* Ranges no name or raw address reaches unless a rule names them (RFC 6890 and friends). */
+static const struct special {
+	int family;
+	uint8_t prefix_len;
+	uint8_t net[16];
+	const char *name;
+} specials[] = {
+    {AF_INET, 8, {0}, "this network"},
+    {AF_INET, 8, {10}, "private"},
+    {AF_INET, 10, {100, 64}, "shared address space (CGNAT)"},
+    {AF_INET, 8, {127}, "loopback"},
+    {AF_INET, 32, {169, 254, 169, 254}, "metadata service"},
+    {AF_INET, 16, {169, 254}, "link-local"},
+    {AF_INET, 12, {172, 16}, "private"},
+    {AF_INET, 24, {192, 0, 0}, "IETF protocol assignments"},
+    {AF_INET, 16, {192, 168}, "private"},
+    {AF_INET, 15, {198, 18}, "benchmarking (airlock's synthetic addresses)"},
+    {AF_INET, 4, {224}, "multicast"},
+    {AF_INET, 4, {240}, "reserved"},
+    {AF_INET6, 128, {[15] = 1}, "loopback"},
+    {AF_INET6, 128, {0}, "unspecified"},
+    {AF_INET6, 96, {[10] = 0xff, [11] = 0xff}, "IPv4-mapped"},
+    {AF_INET6, 7, {0xfc}, "unique local"},
+    {AF_INET6, 10, {0xfe, 0x80}, "link-local"},
+    {AF_INET6, 8, {0xff}, "multicast"},
+    {AF_INET6, 16, {0xfd, 0x00, [14] = 0xfe, [15] = 0xfe}, "metadata service"},
+};
+
+/* Whether addr lies in net/prefix_len. */
+static bool in_prefix(const uint8_t *addr, const uint8_t *net, unsigned prefix_len)
+{
+	unsigned full = prefix_len / 8, rest = prefix_len % 8;
+
+	if (memcmp(addr, net, full) != 0)
+		return false;
+	return rest == 0 || ((addr[full] ^ net[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+static const struct special *special_of(int family, const uint8_t *addr)
+{
+	/* The metadata /32 is listed before link-local's /16, so the narrower name wins. */
+	for (size_t i = 0; i < ELEMENTSOF(specials); i++)
+		if (specials[i].family == family &&
+		    in_prefix(addr, specials[i].net, specials[i].prefix_len))
+			return &specials[i];
+	return NULL;
+}
+
+const char *netns_addr_special(int family, const uint8_t *addr)
+{
+	const struct special *s = special_of(family, addr);
+
+	return s ? s->name : NULL;
+}
+
+static bool port_matches(const struct policy_net_rule *r, uint16_t port)
+{
+	return r->port ? r->port == port : port == 80 || port == 443;
+}
+
+static bool name_matches(const struct policy_net_rule *r, const char *name)
+{
+	size_t nl, sl;
+
+	if (r->kind == POLICY_DEST_HOST)
+		return streq(r->destination, name);
+	if (r->kind != POLICY_DEST_WILDCARD)
+		return false;
+	/* "*.pypi.org": names below pypi.org, not pypi.org itself. */
+	nl = strlen(name);
+	sl = strlen(r->destination + 1); /* ".pypi.org" */
+	return nl > sl && streq(name + nl - sl, r->destination + 1);
+}
+
+void netns_decide_name(const struct policy *p, const char *name, uint16_t port,
+		       struct netns_verdict *ret)
+{
+	for (size_t i = 0; i < p->network.n_rules; i++) {
+		const struct policy_net_rule *r = &p->network.rules[i];
+
+		if (!name_matches(r, name) || !port_matches(r, port))
+			continue;
+		*ret = (struct netns_verdict){.allow = r->action == POLICY_NET_ALLOW,
+					      .rule = r,
+					      .reason = r->action == POLICY_NET_ALLOW
+							    ? "allowed by a rule"
+							    : "denied by a rule"};
+		return;
+	}
+	*ret = (struct netns_verdict){.allow = p->network.default_action == POLICY_NET_ALLOW,
+				      .reason = p->network.default_action == POLICY_NET_ALLOW
+						    ? "allowed by default"
+						    : "denied by default"};
+}
+
+void netns_decide_addr(const struct policy *p, const char *name, int family, const uint8_t *addr,
+		       uint16_t port, struct netns_verdict *ret)
+{
+	const struct special *s = special_of(family, addr);
+
+	for (size_t i = 0; i < p->network.n_rules; i++) {
+		const struct policy_net_rule *r = &p->network.rules[i];
+
+		if (r->kind != POLICY_DEST_CIDR || r->family != family ||
+		    !in_prefix(addr, r->addr, r->prefix_len) || !port_matches(r, port))
+			continue;
+		if (r->action == POLICY_NET_DENY) {
+			*ret = (struct netns_verdict){.rule = r, .reason = "denied by a rule"};
+			return;
+		}
+		/* An allow rule opens a special range only by naming (part of) it. */
+		if (s &&
+		    !(r->prefix_len >= s->prefix_len && in_prefix(r->addr, s->net, s->prefix_len)))
+			continue;
+		*ret =
+		    (struct netns_verdict){.allow = true, .rule = r, .reason = "allowed by a rule"};
+		return;
+	}
+	if (s) {
+		*ret = (struct netns_verdict){.reason = "a special-use address no rule names"};
+		return;
+	}
+	if (!name) {
+		*ret = (struct netns_verdict){.reason = "a raw address no rule allows"};
+		return;
+	}
+	/* A name's address: the name's own verdict stands. */
+	netns_decide_name(p, name, port, ret);
+}
+
+/* Some port lets name through: one a rule names, 80 or 443, or one no rule names (decided by the
+ * default alone). */
+bool netns_name_may_connect(const struct policy *p, const char *name)
+{
+	uint16_t other = 1;
+	struct netns_verdict v;
+
+	netns_decide_name(p, name, 80, &v);
+	if (v.allow)
+		return true;
+	netns_decide_name(p, name, 443, &v);
+	if (v.allow)
+		return true;
+	for (size_t i = 0; i < p->network.n_rules; i++) {
+		const struct policy_net_rule *r = &p->network.rules[i];
+
+		if (r->port == 0)
+			continue;
+		netns_decide_name(p, name, r->port, &v);
+		if (v.allow)
+			return true;
+		if (r->port >= other && r->port < UINT16_MAX)
+			other = (uint16_t)(r->port + 1); /* past every port a rule names */
+	}
+	netns_decide_name(p, name, other, &v);
+	return v.allow;
+}
