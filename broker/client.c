@@ -518,16 +518,6 @@ int broker_client_fd(const struct broker_client *c)
 	return c->fd;
 }
 
-bool broker_client_is_daemon(const struct broker_client *c)
-{
-	return c->child == 0;
-}
-
-const char *broker_client_session(const struct broker_client *c)
-{
-	return c->session;
-}
-
 const char *broker_client_surrogate(const struct broker_client *c, const char *name)
 {
 	for (size_t i = 0; i < c->n; i++)

@@ -55,9 +55,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_client *, broker_client_free);
 int broker_client_attach(struct broker_client *c, struct broker_client **ret, struct al_error *err);
 /* The client's connection (a forked process that uses the client keeps it open), or -EBADF. */
 int broker_client_fd(const struct broker_client *c);
-/* Whether the session is the daemon's (else airlock's own broker, a child process). */
-bool broker_client_is_daemon(const struct broker_client *c);
-const char *broker_client_session(const struct broker_client *c);
 
 /* The surrogate of credential name, or NULL. */
 const char *broker_client_surrogate(const struct broker_client *c, const char *name);
