@@ -11,8 +11,6 @@
 #include "common/error.h"
 #include "common/macro.h"
 
-/* A secret buffer of len bytes (plus a NUL), in sodium_malloc'd memory; NULL without memory. */
-struct broker_secret *broker_secret_new(size_t len);
 /* Reads fd to its end into a new secret of at most max bytes: -EFBIG beyond, or -errno. */
 int broker_secret_read_fd(int fd, size_t max, struct broker_secret **ret);
 

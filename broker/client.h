@@ -21,6 +21,9 @@ struct broker_secret {
 	char data[];
 };
 #define BROKER_SECRET_MAX (64 * 1024)
+/* A secret buffer of len bytes (plus a NUL), in memory that is locked and wiped when freed; NULL
+ * without memory. */
+struct broker_secret *broker_secret_new(size_t len);
 struct broker_secret *broker_secret_free(struct broker_secret *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_secret *, broker_secret_free);
 

@@ -165,3 +165,146 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_synth *, netns_synth_free);
 int netns_synth_addr(struct netns_synth *s, const char *name, uint8_t ret[4]);
 /* The name an address stands for, or NULL (not a synthetic address, or not given). */
 const char *netns_synth_name(const struct netns_synth *s, const uint8_t addr[4]);
+
+/* ---- buf.c: byte buffers between the proxy's sockets ----
+ *
+ * A buffer of what is to be sent on: appended at the end, consumed from the front. It may hold
+ * real credential values (swapped into requests), so it is wiped whenever bytes leave it. */
+struct netns_buf {
+	uint8_t *data;
+	size_t start, end, size; /* the bytes waiting are data[start..end) */
+};
+
+static inline size_t netns_buf_len(const struct netns_buf *b)
+{
+	return b->end - b->start;
+}
+static inline const uint8_t *netns_buf_head(const struct netns_buf *b)
+{
+	return b->data + b->start;
+}
+/* Appends n bytes: -ENOMEM, or -EMSGSIZE when the buffer would pass max bytes. */
+int netns_buf_append(struct netns_buf *b, const void *p, size_t n, size_t max);
+int netns_buf_printf(struct netns_buf *b, size_t max, const char *fmt, ...) _printf_(3, 4);
+/* Drops the first n bytes (wiped). */
+void netns_buf_consume(struct netns_buf *b, size_t n);
+/* Wipes and frees the storage; b is empty and reusable afterwards. */
+void netns_buf_done(struct netns_buf *b);
+
+/* ---- http-flow.c: one inspected HTTP/1.1 connection, both directions ----
+ *
+ * The proxy feeds what the sandbox sends (plain, or decrypted from intercepted TLS) and what the
+ * upstream answers; the flow appends the bytes to pass on to out buffers.
+ *
+ * Requests: each head is parsed strictly (http.c); Host and an absolute-form target must name the
+ * flow's host (and port, when one is written and it is not the connection's); Upgrade,
+ * HTTP2-Settings, Proxy-Authorization and Proxy-Connection are removed; every surrogate in a
+ * header value, raw or inside "Authorization: Basic" (base64 of user:password), is replaced by
+ * the real value for this host (ops->resolve); a sidecar's headers are added to every request.
+ * A surrogate anywhere else (the request target, a body, a chunk extension or trailer, a
+ * percent- or base64-encoded form outside Basic) or one the broker refuses for this host ends
+ * the flow with a refusal, and no byte of that surrogate is passed on: bodies are scanned as
+ * they stream, holding back only a tail that could begin a surrogate.
+ *
+ * Responses: heads parsed (status line, headers, same strictness), bodies framed (Content-Length,
+ * chunked, until close; none for HEAD, 1xx, 204, 304; pipelined requests answered in order) and
+ * every real value resolved on this flow turned back into its surrogate, in headers and bodies. A
+ * Content-Length body is re-framed as chunked (HTTP/1.1) or close-delimited (1.0) when a value
+ * and its surrogate differ in length, since the length can then change. */
+struct broker_secret;
+struct netns_http_flow;
+
+#define NETNS_HTTP_FLOW_OUT_MAX (256 * 1024) /* out never grows past this plus one head */
+
+struct netns_http_flow_ops {
+	/* The real value behind surrogate for a request to the flow's host: 0 and *ret (the flow
+	 * frees it), -EPERM when the broker refuses (err says why), another -errno when it cannot
+	 * answer. */
+	int (*resolve)(void *userdata, const char *surrogate, struct broker_secret **ret,
+		       struct al_error *err);
+	/* The sidecar headers for the flow's host, "Name: value\r\n" each (may be empty); asked
+	 * once per flow, before the first request is passed on. NULL: none. */
+	int (*sidecar)(void *userdata, struct broker_secret **ret, struct al_error *err);
+	/* A surrogate was swapped for its value (where: e.g. "header authorization"), for the
+	 * audit. NULL: not reported. */
+	void (*swapped)(void *userdata, const char *surrogate, const char *where);
+};
+
+struct netns_http_flow_options {
+	const char *host; /* the name the connection is for: lower case, no trailing dot */
+	uint16_t port;	  /* the port the sandbox connected to */
+	const char *const *surrogates; /* the session's surrogates, NULL-terminated (may be none) */
+	const struct netns_http_flow_ops *ops;
+	void *userdata;
+};
+
+/* All of o is borrowed and must outlive the flow. -ENOMEM only. */
+int netns_http_flow_new(const struct netns_http_flow_options *o, struct netns_http_flow **ret);
+/* Wipes every value the flow holds. */
+struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_http_flow *, netns_http_flow_free);
+
+/* Feeds len bytes from the sandbox; appends what goes upstream to out. Returns the bytes
+ * consumed (all of them, unless out is past NETNS_HTTP_FLOW_OUT_MAX: feed the rest once out has
+ * drained). Errors end the flow (err says why; the caller answers with
+ * netns_http_flow_error_response() and closes both sides): -EPERM a surrogate refused, -EBADMSG
+ * a malformed or ambiguous request (smuggling), -EMSGSIZE a head too large, -EPROTO a Host or
+ * target naming another host, other -errno from ops->resolve. */
+ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, size_t len,
+				struct netns_buf *out, struct al_error *err);
+/* The same for the upstream's bytes, appended to out for the sandbox. -EBADMSG for a response
+ * that cannot be framed, -EPROTO for a response nothing asked for. */
+ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
+				 struct netns_buf *out, struct al_error *err);
+/* The upstream closed its side: ends a close-delimited body, flushing what was held back.
+ * -EPIPE when a response was cut short (the caller then just closes the sandbox's side). */
+int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,
+				 struct al_error *err);
+/* After an error: appends a response with status (403, 400, 431, 502) and err's message to out,
+ * if the sandbox's response stream is at a message boundary (else nothing can be said). */
+void netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
+				    struct netns_buf *out);
+
+/* ---- tls.c: TLS interception (OpenSSL 3 is used here only) ----
+ *
+ * A per-sandbox certificate authority, made in memory at launch (P-256; its key never leaves
+ * airlock's memory), mints a leaf certificate per name (cached); towards the upstream, TLS is
+ * verified against the host's CA store or a given CA file. Connections are non-blocking: a call
+ * that would block returns -EAGAIN and netns_tls_wants() says on what to wait. */
+struct netns_tls;
+struct netns_tls_conn;
+
+/* upstream_ca_file: a PEM file of the CAs that upstreams are verified against; NULL: the host's
+ * default store. Errors name what failed. */
+int netns_tls_new(const char *upstream_ca_file, struct netns_tls **ret, struct al_error *err);
+struct netns_tls *netns_tls_free(struct netns_tls *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_tls *, netns_tls_free);
+/* The CA certificate, PEM, NUL-terminated (borrowed): what the sandbox trusts. */
+const char *netns_tls_ca_pem(const struct netns_tls *t);
+
+/* The sandbox's side of an intercepted connection on fd (borrowed; the ClientHello is still
+ * unread in it): TLS 1.2+ as a server for name with a minted leaf, ALPN http/1.1 only. */
+int netns_tls_accept(struct netns_tls *t, int fd, const char *name, struct netns_tls_conn **ret,
+		     struct al_error *err);
+/* The upstream's side on fd (borrowed, connecting or connected): TLS 1.2+ as a client with SNI
+ * name, the certificate verified for name, ALPN http/1.1 only. */
+int netns_tls_connect(struct netns_tls *t, int fd, const char *name, struct netns_tls_conn **ret,
+		      struct al_error *err);
+struct netns_tls_conn *netns_tls_conn_free(struct netns_tls_conn *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_tls_conn *, netns_tls_conn_free);
+
+/* Advances the handshake: 0 done, -EAGAIN, -ECONNRESET (peer closed), -EPROTO (err says why,
+ * e.g. the upstream's certificate failed verification and how). */
+int netns_tls_handshake(struct netns_tls_conn *c, struct al_error *err);
+/* Reads decrypted bytes: > 0, 0 at the peer's clean close (close_notify or EOF), -EAGAIN,
+ * -ECONNRESET, -EPROTO. */
+ssize_t netns_tls_read(struct netns_tls_conn *c, void *buf, size_t n);
+/* Writes: > 0 bytes taken (may be fewer than n), -EAGAIN (call again with the same bytes),
+ * -EPIPE, -EPROTO. */
+ssize_t netns_tls_write(struct netns_tls_conn *c, const void *buf, size_t n);
+/* Sends close_notify (best effort, never blocks). */
+void netns_tls_close(struct netns_tls_conn *c);
+/* After -EAGAIN: EPOLLIN and/or EPOLLOUT, what the connection waits for on its fd. */
+uint32_t netns_tls_wants(const struct netns_tls_conn *c);
+/* Decrypted bytes are buffered: read them before waiting on the fd. */
+bool netns_tls_pending(const struct netns_tls_conn *c);

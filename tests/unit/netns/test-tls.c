@@ -1,0 +1,5 @@
+/* placeholder: being written */
+int main(void)
+{
+	return 0;
+}
