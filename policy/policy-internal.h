@@ -245,3 +245,6 @@ int policy_init_defaults(struct policy *p);
 
 const char *policy_net_action_to_string(enum policy_net_action a);
 const char *policy_injection_to_string(enum policy_injection i);
+
+/* Sorts p->network.resolve by name (the canonical order). */
+void policy_sort_resolve(struct policy *p);

@@ -163,3 +163,55 @@ int policy_set_seccomp(struct policy *p, const char *level, struct al_error *err
 
 	return policy_parse_seccomp(&w, level, &p->seccomp, err);
 }
+
+/* NAME:ADDRESS, or curl's NAME:PORT:ADDRESS (the pin then holds for every port); an IPv6
+ * address may be in brackets. A pin of the same name in the policy is replaced. */
+int policy_add_resolve(struct policy *p, const char *pin, struct al_error *err)
+{
+	const struct policy_where w = {.key = "--resolve"};
+	_cleanup_free_ char *name = NULL, *addr = NULL, *host = NULL, *ip = NULL;
+	const char *colon, *rest, *port_end;
+	struct policy_resolve *l;
+	size_t i;
+	int r;
+
+	r = policy_check_string(&w, pin, POLICY_STRING_MAX, err);
+	if (r < 0)
+		return r;
+	colon = strchr(pin, ':');
+	if (!colon || colon == pin)
+		return policy_error(err, -EINVAL, &w, "%s is not NAME:ADDRESS", QUOTE(pin));
+	rest = colon + 1;
+	port_end = rest + strspn(rest, "0123456789");
+	if (port_end > rest && *port_end == ':' && port_end - rest <= 5)
+		rest = port_end + 1;
+	host = strndup(pin, (size_t)(colon - pin));
+	addr = rest[0] == '[' && rest[strlen(rest) - 1] == ']' ? strndup(rest + 1, strlen(rest) - 2)
+							       : strdup(rest);
+	if (!host || !addr)
+		return -ENOMEM;
+	r = policy_normalize_host(&w, host, &name, err);
+	if (r < 0)
+		return r;
+	r = policy_normalize_ip(&w, addr, &ip, err);
+	if (r < 0)
+		return r;
+	for (i = 0; i < p->network.n_resolve; i++)
+		if (streq(p->network.resolve[i].name, name))
+			break;
+	if (i == p->network.n_resolve) {
+		if (p->network.n_resolve >= POLICY_LIST_MAX)
+			return policy_error(err, -EINVAL, &w, "the policy already pins %d names",
+					    POLICY_LIST_MAX);
+		l = reallocarray(p->network.resolve, i + 1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		p->network.resolve = l;
+		l[i] = (struct policy_resolve){.name = TAKE_PTR(name)};
+		p->network.n_resolve++;
+	}
+	free(p->network.resolve[i].address);
+	p->network.resolve[i].address = TAKE_PTR(ip);
+	policy_sort_resolve(p);
+	return 0;
+}

@@ -543,6 +543,12 @@ static int resolve_compare(const void *a, const void *b)
 		      ((const struct policy_resolve *)b)->name);
 }
 
+void policy_sort_resolve(struct policy *p)
+{
+	qsort(p->network.resolve, p->network.n_resolve, sizeof(*p->network.resolve),
+	      resolve_compare);
+}
+
 static int parse_network_resolve(struct policy *p, const struct policy_where *w,
 				 struct json_object *v, struct al_error *err)
 {
@@ -578,8 +584,7 @@ static int parse_network_resolve(struct policy *p, const struct policy_where *w,
 		if (r < 0)
 			return r;
 	}
-	qsort(p->network.resolve, p->network.n_resolve, sizeof(*p->network.resolve),
-	      resolve_compare);
+	policy_sort_resolve(p);
 	return 0;
 }
 

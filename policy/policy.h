@@ -166,6 +166,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
 int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);
 int policy_add_allow(struct policy *p, const char *host_port,
 		     struct al_error *err); /* HOST[:PORT] */
+int policy_add_resolve(struct policy *p, const char *pin,
+		       struct al_error *err); /* NAME:ADDRESS or NAME:PORT:ADDRESS */
 int policy_set_memory(struct policy *p, const char *size, struct al_error *err);
 int policy_set_timeout(struct policy *p, const char *duration, struct al_error *err);
 int policy_set_env(struct policy *p, const char *assignment, struct al_error *err); /* K=V */

@@ -234,6 +234,43 @@ static void test_allow_override_stops_at_the_list_limit(void **state)
 		      "--allow: the policy already has 1024 network rules");
 }
 
+static void test_resolve_override_pins_names_like_curl(void **state)
+{
+	struct policy *p = *state;
+
+	assert_int_equal(policy_add_resolve(p, "API.test:127.0.0.1", NULL), 0);
+	assert_int_equal(policy_add_resolve(p, "git.test:443:192.0.2.10", NULL), 0);
+	assert_int_equal(policy_add_resolve(p, "b.test:[2001:db8::1]", NULL), 0);
+	assert_int_equal(p->network.n_resolve, 3);
+	/* Kept sorted by name, the canonical order. */
+	assert_string_equal(p->network.resolve[0].name, "api.test");
+	assert_string_equal(p->network.resolve[0].address, "127.0.0.1");
+	assert_string_equal(p->network.resolve[1].name, "b.test");
+	assert_string_equal(p->network.resolve[1].address, "2001:db8::1");
+	assert_string_equal(p->network.resolve[2].name, "git.test");
+	assert_string_equal(p->network.resolve[2].address, "192.0.2.10");
+	/* A second pin of a name replaces the first. */
+	assert_int_equal(policy_add_resolve(p, "api.test:192.0.2.7", NULL), 0);
+	assert_int_equal(p->network.n_resolve, 3);
+	assert_string_equal(p->network.resolve[0].address, "192.0.2.7");
+}
+
+static void test_resolve_override_refuses_bad_pins(void **state)
+{
+	struct policy *p = *state;
+
+	check_refused(p, policy_add_resolve, "", "--resolve: \"\" is not NAME:ADDRESS");
+	check_refused(p, policy_add_resolve, "api.test", "--resolve: \"api.test\" is not NAME:");
+	check_refused(p, policy_add_resolve, ":127.0.0.1", "--resolve: \":127.0.0.1\" is not");
+	check_refused(p, policy_add_resolve, "bad_name:127.0.0.1",
+		      "--resolve: \"bad_name\" is not a valid host name");
+	check_refused(p, policy_add_resolve, "api.test:localhost",
+		      "--resolve: \"localhost\" is not an IP address");
+	check_refused(p, policy_add_resolve,
+		      "api.test:443:", "--resolve: \"\" is not an IP address");
+	assert_int_equal(p->network.n_resolve, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +292,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_allow_override_takes_every_destination_form, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_allow_override_refuses_bad_destinations, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_resolve_override_pins_names_like_curl, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_resolve_override_refuses_bad_pins, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_allow_override_stops_at_the_list_limit, setup,
 					    teardown),
