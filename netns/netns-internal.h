@@ -165,6 +165,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_synth *, netns_synth_free);
 int netns_synth_addr(struct netns_synth *s, const char *name, uint8_t ret[4]);
 /* The name an address stands for, or NULL (not a synthetic address, or not given). */
 const char *netns_synth_name(const struct netns_synth *s, const uint8_t addr[4]);
+/* Whether addr lies in 198.18.0.0/15. */
+bool netns_synth_is_range(const uint8_t addr[4]);
 
 /* ---- buf.c: byte buffers between the proxy's sockets ----
  *
@@ -308,3 +310,41 @@ void netns_tls_close(struct netns_tls_conn *c);
 uint32_t netns_tls_wants(const struct netns_tls_conn *c);
 /* Decrypted bytes are buffered: read them before waiting on the fd. */
 bool netns_tls_pending(const struct netns_tls_conn *c);
+
+/* Whether name is bound to one of p's credentials (a host or "*.suffix" of its hosts): TLS to it
+ * is intercepted so that surrogates can be swapped. */
+bool netns_name_is_bound(const struct policy *p, const char *name);
+
+/* ---- lookup.c: names to upstream addresses, off the proxy's thread ----
+ *
+ * The proxy's event loop must not wait for the host's resolver: getaddrinfo() runs in one
+ * worker thread, and answers come back through an eventfd. Names pinned by the policy
+ * (network.resolve, --resolve) are answered at once, without the worker. */
+#define NETNS_LOOKUP_ADDRS_MAX 8
+
+struct netns_addr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+};
+
+struct netns_lookup_answer {
+	void *cookie;
+	int error; /* 0, or -errno (-ENOENT: no such name, -EAGAIN: try later) */
+	size_t n;
+	struct netns_addr addrs[NETNS_LOOKUP_ADDRS_MAX];
+};
+
+struct netns_lookup;
+
+int netns_lookup_new(const struct policy *p, struct netns_lookup **ret);
+/* Stops and joins the worker; unanswered questions are dropped. */
+struct netns_lookup *netns_lookup_free(struct netns_lookup *l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_lookup *, netns_lookup_free);
+/* Readable when answers wait (an eventfd). */
+int netns_lookup_fd(const struct netns_lookup *l);
+/* A pinned name's address into ret (0), or -ENOENT when name is not pinned. */
+int netns_lookup_pinned(const struct netns_lookup *l, const char *name, struct netns_addr *ret);
+/* Asks for name's addresses; the answer carries cookie. -ENOMEM, -EBUSY (too many waiting). */
+int netns_lookup_start(struct netns_lookup *l, const char *name, void *cookie);
+/* Takes one answer: 0, or -EAGAIN when none waits. */
+int netns_lookup_take(struct netns_lookup *l, struct netns_lookup_answer *ret);

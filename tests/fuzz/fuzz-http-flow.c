@@ -1,10 +1,283 @@
-/* placeholder: being written */
+/* fuzz-http-flow: one inspected HTTP/1.1 connection, both ways. The input is three bytes (the
+ * request feed size, the response feed size, flags), then the sandbox's bytes and, after a line
+ * "=====", the upstream's. A fake broker resolves S1 to a shorter value, refuses S2, and resolves
+ * S3 to a value of its length; with flag 1 it adds a sidecar header. Checked: no surrogate ever
+ * reaches the upstream whole, no real value resolved before the responses reaches the sandbox,
+ * what goes upstream parses again as requests without the removed headers, errors are the
+ * documented ones and carry a message, and out only stops a feed when it is full. */
+
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "broker/client.h"
+#include "netns/netns-internal.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define HOST "api.example.com"
+#define S1 "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+#define V1 "(real-value-one)"
+#define S2 "airlock_sur_0123456789abcdefghijABCDEFGHIJkl"
+#define S3 "airlock_sur_ZYXWVUTSRQponmlkjihgfedcba987654"
+/* As long as S3, and its first and last bytes are in no surrogate, no head and no chunk line, so
+ * that it cannot appear across what the flow writes around a replacement. */
+#define V3 "[real-value-three-that-is-as-long-as-its-S3]"
+#define SIDE_VALUE "{sidecar-value-secret}"
+#define SEPARATOR "\n=====\n"
+
+struct fake {
+	bool sidecar, sidecar_asked, resolved1, resolved3;
+};
+
+static int secret(const char *value, struct broker_secret **ret)
+{
+	struct broker_secret *s = broker_secret_new(strlen(value));
+
+	if (!s)
+		return -ENOMEM;
+	memcpy(s->data, value, s->len);
+	*ret = s;
+	return 0;
+}
+
+static int fake_resolve(void *userdata, const char *surrogate, struct broker_secret **ret,
+			struct al_error *err)
+{
+	struct fake *fk = userdata;
+
+	if (strcmp(surrogate, S1) == 0) {
+		fk->resolved1 = true;
+		return secret(V1, ret);
+	}
+	if (strcmp(surrogate, S3) == 0) {
+		fk->resolved3 = true;
+		return secret(V3, ret);
+	}
+	return al_error_set(err, -EPERM, "credential \"other\" is not bound to " HOST);
+}
+
+static int fake_sidecar(void *userdata, struct broker_secret **ret, struct al_error *err)
+{
+	struct fake *fk = userdata;
+
+	fk->sidecar_asked = true;
+	*ret = NULL;
+	return fk->sidecar ? secret("X-Side: " SIDE_VALUE "\r\n", ret) : 0;
+}
+
+/* netns_buf_head() of a buffer that never held anything is NULL + 0. */
+static const uint8_t *head(const struct netns_buf *b)
+{
+	return b->data ? netns_buf_head(b) : (const uint8_t *)"";
+}
+
+static bool has(const struct netns_buf *b, const char *s)
+{
+	return memmem(head(b), netns_buf_len(b), s, strlen(s)) != NULL;
+}
+
+static bool is_removed(const struct netns_http_header *h)
+{
+	static const char *const names[] = {"upgrade", "http2-settings", "proxy-authorization",
+					    "proxy-connection"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (h->name_len == strlen(names[i]) &&
+		    strncasecmp(h->name, names[i], h->name_len) == 0)
+			return true;
+	return false;
+}
+
+/* Skips a chunked body at *pos: false when the stream ends first. */
+static bool skip_chunked(const char *u, size_t n, size_t *pos)
+{
+	for (;;) {
+		uint64_t size;
+		size_t line_len;
+		int r = netns_http_parse_chunk_size(u + *pos, n - *pos, &size, &line_len);
+
+		if (r == -EAGAIN)
+			return false;
+		/* Re-emitted chunks have no extensions: hex digits and CRLF. */
+		if (r < 0 || strspn(u + *pos, "0123456789abcdef") != line_len - 2)
+			__builtin_trap();
+		*pos += line_len;
+		if (size == 0) {
+			/* No trailers go upstream. */
+			if (n - *pos < 2)
+				return false;
+			if (memcmp(u + *pos, "\r\n", 2) != 0)
+				__builtin_trap();
+			*pos += 2;
+			return true;
+		}
+		if (n - *pos < size + 2)
+			return false;
+		if (memcmp(u + *pos + size, "\r\n", 2) != 0)
+			__builtin_trap();
+		*pos += size + 2;
+	}
+}
+
+/* What went upstream parses as requests, each without the removed headers; the stream may end
+ * within one (cut short by the end of the input, or by an error). */
+static void check_upstream(const struct netns_buf *up)
+{
+	const char *u = (const char *)head(up);
+	size_t n = netns_buf_len(up), pos = 0;
+	static struct netns_http_request req;
+
+	while (pos < n) {
+		struct al_error err = {0};
+		int r = netns_http_parse_request(u + pos, n - pos, &req, &err);
+
+		if (r == -EAGAIN)
+			return;
+		if (r < 0 || req.connect)
+			__builtin_trap();
+		for (size_t i = 0; i < req.n_headers; i++)
+			if (is_removed(&req.headers[i]))
+				__builtin_trap();
+		pos += req.head_len;
+		if (req.body == NETNS_HTTP_BODY_LENGTH) {
+			if (n - pos < req.content_length)
+				return;
+			pos += req.content_length;
+		} else if (req.body == NETNS_HTTP_BODY_CHUNKED && !skip_chunked(u, n, &pos))
+			return;
+	}
+}
+
+static void check_error(ssize_t r, const struct al_error *err, bool request)
+{
+	if (r == -EBADMSG || r == -EMSGSIZE || r == -EPROTO || r == -ENOMEM)
+		;
+	else if (!(request && (r == -EPERM || r == -EINVAL)))
+		__builtin_trap();
+	if (r != -ENOMEM && (err->code != r || err->msg[0] == '\0'))
+		__builtin_trap();
+}
+
+/* Feeds one piece, draining out into all as a socket would; returns 0 or the error. */
+static ssize_t feed(struct netns_http_flow *f, bool request, const uint8_t *p, size_t n,
+		    struct netns_buf *out, struct netns_buf *all, struct al_error *err)
+{
+	while (n > 0) {
+		ssize_t r = request ? netns_http_flow_request(f, p, n, out, err)
+				    : netns_http_flow_response(f, p, n, out, err);
+
+		if (r < 0)
+			return r;
+		if ((size_t)r > n ||
+		    ((size_t)r < n && netns_buf_len(out) <= NETNS_HTTP_FLOW_OUT_MAX))
+			__builtin_trap();
+		if (netns_buf_len(out) > NETNS_HTTP_FLOW_OUT_MAX + 2 * NETNS_HTTP_HEAD_MAX)
+			__builtin_trap();
+		if (netns_buf_len(out) > 0) {
+			if (netns_buf_append(all, netns_buf_head(out), netns_buf_len(out),
+					     SIZE_MAX) < 0)
+				abort();
+			netns_buf_consume(out, netns_buf_len(out));
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+struct stream {
+	const uint8_t *p;
+	size_t n, piece;
+};
+
+static size_t next_piece(struct stream *s, const uint8_t **ret)
+{
+	size_t k = s->piece == 0 ? s->n : MIN(s->n, s->piece);
+
+	*ret = s->p;
+	s->p += k;
+	s->n -= k;
+	return k;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	(void)data;
-	(void)size;
+	static const char *const surrogates[] = {S1, S2, S3, NULL};
+	struct netns_buf out = {0}, up = {0}, down = {0};
+	struct stream rq, rs;
+	struct fake fk = {0};
+	const struct netns_http_flow_ops ops = {.resolve = fake_resolve, .sidecar = fake_sidecar};
+	struct netns_http_flow_options o = {
+	    .host = HOST, .surrogates = surrogates, .ops = &ops, .userdata = &fk};
+	struct netns_http_flow *f = NULL;
+	struct al_error err = {0};
+	bool interleave, responses_started = false, values_known[2] = {false, false};
+	const uint8_t *sep, *p;
+	ssize_t r = 0;
+	size_t k;
+
+	if (size < 3)
+		return 0;
+	fk.sidecar = data[2] & 1;
+	o.port = data[2] & 2 ? 80 : 443;
+	interleave = data[2] & 4;
+	data += 3;
+	size -= 3;
+	sep = memmem(data, size, SEPARATOR, strlen(SEPARATOR));
+	rq = (struct stream){.p = data, .n = sep ? (size_t)(sep - data) : size, .piece = data[-3]};
+	rs = (struct stream){.p = sep ? sep + strlen(SEPARATOR) : data + size,
+			     .n = sep ? size - (size_t)(sep - data) - strlen(SEPARATOR) : 0,
+			     .piece = data[-2]};
+	if (netns_http_flow_new(&o, &f) < 0)
+		abort();
+
+	while (r == 0 && (rq.n > 0 || rs.n > 0)) {
+		if (rq.n > 0 && (!interleave || !responses_started || rs.n == 0 || rq.n % 2)) {
+			k = next_piece(&rq, &p);
+			r = feed(f, true, p, k, &out, &up, &err);
+			if (r < 0) {
+				check_error(r, &err, true);
+				netns_http_flow_error_response(f, 403, err.msg, &down);
+			}
+			continue;
+		}
+		if (!responses_started) {
+			responses_started = true;
+			values_known[0] = fk.resolved1;
+			values_known[1] = fk.resolved3;
+		}
+		k = next_piece(&rs, &p);
+		r = feed(f, false, p, k, &out, &down, &err);
+		if (r < 0) {
+			check_error(r, &err, false);
+			netns_http_flow_error_response(f, 502, err.msg, &down);
+		}
+	}
+	if (r == 0) {
+		int e = netns_http_flow_response_eof(f, &down, &err);
+
+		if (e != 0 && e != -EPIPE)
+			__builtin_trap();
+	}
+
+	/* No whole surrogate went upstream, whatever was refused. */
+	if (has(&up, S1) || has(&up, S2) || has(&up, S3))
+		__builtin_trap();
+	check_upstream(&up);
+	/* No value resolved before the responses came back reached the sandbox. */
+	if ((values_known[0] && has(&down, V1)) || (values_known[1] && has(&down, V3)))
+		__builtin_trap();
+	if (fk.sidecar && fk.sidecar_asked && has(&down, SIDE_VALUE))
+		__builtin_trap();
+
+	netns_http_flow_free(f);
+	netns_buf_done(&out);
+	netns_buf_done(&up);
+	netns_buf_done(&down);
 	return 0;
 }

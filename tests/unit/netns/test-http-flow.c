@@ -1,5 +1,1202 @@
-/* placeholder: being written */
+/* tests/unit/netns/test-http-flow.c: one inspected HTTP/1.1 connection of the egress proxy.
+ * Requests and responses are fed as the proxy feeds them, whole and in every split, and what the
+ * flow passes on is compared byte for byte. A fake broker maps three surrogates: one to a shorter
+ * value, one it refuses, one to a value of the same length. */
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "broker/client.h"
+#include "netns/netns-internal.h"
+
+#define S_GH "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+#define V_GH "github-real-token-value-0001"
+#define S_REFUSED "airlock_sur_0123456789abcdefghijABCDEFGHIJkl"
+#define S_SAME "airlock_sur_ZYXWVUTSRQponmlkjihgfedcba987654"
+#define V_SAME "same-length-real-value-for-the-surrogate-ok!"
+#define SIDE_VALUE "Bearer sk-sidecar-real-value-42"
+
+#define HOST "api.github.com"
+#define GET_ROOT "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
+
+struct fake {
+	const char *sidecar; /* NULL: none */
+	unsigned resolve_calls, sidecar_calls;
+	char swapped[8][96];
+	unsigned n_swapped;
+};
+
+struct ft {
+	struct fake fake;
+	struct netns_http_flow_ops ops;
+	struct netns_http_flow_options o;
+	struct netns_http_flow *f;
+	struct netns_buf up, down;
+	struct al_error err;
+};
+
+static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, NULL};
+
+static int fake_secret(const char *value, struct broker_secret **ret)
+{
+	struct broker_secret *s = broker_secret_new(strlen(value));
+
+	if (!s)
+		return -ENOMEM;
+	memcpy(s->data, value, s->len);
+	*ret = s;
+	return 0;
+}
+
+static int fake_resolve(void *userdata, const char *surrogate, struct broker_secret **ret,
+			struct al_error *err)
+{
+	struct fake *fk = userdata;
+
+	fk->resolve_calls++;
+	if (strcmp(surrogate, S_GH) == 0)
+		return fake_secret(V_GH, ret);
+	if (strcmp(surrogate, S_SAME) == 0)
+		return fake_secret(V_SAME, ret);
+	return al_error_set(err, -EPERM, "credential \"npm\" is not bound to this host");
+}
+
+static int fake_sidecar(void *userdata, struct broker_secret **ret, struct al_error *err)
+{
+	struct fake *fk = userdata;
+
+	fk->sidecar_calls++;
+	*ret = NULL;
+	return fk->sidecar ? fake_secret(fk->sidecar, ret) : 0;
+}
+
+static void fake_swapped(void *userdata, const char *surrogate, const char *where)
+{
+	struct fake *fk = userdata;
+
+	if (fk->n_swapped < 8)
+		(void)snprintf(fk->swapped[fk->n_swapped++], sizeof(fk->swapped[0]), "%.4s %s",
+			       surrogate, where);
+}
+
+static struct ft *ft_new_at(uint16_t port, const char *sidecar)
+{
+	struct ft *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	t->fake.sidecar = sidecar;
+	t->ops = (struct netns_http_flow_ops){
+	    .resolve = fake_resolve, .sidecar = fake_sidecar, .swapped = fake_swapped};
+	t->o = (struct netns_http_flow_options){.host = HOST,
+						.port = port,
+						.surrogates = surrogates,
+						.ops = &t->ops,
+						.userdata = &t->fake};
+	assert_int_equal(netns_http_flow_new(&t->o, &t->f), 0);
+	return t;
+}
+
+static struct ft *ft_new(void)
+{
+	return ft_new_at(443, NULL);
+}
+
+static void ft_free(struct ft *t)
+{
+	netns_http_flow_free(t->f);
+	netns_buf_done(&t->up);
+	netns_buf_done(&t->down);
+	free(t);
+}
+
+/* Feeds buf in pieces of at most piece bytes, each from a heap copy of exactly its size; returns
+ * the first error, or 0 when all was consumed. */
+static int feed(struct ft *t, bool request, const void *buf, size_t len, size_t piece)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		size_t n = MIN(len, piece);
+		uint8_t *c = malloc(n);
+		ssize_t r;
+
+		assert_non_null(c);
+		memcpy(c, p, n);
+		r = request ? netns_http_flow_request(t->f, c, n, &t->up, &t->err)
+			    : netns_http_flow_response(t->f, c, n, &t->down, &t->err);
+		free(c);
+		if (r < 0)
+			return (int)r;
+		assert_true((size_t)r == n);
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int send_req(struct ft *t, const char *s)
+{
+	return feed(t, true, s, strlen(s), SIZE_MAX);
+}
+
+static int send_resp(struct ft *t, const char *s)
+{
+	return feed(t, false, s, strlen(s), SIZE_MAX);
+}
+
+/* netns_buf_head() of a buffer that never held anything is NULL + 0. */
+static const char *buf_text(const struct netns_buf *b)
+{
+	return b->data ? (const char *)netns_buf_head(b) : "";
+}
+
+static void drain(struct netns_buf *b)
+{
+	if (netns_buf_len(b) > 0)
+		netns_buf_consume(b, netns_buf_len(b));
+}
+
+static void expect_buf(struct netns_buf *b, const void *expected, size_t n)
+{
+	if (netns_buf_len(b) != n || memcmp(buf_text(b), expected, n) != 0)
+		fail_msg("got (%zu bytes)\n%.*s\nexpected (%zu bytes)\n%.*s", netns_buf_len(b),
+			 (int)netns_buf_len(b), buf_text(b), n, (int)n, (const char *)expected);
+	if (n > 0)
+		netns_buf_consume(b, n);
+}
+
+static void expect_up(struct ft *t, const char *expected)
+{
+	expect_buf(&t->up, expected, strlen(expected));
+}
+
+static void expect_down(struct ft *t, const char *expected)
+{
+	expect_buf(&t->down, expected, strlen(expected));
+}
+
+static bool buf_has(const struct netns_buf *b, const char *s)
+{
+	return memmem(buf_text(b), netns_buf_len(b), s, strlen(s)) != NULL;
+}
+
+static void expect_refused(struct ft *t, const char *request, int code, const char *what)
+{
+	int r = send_req(t, request);
+
+	if (r != code)
+		fail_msg("expected %d, got %d (%s)", code, r, t->err.msg);
+	if (!strstr(t->err.msg, what))
+		fail_msg("message \"%s\" does not say \"%s\"", t->err.msg, what);
+	assert_int_equal(netns_buf_len(&t->up), 0);
+}
+
+/* A request refused on a flow of its own. */
+static void refused(const char *request, int code, const char *what)
+{
+	struct ft *t = ft_new();
+
+	expect_refused(t, request, code, what);
+	ft_free(t);
+}
+
+static char *b64(const char *s)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), o = 0;
+	char *d = malloc(n / 3 * 4 + 5);
+
+	assert_non_null(d);
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)s[i] << 16;
+
+		v |= i + 1 < n ? (uint32_t)(uint8_t)s[i + 1] << 8 : 0;
+		v |= i + 2 < n ? (uint8_t)s[i + 2] : 0;
+		d[o++] = a[v >> 18 & 63];
+		d[o++] = a[v >> 12 & 63];
+		d[o++] = i + 1 < n ? a[v >> 6 & 63] : '=';
+		d[o++] = i + 2 < n ? a[v & 63] : '=';
+	}
+	d[o] = '\0';
+	return d;
+}
+
+static char *str_printf(const char *fmt, ...) _printf_(1, 2);
+static char *str_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	assert_true(vasprintf(&s, fmt, ap) >= 0);
+	va_end(ap);
+	return s;
+}
+
+/* ---- request heads ---- */
+
+static void test_flow_rebuilds_request_head_with_surrogate_swapped(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET /user HTTP/1.1\r\n"
+				     "Host: " HOST "\r\n"
+				     "Authorization:   Bearer " S_GH "  \r\n"
+				     "Accept: */*\r\n"
+				     "\r\n"),
+			 0);
+	expect_up(t, "GET /user HTTP/1.1\r\n"
+		     "Host: " HOST "\r\n"
+		     "Authorization: Bearer " V_GH "\r\n"
+		     "Accept: */*\r\n"
+		     "\r\n");
+	assert_int_equal(t->fake.n_swapped, 1);
+	assert_string_equal(t->fake.swapped[0], "ghp_ header authorization");
+	ft_free(t);
+}
+
+static void test_flow_swaps_several_surrogates_and_resolves_each_once(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Cookie: a=" S_GH "; b=" S_SAME "; c=" S_GH "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n"
+		     "Cookie: a=" V_GH "; b=" V_SAME "; c=" V_GH "\r\n\r\n");
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-T: " S_GH "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-T: " V_GH "\r\n\r\n");
+	assert_int_equal(t->fake.resolve_calls, 2);
+	ft_free(t);
+}
+
+static void test_flow_strips_upgrade_and_proxy_headers_and_their_connection_options(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\n"
+				     "Host: " HOST "\r\n"
+				     "Connection: Upgrade, HTTP2-Settings, keep-alive,, X-Foo, "
+				     "content-length, Proxy-Authorization\r\n"
+				     "Upgrade: h2c\r\n"
+				     "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
+				     "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+				     "Proxy-Connection: keep-alive\r\n"
+				     "X-Foo: 1\r\n"
+				     "\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\n"
+		     "Host: " HOST "\r\n"
+		     "Connection: keep-alive, X-Foo\r\n"
+		     "X-Foo: 1\r\n"
+		     "\r\n");
+	/* A Connection header left with nothing is not sent. */
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n"),
+			 0);
+	expect_up(t, GET_ROOT);
+	ft_free(t);
+}
+
+static void test_flow_refuses_request_naming_another_host(void **state)
+{
+	(void)state;
+	refused("GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n", -EPROTO, "Host");
+	refused("GET / HTTP/1.1\r\nHost: api.github.com.evil.example\r\n\r\n", -EPROTO, "Host");
+	refused("GET / HTTP/1.1\r\nHost: api.github.co\r\n\r\n", -EPROTO, "Host");
+	refused("GET / HTTP/1.1\r\nHost: api.github.com..\r\n\r\n", -EPROTO, "Host");
+	refused("GET / HTTP/1.1\r\nHost: api.github.com:8443\r\n\r\n", -EPROTO, "Host");
+	refused("GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n", -EPROTO, "Host");
+	refused("GET http://evil.example/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n", -EPROTO,
+		"request target");
+	refused("GET https://api.github.com:80/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n", -EPROTO,
+		"request target");
+	refused("GET http://evil.example/ HTTP/1.0\r\n\r\n", -EPROTO, "request target");
+	refused("CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n", -EBADMSG,
+		"CONNECT");
+}
+
+static void test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_port(void **state)
+{
+	static const char *const hosts[] = {"API.GitHub.COM", "api.github.com.",
+					    "api.github.com:443", "Api.Github.Com.:443"};
+	struct ft *t = ft_new();
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(hosts); i++) {
+		char *req = str_printf("GET / HTTP/1.1\r\nHost: %s\r\n\r\n", hosts[i]);
+
+		assert_int_equal(send_req(t, req), 0);
+		expect_up(t, req);
+		free(req);
+	}
+	assert_int_equal(send_req(t, "GET https://api.github.com:443/x?y HTTP/1.1\r\n"
+				     "Host: " HOST "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET https://api.github.com:443/x?y HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	ft_free(t);
+}
+
+static void test_flow_passes_http_1_0_without_host_as_the_last_request(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+				     "GET /second HTTP/1.0\r\n\r\n"),
+			 0);
+	/* keep-alive is not passed on: the upstream closes after the answer. */
+	expect_up(t, "GET / HTTP/1.0\r\n\r\n");
+	ft_free(t);
+
+	t = ft_new();
+	assert_int_equal(send_req(t, "GET http://api.github.com/x HTTP/1.0\r\n\r\n"), 0);
+	expect_up(t, "GET http://api.github.com/x HTTP/1.0\r\n\r\n");
+	ft_free(t);
+}
+
+static void test_flow_swaps_surrogate_inside_basic_credentials(void **state)
+{
+	char *in = b64("x-access-token:" S_GH), *want = b64("x-access-token:" V_GH);
+	char *req = str_printf("GET /r.git/info/refs HTTP/1.1\r\nHost: " HOST "\r\n"
+			       "Authorization: Basic %s\r\n\r\n",
+			       in);
+	char *exp = str_printf("GET /r.git/info/refs HTTP/1.1\r\nHost: " HOST "\r\n"
+			       "Authorization: Basic %s\r\n\r\n",
+			       want);
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, req), 0);
+	expect_up(t, exp);
+	assert_string_equal(t->fake.swapped[0], "ghp_ header authorization (basic)");
+	/* Credentials without a surrogate pass as they are. */
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Authorization: basic Zm9vOmJhcg==\r\n\r\n"),
+			 0);
+	expect_up(t,
+		  "GET / HTTP/1.1\r\nHost: " HOST "\r\nAuthorization: basic Zm9vOmJhcg==\r\n\r\n");
+	ft_free(t);
+	free(in);
+	free(want);
+	free(req);
+	free(exp);
+}
+
+static void test_flow_refuses_surrogate_in_request_target_raw_or_encoded(void **state)
+{
+	char *enc = b64("token=" S_GH), *req;
+
+	(void)state;
+	refused("GET /x?t=" S_GH " HTTP/1.1\r\nHost: " HOST "\r\n\r\n", -EPERM, "request target");
+	refused("GET /x?t=%67hp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 HTTP/1.1\r\nHost: " HOST
+		"\r\n\r\n",
+		-EPERM, "percent-encoded surrogate in the request target");
+	refused("GET /x?t=%2567hp%255FAbCdEfGhIjKlMnOpQrStUvWxYz0123456789 HTTP/1.1\r\nHost: " HOST
+		"\r\n\r\n",
+		-EPERM, "request target");
+	req = str_printf("GET /x?s=%s HTTP/1.1\r\nHost: " HOST "\r\n\r\n", enc);
+	refused(req, -EPERM, "base64-encoded surrogate in the request target");
+	free(req);
+	free(enc);
+	refused(S_GH " / HTTP/1.1\r\nHost: " HOST "\r\n\r\n", -EPERM, "request method");
+}
+
+static void test_flow_refuses_encoded_surrogate_in_other_headers(void **state)
+{
+	/* At each alignment in the text, and in the URL-safe alphabet too. */
+	static const char *const prefixes[] = {"", "a", "ab", "{\"token\":\""};
+	char *req;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(prefixes); i++) {
+		char *plain = str_printf("%s%s\"}", prefixes[i], S_GH), *enc = b64(plain);
+
+		req = str_printf("GET / HTTP/1.1\r\nHost: " HOST "\r\nCookie: s=%s\r\n\r\n", enc);
+		refused(req, -EPERM, "base64-encoded surrogate in the header cookie");
+		free(req);
+		for (char *c = enc; *c; c++)
+			*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+		req = str_printf("GET / HTTP/1.1\r\nHost: " HOST "\r\nX-Session: %s\r\n\r\n", enc);
+		refused(req, -EPERM, "header x-session");
+		free(req);
+		free(plain);
+		free(enc);
+	}
+	refused("GET / HTTP/1.1\r\nHost: " HOST
+		"\r\nX-Token: ghp%5FAbCdEfGhIjKlMnOpQrStUvWxYz0123456789\r\n\r\n",
+		-EPERM, "percent-encoded surrogate in the header x-token");
+	refused("GET / HTTP/1.1\r\nHost: " HOST "\r\n" S_GH ": 1\r\n\r\n", -EPERM,
+		"request header name");
+	refused("GET / HTTP/1.1\r\nHost: " HOST "\r\nConnection: x-" S_GH "\r\n\r\n", -EPERM,
+		"header connection");
+}
+
+static void test_flow_refuses_what_the_broker_refuses(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	expect_refused(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-Api-Key: " S_REFUSED "\r\n\r\n",
+		       -EPERM, "header x-api-key: credential \"npm\" is not bound");
+	/* The flow is over. */
+	assert_int_equal(send_req(t, GET_ROOT), -EPERM);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\n\r\n"), -EPERM);
+	ft_free(t);
+}
+
+static void test_flow_swaps_surrogate_of_a_head_split_at_every_byte(void **state)
+{
+	static const char req[] = "POST /v1 HTTP/1.1\r\nHost: " HOST "\r\n"
+				  "Authorization: token " S_GH "\r\nContent-Length: 3\r\n\r\nabc";
+	static const char exp[] = "POST /v1 HTTP/1.1\r\nHost: " HOST "\r\n"
+				  "Authorization: token " V_GH "\r\nContent-Length: 3\r\n\r\nabc";
+
+	struct ft *t;
+
+	(void)state;
+	for (size_t i = 1; i < sizeof(req) - 1; i++) {
+		t = ft_new();
+		assert_int_equal(feed(t, true, req, i, SIZE_MAX), 0);
+		assert_int_equal(feed(t, true, req + i, sizeof(req) - 1 - i, SIZE_MAX), 0);
+		expect_up(t, exp);
+		ft_free(t);
+	}
+	/* Byte by byte. */
+	t = ft_new();
+	assert_int_equal(feed(t, true, req, sizeof(req) - 1, 1), 0);
+	expect_up(t, exp);
+	ft_free(t);
+}
+
+static void test_flow_adds_sidecar_headers_to_every_request_asked_once(void **state)
+{
+	struct ft *t = ft_new_at(443, "Authorization: " SIDE_VALUE "\r\nX-Org: acme\r\n");
+	char *resp;
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET /a HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "authorization: Bearer forged\r\n"
+				     "Connection: Authorization, x-org\r\n"
+				     "X-ORG: other\r\n\r\n"
+				     "GET /b HTTP/1.1\r\nHost: " HOST "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET /a HTTP/1.1\r\nHost: " HOST "\r\n"
+		     "Authorization: " SIDE_VALUE "\r\nX-Org: acme\r\n\r\n"
+		     "GET /b HTTP/1.1\r\nHost: " HOST "\r\n"
+		     "Authorization: " SIDE_VALUE "\r\nX-Org: acme\r\n\r\n");
+	assert_int_equal(t->fake.sidecar_calls, 1);
+	/* Its value is masked in what comes back, keeping the length. */
+	resp = str_printf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n{\"a\":\"%s\"}",
+			  strlen(SIDE_VALUE) + 8, SIDE_VALUE);
+	assert_int_equal(send_resp(t, resp), 0);
+	memset(strstr(resp, SIDE_VALUE), '*', strlen(SIDE_VALUE));
+	expect_down(t, resp);
+	free(resp);
+	ft_free(t);
+}
+
+static void test_flow_refuses_malformed_sidecar(void **state)
+{
+	struct ft *t = ft_new_at(443, "Content-Length: 5\r\n");
+
+	(void)state;
+	expect_refused(t, GET_ROOT, -EINVAL, "Sidecar header 1");
+	ft_free(t);
+	t = ft_new_at(443, "X-A: " SIDE_VALUE);
+	expect_refused(t, GET_ROOT, -EINVAL, "malformed");
+	assert_null(strstr(t->err.msg, "sk-sidecar"));
+	ft_free(t);
+}
+
+/* ---- request bodies ---- */
+
+static void test_flow_passes_pipelined_requests_and_matches_responses_in_order(void **state)
+{
+	static const char reqs[] = "GET /1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
+				   "POST /2 HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 5\r\n\r\n"
+				   "hello"
+				   "HEAD /3 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
+				   "GET /4 HTTP/1.1\r\nHost: " HOST "\r\n\r\n";
+	static const char resps[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nr1"
+				    "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+				    "2\r\nr2\r\n0\r\n\r\n"
+				    "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+				    "HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n";
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, reqs), 0);
+	expect_up(t, reqs);
+	for (size_t piece = 1; piece <= sizeof(resps) + 7; piece += 7) {
+		struct ft *u = ft_new();
+
+		assert_int_equal(send_req(u, reqs), 0);
+		assert_int_equal(feed(u, false, resps, sizeof(resps) - 1, piece), 0);
+		/* In one piece, the responses pass as they are (the chunks are re-emitted as
+		 * they come); in any pieces, all four are answered and a fifth is refused. */
+		assert_true(buf_has(&u->down, "HTTP/1.1 204 No Content\r\nContent-Length: 9"));
+		if (piece > sizeof(resps) - 1)
+			expect_down(u, resps);
+		assert_int_equal(send_resp(u, "HTTP/1.1 200 OK\r\n\r\n"), -EPROTO);
+		ft_free(u);
+	}
+	ft_free(t);
+}
+
+static void test_flow_drops_bytes_after_a_request_that_closes(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nConnection: close\r\n\r\n"
+				     "GET /smuggled HTTP/1.1\r\nHost: " HOST "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nConnection: close\r\n\r\n");
+	assert_int_equal(send_req(t, "GET /more HTTP/1.1\r\nX: " S_GH "\r\n\r\n"), 0);
+	assert_int_equal(netns_buf_len(&t->up), 0);
+	ft_free(t);
+}
+
+static void test_flow_passes_expect_100_continue(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "PUT /f HTTP/1.1\r\nHost: " HOST "\r\nExpect: 100-continue\r\n"
+				     "Content-Length: 4\r\n\r\n"),
+			 0);
+	expect_up(t, "PUT /f HTTP/1.1\r\nHost: " HOST "\r\nExpect: 100-continue\r\n"
+		     "Content-Length: 4\r\n\r\n");
+	assert_int_equal(send_resp(t, "HTTP/1.1 100 Continue\r\n\r\n"), 0);
+	expect_down(t, "HTTP/1.1 100 Continue\r\n\r\n");
+	assert_int_equal(send_req(t, "data"), 0);
+	expect_up(t, "data");
+	assert_int_equal(send_resp(t, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"), 0);
+	expect_down(t, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+	ft_free(t);
+}
+
+static void test_flow_refuses_surrogate_in_body_split_at_every_byte(void **state)
+{
+	static const char body[] = "{\"note\":\"" S_GH "\"}";
+	char *head = str_printf("POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: %zu\r\n\r\n",
+				sizeof(body) - 1);
+
+	(void)state;
+	for (size_t i = 0; i <= sizeof(body) - 1; i++) {
+		struct ft *t = ft_new();
+		int r;
+
+		assert_int_equal(send_req(t, head), 0);
+		netns_buf_consume(&t->up, strlen(head));
+		r = feed(t, true, body, i, SIZE_MAX);
+		if (r == 0)
+			r = feed(t, true, body + i, sizeof(body) - 1 - i, SIZE_MAX);
+		assert_int_equal(r, -EPERM);
+		assert_non_null(strstr(t->err.msg, "request body"));
+		/* Of the surrogate, no more than a prefix has been passed on. */
+		assert_false(buf_has(&t->up, S_GH));
+		assert_false(buf_has(&t->up, "ghp_"));
+		ft_free(t);
+	}
+	free(head);
+}
+
+static void test_flow_holds_back_only_what_could_begin_a_surrogate(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "POST / HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Content-Length: 40\r\n\r\n"),
+			 0);
+	drain(&t->up);
+	assert_int_equal(send_req(t, "0123456789"), 0);
+	expect_up(t, "0123456789");
+	assert_int_equal(send_req(t, "abcghp_AbC"), 0);
+	expect_up(t, "abc");
+	assert_int_equal(send_req(t, "dXairlock_s"), 0);
+	expect_up(t, "ghp_AbCdX");
+	/* The body ends: whatever was held goes. */
+	assert_int_equal(send_req(t, "ur_012345"), 0);
+	expect_up(t, "airlock_sur_012345");
+	ft_free(t);
+}
+
+static void test_flow_refuses_surrogate_across_a_body_and_the_next_request_line(void **state)
+{
+	(void)state;
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 10\r\n\r\n"
+		"xxxxghp_Ab"
+		"CdEfGhIjKlMnOpQrStUvWxYz0123456789 / HTTP/1.1\r\nHost: " HOST "\r\n\r\n",
+		-EPERM, "request body");
+}
+
+static void test_flow_rechunks_chunked_request_without_extensions(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "POST /p HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Transfer-Encoding: gzip, chunked\r\n\r\n"
+				     "5;name=\"v\"\r\nhello\r\n"
+				     "A\r\n, world!!!\r\n"
+				     "0\r\n\r\n"
+				     "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"),
+			 0);
+	expect_up(t, "POST /p HTTP/1.1\r\nHost: " HOST "\r\n"
+		     "Transfer-Encoding: gzip, chunked\r\n\r\n"
+		     "5\r\nhello\r\n"
+		     "a\r\n, world!!!\r\n"
+		     "0\r\n\r\n"
+		     "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	ft_free(t);
+}
+
+static void test_flow_refuses_surrogate_across_chunks_in_extensions_or_trailers(void **state)
+{
+	(void)state;
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"6\r\nxx ghp\r\n"
+		"25\r\n_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\r\n0\r\n\r\n",
+		-EPERM, "request body");
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"1;t=" S_GH "\r\nx\r\n0\r\n\r\n",
+		-EPERM, "request chunk extension");
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"1\r\nx\r\n0\r\nX-Trailer: 1\r\n\r\n",
+		-EBADMSG, "trailers");
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"1\r\nxy\r\n0\r\n\r\n",
+		-EBADMSG, "not followed by CRLF");
+}
+
+static void test_flow_refuses_smuggling_attempts(void **state)
+{
+	(void)state;
+	refused("POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 4\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		-EBADMSG, "Both");
+	refused("GET / HTTP/1.1\r\nHost: " HOST "\r\nX: a\r\n b\r\n\r\n", -EBADMSG, "obs-fold");
+	refused("GET / HTTP/1.1\nHost: " HOST "\n\n", -EBADMSG, "Bare LF");
+	refused("GET / HTTP/1.1\r\nHost: " HOST "\r\nHost: " HOST "\r\n\r\n", -EBADMSG, "Host");
+}
+
+static void test_flow_refuses_too_many_unanswered_requests(void **state)
+{
+	struct ft *t = ft_new();
+	int r = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 100 && r == 0; i++) {
+		r = send_req(t, GET_ROOT);
+		drain(&t->up);
+	}
+	assert_int_equal(r, -EBADMSG);
+	assert_non_null(strstr(t->err.msg, "wait for their responses"));
+	ft_free(t);
+}
+
+/* ---- responses ---- */
+
+static void test_flow_refuses_101_and_responses_nothing_asked_for(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\n\r\n"), -EPROTO);
+	ft_free(t);
+	t = ft_new();
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"),
+			 -EPROTO);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+}
+
+static void test_flow_responses_to_head_and_204_304_have_no_body(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "HEAD / HTTP/1.1\r\nHost: " HOST "\r\n\r\n" GET_ROOT GET_ROOT),
+			 0);
+	assert_int_equal(send_resp(t,
+				   "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+				   "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "HTTP/1.1 204 No Content\r\n\r\n"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+		       "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"
+		       "HTTP/1.1 204 No Content\r\n\r\n");
+	ft_free(t);
+}
+
+/* A flow with S_GH (or S_SAME) resolved by a request, its response fed in pieces. */
+static struct ft *flow_with_value(const char *surrogate, int minor)
+{
+	struct ft *t = ft_new();
+	char *req =
+	    str_printf("GET / HTTP/1.%d\r\nHost: " HOST "\r\nX-T: %s\r\n\r\n", minor, surrogate);
+
+	assert_int_equal(send_req(t, req), 0);
+	drain(&t->up);
+	free(req);
+	return t;
+}
+
+static void test_flow_turns_same_length_values_back_keeping_content_length(void **state)
+{
+	struct ft *t = flow_with_value(S_SAME, 1);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nX-Echo: " V_SAME "\r\n"
+				      "Content-Length: 50\r\n\r\n"
+				      "<<<" V_SAME ">>>"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nX-Echo: " S_SAME "\r\n"
+		       "Content-Length: 50\r\n\r\n"
+		       "<<<" S_SAME ">>>");
+	ft_free(t);
+}
+
+static void test_flow_reframes_content_length_as_chunked_when_lengths_differ(void **state)
+{
+	struct ft *t = flow_with_value(S_GH, 1);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 34\r\n"
+				      "Connection: keep-alive\r\n\r\n"
+				      "<<<" V_GH ">>>"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n"
+		       "Transfer-Encoding: chunked\r\n\r\n"
+		       "2e\r\n<<<" S_GH ">>>\r\n"
+		       "0\r\n\r\n");
+	/* The connection goes on. */
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+	ft_free(t);
+}
+
+static void test_flow_reframes_as_close_delimited_for_http_1_0(void **state)
+{
+	struct ft *t = flow_with_value(S_GH, 0);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.0 200 OK\r\nContent-Length: 34\r\n"
+				      "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n"
+				      "<<<" V_GH ">>>"
+				      "trailing garbage"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+		       "<<<" S_GH ">>>");
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	ft_free(t);
+}
+
+static void test_flow_dechunks_response_for_http_1_0_client(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.0\r\n\r\n"), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				      "3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabcde");
+	ft_free(t);
+}
+
+static void test_flow_replaces_value_split_at_every_byte_of_a_response(void **state)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "f\r\n{\"token\":\"githu\r\n"
+				   "19\r\nb-real-token-value-0001\"}\r\n"
+				   "0\r\nX-Echo: " V_GH "\r\n\r\n";
+
+	(void)state;
+	for (size_t i = 1; i < sizeof(resp) - 1; i++) {
+		struct ft *t = flow_with_value(S_GH, 1);
+		char body[256];
+		const char *p;
+		size_t n = 0;
+
+		assert_int_equal(feed(t, false, resp, i, SIZE_MAX), 0);
+		assert_int_equal(feed(t, false, resp + i, sizeof(resp) - 1 - i, SIZE_MAX), 0);
+		assert_false(buf_has(&t->down, V_GH));
+		assert_false(buf_has(&t->down, "github-"));
+		assert_int_equal(netns_buf_append(&t->down, "", 1, SIZE_MAX), 0);
+		/* Whatever the chunks, the body reads the same. */
+		p = strstr((const char *)netns_buf_head(&t->down), "\r\n\r\n") + 4;
+		for (;;) {
+			size_t size = strtoul(p, NULL, 16);
+
+			p = strstr(p, "\r\n") + 2;
+			if (size == 0)
+				break;
+			memcpy(body + n, p, size);
+			n += size;
+			p += size + 2;
+		}
+		body[n] = '\0';
+		assert_string_equal(body, "{\"token\":\"" S_GH "\"}");
+		assert_string_equal(p, "X-Echo: " S_GH "\r\n\r\n");
+		ft_free(t);
+	}
+}
+
+static void test_flow_ends_close_delimited_response_at_eof(void **state)
+{
+	struct ft *t = flow_with_value(S_SAME, 1);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\n\r\nabc " V_SAME " ends same-len"), 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc " S_SAME " ends ");
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	expect_down(t, "same-len");
+	ft_free(t);
+
+	t = ft_new();
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), 0);
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), -EPIPE);
+	ft_free(t);
+
+	/* Between responses, the upstream may close. */
+	t = ft_new();
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	ft_free(t);
+}
+
+static void resp_refused(const char *resp, int code, const char *what)
+{
+	struct ft *t = ft_new();
+	int r;
+
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	r = send_resp(t, resp);
+	if (r != code)
+		fail_msg("expected %d, got %d (%s)", code, r, t->err.msg);
+	if (!strstr(t->err.msg, what))
+		fail_msg("message \"%s\" does not say \"%s\"", t->err.msg, what);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+}
+
+static void test_flow_refuses_ambiguous_or_malformed_responses(void **state)
+{
+	(void)state;
+	resp_refused("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+		     -EBADMSG, "Both");
+	resp_refused("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", -EBADMSG,
+		     "differ");
+	resp_refused("HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\n", -EBADMSG, "decimal");
+	resp_refused("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", -EBADMSG, "not a name");
+	resp_refused("HTTP/1.1 200 OK\r\nX : a\r\n\r\n", -EBADMSG, "not a name");
+	resp_refused("HTTP/1.1 200 OK\nX: a\n\n", -EBADMSG, "Bare LF");
+	resp_refused("HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", -EBADMSG, "Bare CR");
+	resp_refused("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", -EBADMSG, "1.0");
+	resp_refused("HTTP/2 200 OK\r\n\r\n", -EBADMSG, "status line");
+	resp_refused("HTTP/1.1 20 OK\r\n\r\n", -EBADMSG, "status line");
+	resp_refused("HTTP/1.1 200 OK\r\nX: \x01\r\n\r\n", -EBADMSG, "Control character");
+}
+
+static void test_flow_refuses_malformed_chunks_in_a_response(void **state)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	static const char *const bodies[] = {"zz\r\n", "2\r\nabc\r\n",
+					     "1\r\na\r\n0\r\nX: a\nb\r\n\r\n", "1 x\r\n"};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bodies); i++) {
+		struct ft *t = ft_new();
+
+		assert_int_equal(send_req(t, GET_ROOT), 0);
+		assert_int_equal(send_resp(t, head), 0);
+		expect_down(t, head);
+		assert_int_equal(send_resp(t, bodies[i]), -EBADMSG);
+		assert_false(buf_has(&t->down, "\r\n0\r\n"));
+		ft_free(t);
+	}
+}
+
+static void test_flow_refuses_response_head_over_the_cap(void **state)
+{
+	struct ft *t = ft_new();
+	size_t n = NETNS_HTTP_HEAD_MAX + 100;
+	char *big = malloc(n);
+
+	(void)state;
+	assert_non_null(big);
+	memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+	memset(big + 20, 'a', n - 20);
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(feed(t, false, big, n, 1000), -EMSGSIZE);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	free(big);
+	ft_free(t);
+}
+
+static void test_flow_consumes_less_while_out_is_full(void **state)
+{
+	size_t body_len = 3 * NETNS_HTTP_FLOW_OUT_MAX, done = 0, total = 0;
+	uint8_t *body = malloc(body_len);
+	char *head = str_printf("POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: %zu\r\n\r\n",
+				body_len);
+	struct ft *t = ft_new();
+	ssize_t r;
+
+	(void)state;
+	assert_non_null(body);
+	for (size_t i = 0; i < body_len; i++)
+		body[i] = (uint8_t)('a' + i % 26);
+	assert_int_equal(send_req(t, head), 0);
+	total = netns_buf_len(&t->up);
+	netns_buf_consume(&t->up, total);
+	r = netns_http_flow_request(t->f, body, body_len, &t->up, &t->err);
+	assert_true(r > 0 && (size_t)r < body_len);
+	assert_true(netns_buf_len(&t->up) > NETNS_HTTP_FLOW_OUT_MAX);
+	assert_true(netns_buf_len(&t->up) <= NETNS_HTTP_FLOW_OUT_MAX + 64 * 1024 + 64);
+	/* Nothing more is taken until out drains. */
+	assert_int_equal(
+	    netns_http_flow_request(t->f, body + r, body_len - (size_t)r, &t->up, &t->err), 0);
+	done = (size_t)r;
+	total = 0;
+	while (netns_buf_len(&t->up) > 0 || done < body_len) {
+		size_t n = netns_buf_len(&t->up);
+
+		if (n > 0) {
+			assert_memory_equal(netns_buf_head(&t->up), body + total, n);
+			netns_buf_consume(&t->up, n);
+		}
+		total += n;
+		r = netns_http_flow_request(t->f, body + done, body_len - done, &t->up, &t->err);
+		assert_true(r >= 0);
+		done += (size_t)r;
+	}
+	assert_int_equal(total, body_len);
+	free(body);
+	free(head);
+	ft_free(t);
+}
+
+static void test_flow_error_response_only_between_responses(void **state)
+{
+	static const char msg[] = "The Host header names another host than api.github.com:443";
+	struct ft *t = ft_new();
+	char *exp;
+
+	(void)state;
+	expect_refused(t, "GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n", -EPROTO, "Host");
+	assert_string_equal(t->err.msg, msg);
+	netns_http_flow_error_response(t->f, 403, t->err.msg, &t->down);
+	exp = str_printf("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n"
+			 "airlock: %s\n",
+			 strlen("airlock: \n") + strlen(msg), msg);
+	expect_down(t, exp);
+	free(exp);
+	/* Once only. */
+	netns_http_flow_error_response(t->f, 403, "again", &t->down);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+
+	/* Within a response, nothing can be said. */
+	t = ft_new();
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), 0);
+	drain(&t->down);
+	netns_http_flow_error_response(t->f, 502, "upstream", &t->down);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+}
+
+static void test_flow_passes_response_trailers_with_values_replaced(void **state)
+{
+	struct ft *t = flow_with_value(S_SAME, 1);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+				      "Trailer: X-Sig\r\n\r\n"
+				      "4;ext=1\r\nbody\r\n0\r\nX-Sig: " V_SAME "\r\n\r\n"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sig\r\n\r\n"
+		       "4\r\nbody\r\n0\r\nX-Sig: " S_SAME "\r\n\r\n");
+	ft_free(t);
+}
+
+/* ---- throughput (reported, not asserted) ---- */
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Streams body_len bytes in 16 KiB feeds (a TLS record each) one way; returns MB/s. */
+static double stream(struct ft *t, bool request, const uint8_t *body, size_t body_len,
+		     size_t *ret_out)
+{
+	struct netns_buf *out = request ? &t->up : &t->down;
+	double start = now_sec();
+	size_t done = 0, total = 0;
+
+	while (done < body_len) {
+		size_t n = MIN(body_len - done, (size_t)16384);
+		ssize_t r = request ? netns_http_flow_request(t->f, body + done, n, out, &t->err)
+				    : netns_http_flow_response(t->f, body + done, n, out, &t->err);
+
+		assert_true(r >= 0);
+		done += (size_t)r;
+		total += netns_buf_len(out);
+		drain(out);
+	}
+	*ret_out = total;
+	return (double)body_len / (now_sec() - start) / 1e6;
+}
+
+static void test_flow_throughput_of_a_10_mib_body(void **state)
+{
+	size_t len = 10 * 1024 * 1024, out_len;
+	uint8_t *body = malloc(len);
+	char head[256];
+	struct ft *t;
+	double req_mbs, resp_mbs, chunked_mbs;
+
+	(void)state;
+	assert_non_null(body);
+	/* Text-like bytes, with many 'a' and 'g' (the surrogates' first bytes). */
+	for (size_t i = 0; i < len; i++)
+		body[i] = (uint8_t) "the quick brown fox jumps over a lazy dog, again\n"[i % 49];
+
+	t = flow_with_value(S_SAME, 1);
+	(void)snprintf(head, sizeof(head),
+		       "POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: %zu\r\n\r\n", len);
+	assert_int_equal(send_req(t, head), 0);
+	drain(&t->up);
+	req_mbs = stream(t, true, body, len, &out_len);
+	assert_int_equal(out_len, len);
+	(void)snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", len);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 0);
+	assert_int_equal(send_resp(t, head), 0);
+	drain(&t->down);
+	resp_mbs = stream(t, false, body, len, &out_len);
+	assert_int_equal(out_len, len);
+	ft_free(t);
+
+	/* A value whose surrogate is longer: the body is re-framed as chunked. */
+	t = flow_with_value(S_GH, 1);
+	assert_int_equal(send_resp(t, head), 0);
+	drain(&t->down);
+	chunked_mbs = stream(t, false, body, len, &out_len);
+	assert_true(out_len > len);
+	ft_free(t);
+
+	print_message("# 10 MiB body: request %.0f MB/s, response %.0f MB/s, re-framed response "
+		      "%.0f MB/s\n",
+		      req_mbs, resp_mbs, chunked_mbs);
+	free(body);
+}
+
+/* A request head with a surrogate swapped in and its response head, as a client library sends
+ * and a server answers them. */
+static void test_flow_throughput_of_request_and_response_heads(void **state)
+{
+	static const char req[] = "POST /v1/messages HTTP/1.1\r\nHost: " HOST "\r\n"
+				  "User-Agent: python-httpx/0.27.0\r\nAccept: application/json\r\n"
+				  "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\n"
+				  "Authorization: Bearer " S_GH "\r\n"
+				  "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+	static const char resp[] =
+	    "HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 2\r\n"
+	    "Connection: keep-alive\r\nX-Request-Id: req_0123456789abcdef\r\n"
+	    "Server: cloudflare\r\n\r\n{}";
+	struct ft *t = ft_new();
+	unsigned n = 20000;
+	double start;
+
+	(void)state;
+	start = now_sec();
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(netns_http_flow_request(t->f, (const uint8_t *)req,
+							 sizeof(req) - 1, &t->up, &t->err),
+				 sizeof(req) - 1);
+		assert_int_equal(netns_http_flow_response(t->f, (const uint8_t *)resp,
+							  sizeof(resp) - 1, &t->down, &t->err),
+				 sizeof(resp) - 1);
+		drain(&t->up);
+		drain(&t->down);
+	}
+	print_message("# heads: %.0f requests and responses a second\n", n / (now_sec() - start));
+	assert_int_equal(t->fake.resolve_calls, 1);
+	ft_free(t);
+}
+
 int main(void)
 {
-	return 0;
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_flow_rebuilds_request_head_with_surrogate_swapped),
+	    cmocka_unit_test(test_flow_swaps_several_surrogates_and_resolves_each_once),
+	    cmocka_unit_test(
+		test_flow_strips_upgrade_and_proxy_headers_and_their_connection_options),
+	    cmocka_unit_test(test_flow_refuses_request_naming_another_host),
+	    cmocka_unit_test(
+		test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_port),
+	    cmocka_unit_test(test_flow_passes_http_1_0_without_host_as_the_last_request),
+	    cmocka_unit_test(test_flow_swaps_surrogate_inside_basic_credentials),
+	    cmocka_unit_test(test_flow_refuses_surrogate_in_request_target_raw_or_encoded),
+	    cmocka_unit_test(test_flow_refuses_encoded_surrogate_in_other_headers),
+	    cmocka_unit_test(test_flow_refuses_what_the_broker_refuses),
+	    cmocka_unit_test(test_flow_swaps_surrogate_of_a_head_split_at_every_byte),
+	    cmocka_unit_test(test_flow_adds_sidecar_headers_to_every_request_asked_once),
+	    cmocka_unit_test(test_flow_refuses_malformed_sidecar),
+	    cmocka_unit_test(test_flow_passes_pipelined_requests_and_matches_responses_in_order),
+	    cmocka_unit_test(test_flow_drops_bytes_after_a_request_that_closes),
+	    cmocka_unit_test(test_flow_passes_expect_100_continue),
+	    cmocka_unit_test(test_flow_refuses_surrogate_in_body_split_at_every_byte),
+	    cmocka_unit_test(test_flow_holds_back_only_what_could_begin_a_surrogate),
+	    cmocka_unit_test(test_flow_refuses_surrogate_across_a_body_and_the_next_request_line),
+	    cmocka_unit_test(test_flow_rechunks_chunked_request_without_extensions),
+	    cmocka_unit_test(test_flow_refuses_surrogate_across_chunks_in_extensions_or_trailers),
+	    cmocka_unit_test(test_flow_refuses_smuggling_attempts),
+	    cmocka_unit_test(test_flow_refuses_too_many_unanswered_requests),
+	    cmocka_unit_test(test_flow_refuses_101_and_responses_nothing_asked_for),
+	    cmocka_unit_test(test_flow_responses_to_head_and_204_304_have_no_body),
+	    cmocka_unit_test(test_flow_turns_same_length_values_back_keeping_content_length),
+	    cmocka_unit_test(test_flow_reframes_content_length_as_chunked_when_lengths_differ),
+	    cmocka_unit_test(test_flow_reframes_as_close_delimited_for_http_1_0),
+	    cmocka_unit_test(test_flow_dechunks_response_for_http_1_0_client),
+	    cmocka_unit_test(test_flow_replaces_value_split_at_every_byte_of_a_response),
+	    cmocka_unit_test(test_flow_ends_close_delimited_response_at_eof),
+	    cmocka_unit_test(test_flow_refuses_ambiguous_or_malformed_responses),
+	    cmocka_unit_test(test_flow_refuses_malformed_chunks_in_a_response),
+	    cmocka_unit_test(test_flow_refuses_response_head_over_the_cap),
+	    cmocka_unit_test(test_flow_consumes_less_while_out_is_full),
+	    cmocka_unit_test(test_flow_error_response_only_between_responses),
+	    cmocka_unit_test(test_flow_passes_response_trailers_with_values_replaced),
+	    cmocka_unit_test(test_flow_throughput_of_a_10_mib_body),
+	    cmocka_unit_test(test_flow_throughput_of_request_and_response_heads),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
