@@ -30,14 +30,17 @@
 #define SOCKET_NAME "airlock/broker.sock"
 #define REPLY_TIMEOUT_SEC 60 /* an open may run command sources */
 #define REDACT_CHUNK (16 * 1024)
+/* airlock's own broker serves airlock and, over connections of their own, its helper processes:
+ * the workspace daemon and the egress proxy. */
+#define SPARE_MAX 2
 
 struct broker_client {
 	const struct policy *policy;
 	struct broker_peer peer;
 	int fd;
-	int spare_fd;	      /* airlock's broker: the connection for broker_client_attach() */
-	pid_t child;	      /* airlock's broker, or 0 */
-	bool attached;	      /* a second connection: the session is not its to close */
+	int spare_fd[SPARE_MAX]; /* airlock's broker: connections for broker_client_attach() */
+	pid_t child;		 /* airlock's broker, or 0 */
+	bool attached;		 /* a second connection: the session is not its to close */
 	pthread_mutex_t lock; /* one exchange at a time: the workspace daemon's threads share it */
 	uint64_t next_id;
 	char session[80];
@@ -351,58 +354,63 @@ static const char *needs_vault(const struct policy *p)
 }
 
 _noreturn_ static void broker_child(const struct broker_client_options *o, const char *vault_cred,
-				    pid_t parent, int fd, int spare_fd)
+				    pid_t parent, const int *fds, size_t n_fds)
 {
 	struct broker_daemon_options d = {
 	    .vault = {.vault = o->vault, .key_file = o->key_file},
 	    .no_vault = !vault_cred,
 	};
-	int keep[6] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, fd, spare_fd, -EBADF};
-	int fds[2] = {fd, spare_fd};
+	int keep[4 + 1 + SPARE_MAX] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, -EBADF};
+	size_t n = 4;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(EXIT_FAILURE);
 	(void)prctl(PR_SET_NAME, "airlock-broker", 0, 0, 0);
 	if (o->audit)
-		keep[5] = al_audit_fd(o->audit);
-	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
+		keep[3] = al_audit_fd(o->audit);
+	for (size_t i = 0; i < n_fds; i++)
+		keep[n++] = fds[i];
+	if (al_close_all_except(keep, n) < 0)
 		_exit(EXIT_FAILURE);
-	_exit(broker_embedded_serve(&d, o->audit, vault_cred, fds, 2) < 0 ? EXIT_FAILURE
-									  : EXIT_SUCCESS);
+	_exit(broker_embedded_serve(&d, o->audit, vault_cred, fds, n_fds) < 0 ? EXIT_FAILURE
+									      : EXIT_SUCCESS);
 }
 
-static void close_pair(int p[2])
-{
-	(void)al_close(p[0]);
-	(void)al_close(p[1]);
-}
-
-/* Starts airlock's broker: two socket pairs, one for this client and one for the workspace
- * daemon's (broker_client_attach()). */
+/* Starts airlock's broker: a socket pair for this client and one for each helper process
+ * (broker_client_attach()). */
 static int spawn(struct broker_client *c, const struct broker_client_options *o,
 		 struct al_error *err)
 {
-	int a[2], b[2];
-	pid_t parent = getpid(), pid;
+	int ours[1 + SPARE_MAX], theirs[1 + SPARE_MAX], pair[2];
+	pid_t parent = getpid(), pid = -1;
+	size_t n = 0;
+	int r = 0;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a) < 0)
-		return al_error_set_errno(err, -errno, "Failed to create the broker's socket");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b) < 0) {
-		close_pair(a);
-		return al_error_set_errno(err, -errno, "Failed to create the broker's socket");
+	for (; n < ELEMENTSOF(ours); n++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+			r = al_error_set_errno(err, -errno, "Failed to create the broker's socket");
+			break;
+		}
+		ours[n] = pair[0];
+		theirs[n] = pair[1];
 	}
-	pid = fork();
-	if (pid < 0) {
-		close_pair(a);
-		close_pair(b);
-		return al_error_set_errno(err, -errno, "Failed to start the broker");
+	if (r >= 0) {
+		pid = fork();
+		if (pid == 0)
+			broker_child(o, needs_vault(c->policy), parent, theirs, n);
+		if (pid < 0)
+			r = al_error_set_errno(err, -errno, "Failed to start the broker");
 	}
-	if (pid == 0)
-		broker_child(o, needs_vault(c->policy), parent, a[1], b[1]);
-	(void)al_close(a[1]);
-	(void)al_close(b[1]);
-	c->fd = a[0];
-	c->spare_fd = b[0];
+	for (size_t i = 0; i < n; i++) {
+		(void)al_close(theirs[i]);
+		if (r < 0)
+			(void)al_close(ours[i]);
+	}
+	if (r < 0)
+		return r;
+	c->fd = ours[0];
+	for (size_t i = 0; i < SPARE_MAX; i++)
+		c->spare_fd[i] = ours[1 + i];
 	c->child = pid;
 	return 0;
 }
@@ -416,7 +424,9 @@ static struct broker_client *client_new(const struct policy *p)
 	if (!c)
 		return NULL;
 	c->policy = p;
-	c->fd = c->spare_fd = -EBADF;
+	c->fd = -EBADF;
+	for (size_t i = 0; i < SPARE_MAX; i++)
+		c->spare_fd[i] = -EBADF;
 	(void)pthread_mutex_init(&c->lock, NULL);
 	return c;
 }
@@ -465,7 +475,8 @@ struct broker_client *broker_client_free(struct broker_client *c)
 			   &(struct broker_request){.op = BROKER_OP_CLOSE, .session = c->session},
 			   NULL, 0, NULL, NULL, NULL);
 	(void)al_close(c->fd);
-	(void)al_close(c->spare_fd);
+	for (size_t i = 0; i < SPARE_MAX; i++)
+		(void)al_close(c->spare_fd[i]);
 	if (c->child > 0) {
 		/* Its sessions are closed and their events written: nothing is left to lose. */
 		(void)kill(c->child, SIGKILL);
@@ -499,9 +510,10 @@ int broker_client_attach(struct broker_client *c, struct broker_client **ret, st
 	if (r < 0)
 		return r;
 	if (c->child > 0) {
-		if (c->spare_fd < 0)
+		for (size_t i = 0; i < SPARE_MAX && a->fd < 0; i++)
+			a->fd = TAKE_FD(c->spare_fd[i]);
+		if (a->fd < 0)
 			return al_error_set(err, -EBUSY, "airlock's broker has no connection left");
-		a->fd = TAKE_FD(c->spare_fd);
 	} else {
 		if (getpeername(c->fd, (struct sockaddr *)&sa, &len) < 0)
 			return al_error_set_errno(err, -errno, "Failed to name the broker socket");
