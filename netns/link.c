@@ -7,6 +7,7 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,46 +154,107 @@ static int add_route(struct nl_sock *sk, const char *dst, int ifindex, const cha
 	return netns_errno_from_nl(rtnl_route_add(sk, route, NLM_F_CREATE | NLM_F_EXCL));
 }
 
-/* ip rule add iif al-proxy lookup NETNS_ANYIP_TABLE: what arrives from the sandbox is local. */
-static int add_anyip_rule(struct nl_sock *sk)
+/* One routing policy rule: ip rule add prio PRIO [iif IIF] [to DST] [ipproto tcp dport PORT]
+ * ACTION [lookup TABLE]. */
+struct rule_spec {
+	uint32_t prio;
+	const char *iif, *dst; /* NULL: any */
+	uint16_t tcp_port;     /* 0: any protocol and port */
+	uint8_t action;	       /* FR_ACT_* */
+	uint32_t table;	       /* for FR_ACT_TO_TBL */
+};
+
+static int add_rule(struct nl_sock *sk, const struct rule_spec *spec)
 {
 	_cleanup_(netns_rtnl_rule_putp) struct rtnl_rule *rule = NULL;
-	int r;
+	_cleanup_(netns_nl_addr_putp) struct nl_addr *dst = NULL;
+	int r = 0;
 
 	rule = rtnl_rule_alloc();
 	if (!rule)
 		return -ENOMEM;
 	rtnl_rule_set_family(rule, AF_INET);
-	rtnl_rule_set_prio(rule, 100);
-	rtnl_rule_set_table(rule, NETNS_ANYIP_TABLE);
-	rtnl_rule_set_action(rule, FR_ACT_TO_TBL);
-	r = netns_errno_from_nl(rtnl_rule_set_iif(rule, NETNS_PROXY_IF));
+	rtnl_rule_set_prio(rule, spec->prio);
+	rtnl_rule_set_action(rule, spec->action);
+	if (spec->action == FR_ACT_TO_TBL)
+		rtnl_rule_set_table(rule, spec->table);
+	if (spec->iif)
+		r = netns_errno_from_nl(rtnl_rule_set_iif(rule, spec->iif));
+	if (r >= 0 && spec->dst) {
+		r = netns_errno_from_nl(nl_addr_parse(spec->dst, AF_INET, &dst));
+		if (r >= 0)
+			r = netns_errno_from_nl(rtnl_rule_set_dst(rule, dst));
+	}
+	if (r >= 0 && spec->tcp_port) {
+		r = netns_errno_from_nl(rtnl_rule_set_ipproto(rule, IPPROTO_TCP));
+		if (r >= 0)
+			r = netns_errno_from_nl(rtnl_rule_set_dport(rule, spec->tcp_port));
+	}
 	if (r >= 0)
 		r = netns_errno_from_nl(rtnl_rule_add(sk, rule, NLM_F_CREATE | NLM_F_EXCL));
 	return r;
 }
 
-/* No IPv6 on the veth ends: no link-local address either, so no IPv6 path exists at all. Per
- * namespace, so written from inside it. */
-static int disable_ipv6(void *userdata)
+/* Rules that send TCP to tcp_ports to through's table, then one that gives the rest of what
+ * through matches (the same iif) last_action. */
+static int add_port_rules(struct nl_sock *sk, struct rule_spec through, const uint16_t *tcp_ports,
+			  size_t n_ports, uint8_t last_action)
 {
-	char path[128];
+	struct rule_spec rest = {
+	    .prio = through.prio + 1, .iif = through.iif, .action = last_action};
+	int r = 0;
 
-	(void)snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
-		       (const char *)userdata);
-	return al_write_file_at(AT_FDCWD, path, "1");
+	for (size_t i = 0; r >= 0 && i < n_ports; i++) {
+		through.tcp_port = tcp_ports[i];
+		r = add_rule(sk, &through);
+	}
+	if (r >= 0)
+		r = add_rule(sk, &rest);
+	return r;
 }
 
-static int setup_proxy(struct nl_sock *sk, int proxy_ns, struct al_error *err)
+/* Per namespace and per device, so written from inside the namespace. */
+struct ipconf {
+	const char *family; /* "ipv4", "ipv6" */
+	const char *dev, *key, *value;
+};
+
+static int write_ipconf(void *userdata)
 {
+	const struct ipconf *c = userdata;
+	char path[128];
+
+	(void)snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/%s", c->family, c->dev,
+		       c->key);
+	return al_write_file_at(AT_FDCWD, path, c->value);
+}
+
+/* No IPv6 on a veth end: no link-local address either, so no IPv6 path exists at all. */
+static int disable_ipv6(int ns, const char *dev)
+{
+	struct ipconf c = {"ipv6", dev, "disable_ipv6", "1"};
+
+	return netns_run_in(ns, write_ipconf, &c);
+}
+
+static int setup_proxy(struct nl_sock *sk, int proxy_ns, const uint16_t *tcp_ports, size_t n_ports,
+		       struct al_error *err)
+{
+	/* ip_error() answers a prohibited packet with ICMP only on a forwarding device. Nothing
+	 * is ever forwarded: every packet from the sandbox is local or prohibited. */
+	struct ipconf fwd = {"ipv4", NETNS_PROXY_IF, "forwarding", "1"};
 	int ifindex = 0, lo = 0, r;
 
 	r = link_up(sk, "lo", &lo);
 	if (r < 0)
 		return al_error_set_errno(err, r, "proxy netns: cannot bring lo up");
-	r = netns_run_in(proxy_ns, disable_ipv6, (void *)NETNS_PROXY_IF);
+	r = disable_ipv6(proxy_ns, NETNS_PROXY_IF);
 	if (r < 0)
 		return al_error_set_errno(err, r, "proxy netns: cannot disable IPv6 on %s",
+					  NETNS_PROXY_IF);
+	r = netns_run_in(proxy_ns, write_ipconf, &fwd);
+	if (r < 0)
+		return al_error_set_errno(err, r, "proxy netns: cannot enable ICMP errors on %s",
 					  NETNS_PROXY_IF);
 	r = link_up(sk, NETNS_PROXY_IF, &ifindex);
 	if (r >= 0)
@@ -200,7 +262,15 @@ static int setup_proxy(struct nl_sock *sk, int proxy_ns, struct al_error *err)
 	if (r < 0)
 		return al_error_set_errno(err, r, "proxy netns: cannot configure %s",
 					  NETNS_PROXY_IF);
-	r = add_anyip_rule(sk);
+	/* What arrives from the sandbox for a port a listener serves is local (AnyIP). The rest
+	 * is prohibited, answered with ICMP: a reset could not leave, as no route has the address
+	 * it was sent to as a source. The sandbox's own rules fail it sooner (setup_sandbox()). */
+	r = add_port_rules(sk,
+			   (struct rule_spec){.prio = NETNS_ANYIP_PRIO,
+					      .iif = NETNS_PROXY_IF,
+					      .action = FR_ACT_TO_TBL,
+					      .table = NETNS_ANYIP_TABLE},
+			   tcp_ports, n_ports, FR_ACT_PROHIBIT);
 	if (r >= 0)
 		r = add_route(sk, "0.0.0.0/0", lo, NULL, RTN_LOCAL, NETNS_ANYIP_TABLE);
 	if (r < 0)
@@ -210,14 +280,19 @@ static int setup_proxy(struct nl_sock *sk, int proxy_ns, struct al_error *err)
 	return 0;
 }
 
-static int setup_sandbox(struct nl_sock *sk, int sandbox_ns, struct al_error *err)
+static int setup_sandbox(struct nl_sock *sk, int sandbox_ns, const uint16_t *tcp_ports,
+			 size_t n_ports, struct al_error *err)
 {
+	const struct rule_spec to_proxy = {.prio = NETNS_ANYIP_PRIO,
+					   .dst = NETNS_PROXY_ADDR "/32",
+					   .action = FR_ACT_TO_TBL,
+					   .table = RT_TABLE_MAIN};
 	int ifindex = 0, r;
 
 	r = link_up(sk, "lo", NULL);
 	if (r < 0)
 		return al_error_set_errno(err, r, "sandbox netns: cannot bring lo up");
-	r = netns_run_in(sandbox_ns, disable_ipv6, (void *)NETNS_SANDBOX_IF);
+	r = disable_ipv6(sandbox_ns, NETNS_SANDBOX_IF);
 	if (r < 0)
 		return al_error_set_errno(err, r, "sandbox netns: cannot disable IPv6 on %s",
 					  NETNS_SANDBOX_IF);
@@ -229,10 +304,23 @@ static int setup_sandbox(struct nl_sock *sk, int sandbox_ns, struct al_error *er
 	if (r < 0)
 		return al_error_set_errno(err, r, "sandbox netns: cannot configure %s",
 					  NETNS_SANDBOX_IF);
+	/* Only what the proxy serves takes the default route: the proxy's own address (DNS, the
+	 * explicit proxy) and TCP to its ports. Anything else is unreachable from the start, so
+	 * it fails in connect() or sendto() at once, with no ICMP and its rate limits involved. */
+	r = add_rule(sk, &to_proxy);
+	if (r >= 0)
+		r = add_port_rules(sk,
+				   (struct rule_spec){.prio = NETNS_ANYIP_PRIO,
+						      .action = FR_ACT_TO_TBL,
+						      .table = RT_TABLE_MAIN},
+				   tcp_ports, n_ports, FR_ACT_UNREACHABLE);
+	if (r < 0)
+		return al_error_set_errno(err, r, "sandbox netns: cannot add its routing rules");
 	return 0;
 }
 
-int netns_egress_new(int sandbox_netns, struct netns_egress **ret, struct al_error *err)
+int netns_egress_new(int sandbox_netns, const uint16_t *tcp_ports, size_t n_ports,
+		     struct netns_egress **ret, struct al_error *err)
 {
 	_cleanup_(netns_egress_freep) struct netns_egress *e = NULL;
 	_cleanup_(netns_nl_socket_freep) struct nl_sock *sk_proxy = NULL, *sk_sandbox = NULL;
@@ -254,9 +342,9 @@ int netns_egress_new(int sandbox_netns, struct netns_egress **ret, struct al_err
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to create the veth pair %s/%s",
 					  NETNS_PROXY_IF, NETNS_SANDBOX_IF);
-	r = setup_proxy(sk_proxy, e->proxy_ns, err);
+	r = setup_proxy(sk_proxy, e->proxy_ns, tcp_ports, n_ports, err);
 	if (r >= 0)
-		r = setup_sandbox(sk_sandbox, sandbox_netns, err);
+		r = setup_sandbox(sk_sandbox, sandbox_netns, tcp_ports, n_ports, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(e);

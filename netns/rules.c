@@ -166,3 +166,22 @@ bool netns_name_may_connect(const struct policy *p, const char *name)
 	netns_decide_name(p, name, other, &v);
 	return v.allow;
 }
+
+static bool pattern_covers(const char *pattern, const char *name)
+{
+	size_t nl = strlen(name), sl;
+
+	if (strncmp(pattern, "*.", 2) != 0)
+		return streq(pattern, name);
+	sl = strlen(pattern + 1); /* ".suffix" */
+	return nl > sl && streq(name + nl - sl, pattern + 1);
+}
+
+bool netns_name_is_bound(const struct policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_credentials; i++)
+		for (size_t j = 0; j < p->credentials[i].hosts.n; j++)
+			if (pattern_covers(p->credentials[i].hosts.items[j], name))
+				return true;
+	return false;
+}

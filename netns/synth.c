@@ -116,8 +116,13 @@ const char *netns_synth_name(const struct netns_synth *s, const uint8_t addr[4])
 {
 	uint32_t i;
 
-	if (addr[0] != 198 || (addr[1] != 18 && addr[1] != 19))
+	if (!netns_synth_is_range(addr))
 		return NULL;
 	i = (uint32_t)(addr[1] - 18) << 16 | (uint32_t)addr[2] << 8 | addr[3];
 	return i >= 1 && i <= s->n ? s->names[i] : NULL;
+}
+
+bool netns_synth_is_range(const uint8_t addr[4])
+{
+	return addr[0] == 198 && (addr[1] == 18 || addr[1] == 19);
 }

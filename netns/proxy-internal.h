@@ -1,0 +1,112 @@
+#pragma once
+
+/* The egress proxy's parts (proxy.c: sockets, loop, accepting and routing; proxy-relay.c: the
+ * phases after the upstream connects; proxy-dns.c: the DNS responder), for netns/ only. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "netns/netns-internal.h"
+#include "netns/netns.h"
+
+#define PROXY_CONNS_MAX 1024	/* connections at once; more are reset */
+#define PROXY_LISTENERS_MAX 64	/* ports */
+#define PROXY_CHUNK (16 * 1024) /* bytes read at a time into an inspected flow */
+
+enum proxy_watch_type {
+	WATCH_LISTENER,
+	WATCH_DNS,
+	WATCH_LOOKUP,
+	WATCH_STOP,
+	WATCH_CLIENT,
+	WATCH_UPSTREAM,
+};
+
+/* What an epoll event points at. */
+struct proxy_watch {
+	enum proxy_watch_type type;
+	int fd;
+	uint16_t port;	   /* WATCH_LISTENER */
+	struct conn *conn; /* WATCH_CLIENT, WATCH_UPSTREAM */
+};
+
+enum conn_phase {
+	PHASE_HEAD,
+	PHASE_LOOKUP,
+	PHASE_CONNECTING,
+	PHASE_SNIFF,
+	PHASE_SPLICE,
+	PHASE_FLOW,
+};
+
+struct conn {
+	struct netns_proxy *proxy;
+	struct conn *prev, *next;
+	struct proxy_watch cw, uw; /* the sandbox's side (client), the upstream's */
+	int cfd, ufd;
+	enum conn_phase phase;
+	bool explicit_proxy; /* came to the proxy's own port (HTTP_PROXY) */
+	bool absolute_form;  /* explicit proxy, a plain request: inspected from its first byte */
+	bool lookup_pending, closed, audited;
+	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
+	char target[NETNS_DNS_NAME_MAX + 1]; /* what the sandbox asked for, for messages */
+	uint16_t port;
+	struct netns_addr upstream;
+	struct netns_verdict name_verdict; /* the name's, when there is a name */
+	struct netns_verdict verdict;	   /* the address's (or the name's, until it is known) */
+	const char *mode;		   /* how it is relayed, for the audit */
+
+	/* SPLICE: a pipe per direction, and the bytes in each */
+	int pipe_cu[2], pipe_uc[2];
+	size_t in_cu, in_uc;
+	/* both: each side's read end reached, and its write end shut */
+	bool c_eof, u_eof, c_shut, u_shut;
+
+	/* FLOW */
+	struct netns_http_flow *flow;
+	struct netns_http_flow_options flow_opts;
+	struct netns_tls_conn *ctls, *utls; /* NULL: plain */
+	bool c_ready, u_ready;		    /* handshakes done (or plain) */
+	bool failed;			    /* an error response is being flushed, then close */
+	bool eof_flushed, eof_error;	    /* the upstream's end was given to the flow */
+	struct netns_buf cin, uin;	    /* read, not yet taken by the flow */
+	struct netns_buf to_u, to_c;	    /* from the flow, not yet sent */
+};
+
+struct netns_proxy {
+	const struct netns_proxy_options *o;
+	int epoll_fd;
+	uint32_t proxy_addr; /* NETNS_PROXY_ADDR, network order */
+	struct proxy_watch listeners[PROXY_LISTENERS_MAX];
+	uint16_t ports[PROXY_LISTENERS_MAX]; /* each listener's, for the AnyIP rules */
+	size_t n_listeners;
+	struct proxy_watch dns;
+	struct netns_synth *synth;
+	struct netns_lookup *lookup;
+	struct netns_tls *tls;	      /* NULL: nothing is intercepted */
+	const char **surrogates;      /* NULL-terminated, borrowed from the broker client */
+	const char **surrogate_names; /* the credential of each */
+	bool has_sidecar;
+	struct conn *conns, *dead;
+	size_t n_conns;
+	uint32_t violations_dropped;
+};
+
+/* proxy.c */
+void proxy_violation(struct netns_proxy *p, const char *kind, const char *fmt, ...) _printf_(3, 4);
+void proxy_audit(struct conn *c, const char *verdict, const char *reason);
+void proxy_refuse(struct conn *c, const char *reason);
+void proxy_close(struct conn *c, bool reset);
+void proxy_enter_route(struct conn *c);
+void proxy_defer_free(struct netns_proxy *p, struct conn *c);
+void proxy_free_deferred(struct netns_proxy *p);
+
+/* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */
+int proxy_read_head(struct conn *c);
+int proxy_connected(struct conn *c);
+int proxy_sniff(struct conn *c);
+int proxy_splice(struct conn *c);
+int proxy_flow(struct conn *c);
+
+/* proxy-dns.c */
+void proxy_dns_serve(struct netns_proxy *p);

@@ -1,0 +1,623 @@
+#define LOG_MODULE "netns"
+
+/* The proxy's connections after accept (see proxy.c for the phases): the explicit proxy's
+ * request head, the upstream's connect, sniffing what the sandbox speaks, and the two relays:
+ * splice, and the inspected HTTP flow (plain or over intercepted TLS). */
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "broker/client.h"
+#include "common/audit.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "netns/proxy-internal.h"
+#include "policy/policy.h"
+
+#define PIPE_BYTES (256 * 1024) /* asked for each splice pipe; the default is 64 KiB */
+#define TLS_RECORD 0x16		/* a TLS handshake record's first byte */
+
+/* ---- the explicit proxy: CONNECT host:port, or GET http://host/... ---- */
+
+/* Sets c's destination from an authority "host[:port]" or "[v6]:port" (len bytes): a name, or
+ * a raw address. -EINVAL when it is neither. */
+static int set_authority(struct conn *c, const char *s, size_t len, uint16_t default_port)
+{
+	char host[NETNS_DNS_NAME_MAX + 1];
+	const char *colon = NULL, *h = s;
+	size_t hl = len;
+	unsigned long port = default_port;
+	char *end;
+
+	if (len > 0 && s[0] == '[') {
+		const char *close = memchr(s, ']', len);
+
+		if (!close)
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1 < s + len ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return -EINVAL;
+	} else {
+		colon = memrchr(s, ':', len);
+		if (colon)
+			hl = (size_t)(colon - s);
+	}
+	if (colon) {
+		char digits[8];
+		size_t dl = len - (size_t)(colon + 1 - s);
+
+		if (dl == 0 || dl >= sizeof(digits))
+			return -EINVAL;
+		memcpy(digits, colon + 1, dl);
+		digits[dl] = '\0';
+		port = strtoul(digits, &end, 10);
+		if (*end || !isdigit((unsigned char)digits[0]) || port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	c->port = (uint16_t)port;
+	memcpy(c->target, host, hl + 1);
+	if (inet_pton(AF_INET, host, c->upstream.addr) == 1) {
+		c->upstream.family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, c->upstream.addr) == 1) {
+		c->upstream.family = AF_INET6;
+		return 0;
+	}
+	if (s[0] == '[')
+		return -EINVAL;
+	if (host[hl - 1] == '.')
+		host[--hl] = '\0';
+	for (size_t i = 0; i < hl; i++) {
+		char ch = (char)tolower((unsigned char)host[i]);
+
+		if (!isalnum((unsigned char)ch) && ch != '-' && ch != '.' && ch != '_')
+			return -EINVAL;
+		host[i] = ch;
+	}
+	if (hl == 0 || host[0] == '.' || strstr(host, ".."))
+		return -EINVAL;
+	memcpy(c->name, host, hl + 1);
+	return 0;
+}
+
+static void answer_and_close(struct conn *c, const char *status, const char *message)
+{
+	char buf[256];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+		     "Connection: close\r\n\r\nairlock: %s\n",
+		     status, strlen(message) + 10, message);
+	(void)send(c->cfd, buf, (size_t)MIN(n, (int)sizeof(buf) - 1), MSG_DONTWAIT | MSG_NOSIGNAL);
+	proxy_close(c, false);
+}
+
+int proxy_read_head(struct conn *c)
+{
+	static char buf[NETNS_HTTP_HEAD_MAX]; /* one thread; too large for the stack */
+	struct netns_http_request req;
+	struct al_error err = {0};
+	ssize_t n;
+	int r;
+
+	n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		proxy_close(c, true);
+		return -errno;
+	}
+	if (n == 0) {
+		proxy_close(c, false);
+		return -ECONNRESET;
+	}
+	r = netns_http_parse_request(buf, (size_t)n, &req, &err);
+	if (r == -EAGAIN && (size_t)n < sizeof(buf))
+		return 0;
+	if (r < 0) {
+		answer_and_close(c, r == -EBADMSG ? "400 Bad Request" : "431 Too Large",
+				 r == -EBADMSG ? err.msg : "request head too large");
+		return r;
+	}
+	if (req.connect) {
+		r = set_authority(c, req.target, req.target_len, 443);
+		/* The head is the proxy's: what follows is the tunnel's. */
+		if (r >= 0 && recv(c->cfd, buf, req.head_len, 0) != (ssize_t)req.head_len)
+			r = -EIO;
+	} else if (req.target_len > 7 && strncasecmp(req.target, "http://", 7) == 0) {
+		size_t alen = strcspn(req.target + 7, "/?#");
+
+		c->absolute_form = true;
+		r = set_authority(c, req.target + 7, MIN(alen, req.target_len - 7), 80);
+	} else {
+		answer_and_close(c, "400 Bad Request",
+				 "the proxy takes CONNECT host:port or an http:// target");
+		return -EINVAL;
+	}
+	if (r < 0) {
+		answer_and_close(c, "400 Bad Request", "not a host and port");
+		return r;
+	}
+	proxy_enter_route(c);
+	return 0;
+}
+
+/* ---- the upstream's connect ---- */
+
+static void start_splice(struct conn *c, const char *mode);
+static void start_flow(struct conn *c, bool tls);
+
+int proxy_connected(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(int);
+	int e = 0;
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+		e = errno;
+	if (e == 0) {
+		len = sizeof(ss);
+		if (getpeername(c->ufd, (struct sockaddr *)&ss, &len) < 0) {
+			if (errno == ENOTCONN)
+				return 0; /* still connecting */
+			e = errno;
+		}
+	}
+	if (e != 0) {
+		proxy_audit(c, "error", "upstream refused or unreachable");
+		if (c->explicit_proxy) {
+			answer_and_close(c, "502 Bad Gateway", "the upstream cannot be reached");
+			return -e;
+		}
+		proxy_close(c, true);
+		return -e;
+	}
+	if (c->absolute_form) {
+		start_flow(c, false);
+		return 0;
+	}
+	if (c->explicit_proxy) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+		/* The first bytes on a fresh socket: the send buffer has room. */
+		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		    (ssize_t)sizeof(ok) - 1) {
+			proxy_close(c, true);
+			return -EIO;
+		}
+	}
+	c->phase = PHASE_SNIFF;
+	return 0;
+}
+
+/* ---- what the sandbox speaks first ---- */
+
+int proxy_sniff(struct conn *c)
+{
+	struct netns_proxy *p = c->proxy;
+	uint8_t buf[NETNS_TLS_HELLO_MAX];
+	struct netns_tls_hello h;
+	char reason[2 * NETNS_DNS_NAME_MAX + 64];
+	ssize_t n;
+	int r;
+
+	n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR) {
+			proxy_close(c, true);
+			return -errno;
+		}
+		/* Nothing yet: a server that speaks first (SSH, SMTP) gets the splice. */
+		n = recv(c->ufd, buf, 1, MSG_PEEK);
+		if (n > 0 || n == 0)
+			start_splice(c, "tcp");
+		return 0;
+	}
+	if (n == 0) {
+		proxy_audit(c, "allow", "closed before sending");
+		proxy_close(c, false);
+		return -ECONNRESET;
+	}
+	if (buf[0] != TLS_RECORD) {
+		if (p->surrogates && p->surrogates[0])
+			start_flow(c, false);
+		else
+			start_splice(c, "tcp");
+		return 0;
+	}
+	r = netns_tls_parse_hello(buf, (size_t)n, &h);
+	if (r == -EAGAIN && (size_t)n < sizeof(buf))
+		return 0;
+	if (r < 0) {
+		proxy_refuse(c, "not a TLS ClientHello");
+		return r;
+	}
+	if (c->name[0] && h.sni[0] && !streq(h.sni, c->name)) {
+		(void)snprintf(reason, sizeof(reason), "TLS server name %s is not %s", h.sni,
+			       c->name);
+		proxy_refuse(c, reason);
+		return -EPERM;
+	}
+	if (p->tls && c->name[0] && netns_name_is_bound(p->o->policy, c->name))
+		start_flow(c, true);
+	else
+		start_splice(c, "tls");
+	return 0;
+}
+
+/* ---- splice ---- */
+
+static int make_pipe(int fds[2])
+{
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	(void)fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES);
+	return 0;
+}
+
+static void start_splice(struct conn *c, const char *mode)
+{
+	c->mode = mode;
+	if (make_pipe(c->pipe_cu) < 0 || make_pipe(c->pipe_uc) < 0) {
+		proxy_audit(c, "error", "out of pipes");
+		proxy_close(c, true);
+		return;
+	}
+	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
+	c->phase = PHASE_SPLICE;
+}
+
+/* Moves what it can from src to dst through pipe (fill bytes in it). */
+static int splice_one(int src, int pipe[2], size_t *fill, int dst, bool *src_eof)
+{
+	const unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	ssize_t n;
+
+	for (;;) {
+		bool moved = false;
+
+		if (*fill > 0) {
+			n = splice(pipe[0], NULL, dst, NULL, *fill, flags);
+			if (n > 0) {
+				*fill -= (size_t)n;
+				moved = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (!*src_eof && *fill < PIPE_BYTES) {
+			n = splice(src, NULL, pipe[1], NULL, PIPE_BYTES - *fill, flags);
+			if (n > 0) {
+				*fill += (size_t)n;
+				moved = true;
+			} else if (n == 0) {
+				*src_eof = true;
+				moved = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (!moved)
+			return 0;
+	}
+}
+
+int proxy_splice(struct conn *c)
+{
+	int r;
+
+	r = splice_one(c->cfd, c->pipe_cu, &c->in_cu, c->ufd, &c->c_eof);
+	if (r >= 0)
+		r = splice_one(c->ufd, c->pipe_uc, &c->in_uc, c->cfd, &c->u_eof);
+	if (r < 0) {
+		proxy_close(c, true);
+		return r;
+	}
+	/* A side's end is passed on once all it sent is through. */
+	if (c->c_eof && c->in_cu == 0 && !c->u_shut) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && c->in_uc == 0 && !c->c_shut) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	if (c->u_shut && c->c_shut)
+		proxy_close(c, false);
+	return 0;
+}
+
+/* ---- the inspected flow ---- */
+
+static const char *credential_of(const struct netns_proxy *p, const char *surrogate)
+{
+	for (size_t i = 0; p->surrogates[i]; i++)
+		if (streq(p->surrogates[i], surrogate))
+			return p->surrogate_names[i];
+	return "?";
+}
+
+static int flow_resolve(void *userdata, const char *surrogate, struct broker_secret **ret,
+			struct al_error *err)
+{
+	struct conn *c = userdata;
+
+	return broker_client_resolve(c->proxy->o->broker, surrogate, c->flow_opts.host, ret, err);
+}
+
+static int flow_sidecar(void *userdata, struct broker_secret **ret, struct al_error *err)
+{
+	struct conn *c = userdata;
+
+	return broker_client_headers(c->proxy->o->broker, c->flow_opts.host, ret, err);
+}
+
+static void flow_swapped(void *userdata, const char *surrogate, const char *where)
+{
+	struct conn *c = userdata;
+
+	if (!c->proxy->o->audit)
+		return;
+	(void)al_audit_event(c->proxy->o->audit, "credential",
+			     (const struct al_audit_field[]){
+				 AL_AUDIT_S("action", "swap"),
+				 AL_AUDIT_S("credential", credential_of(c->proxy, surrogate)),
+				 AL_AUDIT_S("host", c->flow_opts.host),
+				 AL_AUDIT_I("port", c->port),
+				 AL_AUDIT_S("where", where),
+			     },
+			     5);
+}
+
+static const struct netns_http_flow_ops flow_ops = {
+    .resolve = flow_resolve,
+    .sidecar = flow_sidecar,
+    .swapped = flow_swapped,
+};
+
+static const struct netns_http_flow_ops flow_ops_no_sidecar = {
+    .resolve = flow_resolve,
+    .swapped = flow_swapped,
+};
+
+static void start_flow(struct conn *c, bool tls)
+{
+	struct netns_proxy *p = c->proxy;
+	static const char *const none[] = {NULL};
+	struct al_error err = {0};
+	int r;
+
+	c->mode = tls ? "tls-intercept" : "http";
+	c->flow_opts = (struct netns_http_flow_options){
+	    .host = c->name[0] ? c->name : c->target,
+	    .port = c->port,
+	    .surrogates = p->surrogates ? (const char *const *)p->surrogates : none,
+	    .ops = p->has_sidecar ? &flow_ops : &flow_ops_no_sidecar,
+	    .userdata = c,
+	};
+	r = netns_http_flow_new(&c->flow_opts, &c->flow);
+	if (r >= 0 && tls)
+		r = netns_tls_accept(p->tls, c->cfd, c->name, &c->ctls, &err);
+	if (r >= 0 && tls)
+		r = netns_tls_connect(p->tls, c->ufd, c->name, &c->utls, &err);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot inspect a connection to %s: %s", c->flow_opts.host,
+				err.msg);
+		proxy_audit(c, "error", "cannot set up the inspection");
+		proxy_close(c, true);
+		return;
+	}
+	c->c_ready = c->u_ready = !tls;
+	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
+	c->phase = PHASE_FLOW;
+}
+
+static ssize_t end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
+{
+	ssize_t k;
+
+	if (tls)
+		return netns_tls_read(tls, buf, n);
+	k = read(fd, buf, n);
+	return k < 0 ? (errno == EINTR ? -EAGAIN : -errno) : k;
+}
+
+static ssize_t end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n)
+{
+	ssize_t k;
+
+	if (tls)
+		return netns_tls_write(tls, buf, n);
+	k = send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return k < 0 ? (errno == EINTR ? -EAGAIN : -errno) : k;
+}
+
+/* The flow refused (or the upstream failed): the upstream gets nothing more and is reset; the
+ * sandbox gets an error response when one can be given, then the end. */
+static void flow_fail(struct conn *c, int error, const char *message)
+{
+	int status = error == -EPERM || error == -EPROTO ? 403
+		     : error == -EBADMSG		 ? 400
+		     : error == -EMSGSIZE		 ? 431
+							 : 502;
+	const struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	c->audited = false; /* this is a verdict of its own */
+	proxy_audit(c, status == 502 ? "error" : "deny", message);
+	if (status != 502)
+		proxy_violation(c->proxy, error == -EPERM ? "credential" : "net", "%s:%u %s",
+				c->flow_opts.host, c->port, message);
+	netns_buf_done(&c->to_u);
+	netns_buf_done(&c->cin);
+	if (c->ufd >= 0) {
+		(void)setsockopt(c->ufd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		c->utls = netns_tls_conn_free(c->utls);
+		c->ufd = al_close(c->ufd);
+		c->uw.fd = -EBADF;
+	}
+	c->u_eof = c->u_shut = true;
+	if (c->c_ready)
+		netns_http_flow_error_response(c->flow, status, message, &c->to_c);
+	c->failed = true;
+}
+
+static int handshakes(struct conn *c)
+{
+	struct al_error err = {0};
+	int r;
+
+	if (!c->c_ready) {
+		r = netns_tls_handshake(c->ctls, &err);
+		if (r >= 0) {
+			c->c_ready = true;
+		} else if (r != -EAGAIN) {
+			log_debug_errno(r, "TLS with the sandbox for %s failed: %s", c->name,
+					err.msg);
+			c->audited = false;
+			proxy_audit(c, "error", "TLS handshake with the sandbox failed");
+			proxy_close(c, true);
+			return r;
+		}
+	}
+	if (!c->u_ready && !c->failed) {
+		err = (struct al_error){0};
+		r = netns_tls_handshake(c->utls, &err);
+		if (r >= 0)
+			c->u_ready = true;
+		else if (r != -EAGAIN)
+			flow_fail(c, -EHOSTUNREACH, err.msg[0] ? err.msg : "upstream TLS failed");
+	}
+	return 0;
+}
+
+/* One round of both directions; *progress when any byte moved. */
+static int flow_round(struct conn *c, bool *progress)
+{
+	uint8_t buf[PROXY_CHUNK];
+	struct al_error err = {0};
+	ssize_t n;
+
+	/* The sandbox's requests, through the flow, to the upstream. */
+	if (!c->failed && !c->c_eof && netns_buf_len(&c->cin) < PROXY_CHUNK) {
+		n = end_read(c->cfd, c->ctls, buf, sizeof(buf));
+		if (n > 0 && netns_buf_append(&c->cin, buf, (size_t)n, 2 * PROXY_CHUNK) < 0)
+			return -ENOMEM;
+		if (n == 0)
+			c->c_eof = true;
+		else if (n < 0 && n != -EAGAIN)
+			return (int)n;
+		*progress |= n >= 0;
+	}
+	if (!c->failed && netns_buf_len(&c->cin) > 0) {
+		n = netns_http_flow_request(c->flow, netns_buf_head(&c->cin),
+					    netns_buf_len(&c->cin), &c->to_u, &err);
+		if (n < 0) {
+			flow_fail(c, (int)n, err.msg);
+			*progress = true;
+		} else {
+			netns_buf_consume(&c->cin, (size_t)n);
+			*progress |= n > 0;
+		}
+	}
+	if (c->u_ready && !c->failed && netns_buf_len(&c->to_u) > 0) {
+		n = end_write(c->ufd, c->utls, netns_buf_head(&c->to_u), netns_buf_len(&c->to_u));
+		if (n > 0)
+			netns_buf_consume(&c->to_u, (size_t)n);
+		else if (n != -EAGAIN)
+			return n < 0 ? (int)n : -EIO;
+		*progress |= n > 0;
+	}
+
+	/* The upstream's responses, through the flow, to the sandbox. */
+	if (c->u_ready && !c->u_eof && netns_buf_len(&c->uin) < PROXY_CHUNK) {
+		n = end_read(c->ufd, c->utls, buf, sizeof(buf));
+		if (n > 0 && netns_buf_append(&c->uin, buf, (size_t)n, 2 * PROXY_CHUNK) < 0)
+			return -ENOMEM;
+		if (n > 0)
+			explicit_bzero(buf, (size_t)n); /* it may hold a real value */
+		if (n == 0) {
+			c->u_eof = true;
+		} else if (n < 0 && n != -EAGAIN) {
+			c->u_eof = true; /* a reset upstream ends the responses like a close */
+		}
+		*progress |= n >= 0;
+	}
+	if (!c->failed && netns_buf_len(&c->uin) > 0) {
+		n = netns_http_flow_response(c->flow, netns_buf_head(&c->uin),
+					     netns_buf_len(&c->uin), &c->to_c, &err);
+		if (n < 0)
+			return (int)n;
+		netns_buf_consume(&c->uin, (size_t)n);
+		*progress |= n > 0;
+	}
+	if (!c->failed && c->u_eof && netns_buf_len(&c->uin) == 0 && !c->eof_flushed) {
+		/* A close-delimited body ends here; a cut-short response ends the sandbox's side
+		 * with a reset, so that it is not taken as complete. */
+		c->eof_error = netns_http_flow_response_eof(c->flow, &c->to_c, &err) < 0;
+		c->eof_flushed = true;
+		*progress = true;
+	}
+	if (netns_buf_len(&c->to_c) > 0) {
+		n = end_write(c->cfd, c->ctls, netns_buf_head(&c->to_c), netns_buf_len(&c->to_c));
+		if (n > 0)
+			netns_buf_consume(&c->to_c, (size_t)n);
+		else if (n != -EAGAIN)
+			return n < 0 ? (int)n : -EIO;
+		*progress |= n > 0;
+	}
+	return 0;
+}
+
+int proxy_flow(struct conn *c)
+{
+	bool progress;
+	int r;
+
+	r = handshakes(c);
+	if (r < 0)
+		return r;
+	if (!c->c_ready)
+		return 0;
+	do {
+		progress = false;
+		r = flow_round(c, &progress);
+		if (r < 0) {
+			proxy_close(c, true);
+			return r;
+		}
+	} while (progress);
+
+	if (c->failed) {
+		if (netns_buf_len(&c->to_c) == 0)
+			proxy_close(c, false);
+		return 0;
+	}
+	/* The sandbox is done sending and all of it is through: the upstream is told. */
+	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 && !c->u_shut &&
+	    c->u_ready) {
+		if (c->utls)
+			netns_tls_close(c->utls);
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+	/* The upstream is done and what it sent is out: the sandbox's side ends. */
+	if (c->eof_flushed && netns_buf_len(&c->to_c) == 0)
+		proxy_close(c, c->eof_error);
+	return 0;
+}
