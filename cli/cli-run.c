@@ -16,6 +16,19 @@
 #include "launcher/launcher.h"
 #include "policy/policy.h"
 
+enum {
+	ARG_KILL_AFTER = 0x100,
+	ARG_AUDIT,
+	ARG_JSON,
+	ARG_TIMING,
+	ARG_BROKER,
+	ARG_NO_BROKER,
+	ARG_VAULT,
+	ARG_KEY_FILE,
+	ARG_RESOLVE,
+	ARG_UPSTREAM_CA,
+};
+
 /* Command-line overrides are applied in the order given, after the policy file is loaded. */
 struct override {
 	int opt;
@@ -26,6 +39,7 @@ static const char *arg_policy;
 static bool arg_json;
 static bool arg_timing;
 static const char *arg_audit;
+static const char *arg_upstream_ca;
 static struct broker_client_options arg_broker;
 static char *arg_broker_path;
 static uint64_t arg_kill_after_usec = 2 * 1000000ULL;
@@ -46,6 +60,10 @@ static void help(void)
 	    "  -w, --workspace DIR        Host folder to mount as the workspace\n"
 	    "  -a, --allow HOST[:PORT]    Allow egress to HOST (a name, *.suffix, an address or\n"
 	    "                             CIDR); without PORT, 80 and 443 (repeatable)\n"
+	    "      --resolve NAME:ADDRESS Pin NAME to ADDRESS (curl's NAME:PORT:ADDRESS too); a\n"
+	    "                             loopback or private ADDRESS also needs --allow of it\n"
+	    "      --upstream-ca FILE     Verify intercepted upstreams against the CAs in FILE\n"
+	    "                             (PEM) instead of the host's store\n"
 	    "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
 	    "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
 	    "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
@@ -81,16 +99,6 @@ static int override_add(int opt, const char *arg)
 
 static int parse_argv(int argc, char **argv)
 {
-	enum {
-		ARG_KILL_AFTER = 0x100,
-		ARG_AUDIT,
-		ARG_JSON,
-		ARG_TIMING,
-		ARG_BROKER,
-		ARG_NO_BROKER,
-		ARG_VAULT,
-		ARG_KEY_FILE,
-	};
 	static const struct option options[] = {
 	    {"policy", required_argument, NULL, 'p'},
 	    {"workspace", required_argument, NULL, 'w'},
@@ -107,6 +115,8 @@ static int parse_argv(int argc, char **argv)
 	    {"no-broker", no_argument, NULL, ARG_NO_BROKER},
 	    {"vault", required_argument, NULL, ARG_VAULT},
 	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
+	    {"resolve", required_argument, NULL, ARG_RESOLVE},
+	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -123,6 +133,7 @@ static int parse_argv(int argc, char **argv)
 		case 't':
 		case 'e':
 		case 's':
+		case ARG_RESOLVE:
 			if (override_add(c, optarg) < 0)
 				return log_error_errno(-ENOMEM, "Out of memory");
 			break;
@@ -159,6 +170,9 @@ static int parse_argv(int argc, char **argv)
 		case ARG_KEY_FILE:
 			arg_broker.key_file = optarg;
 			break;
+		case ARG_UPSTREAM_CA:
+			arg_upstream_ca = optarg;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -187,6 +201,8 @@ static int apply_override(struct policy *p, const struct override *o, struct al_
 		return policy_set_env(p, o->arg, err);
 	case 's':
 		return policy_set_seccomp(p, o->arg, err);
+	case ARG_RESOLVE:
+		return policy_add_resolve(p, o->arg, err);
 	default:
 		return -EINVAL;
 	}
@@ -363,6 +379,7 @@ int cli_run(int argc, char **argv)
 	    .kill_grace_usec = arg_kill_after_usec,
 	    .audit_path = arg_audit,
 	    .timing = arg_timing,
+	    .upstream_ca = arg_upstream_ca,
 	    .broker = arg_broker,
 	};
 	r = launcher_run(p, &opts, &res, &err);

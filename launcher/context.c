@@ -177,6 +177,7 @@ void launcher_context_done(struct launcher_context *ctx)
 	free(ctx->image);
 	free(ctx->etc_passwd);
 	free(ctx->etc_group);
+	free(ctx->ca_bundle);
 	launcher_strv_free(ctx->envp);
 	launcher_strv_free(ctx->argv);
 	launcher_seccomp_filter_done(&ctx->seccomp);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "launcher/launcher-internal.h"
+#include "netns/netns.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEFAULT_HOME "/tmp"
@@ -133,4 +134,47 @@ int launcher_env_add_credentials(struct launcher_context *ctx, struct broker_cli
 			return r;
 	}
 	return 0;
+}
+
+/* Sets name=value unless the policy sets name itself. */
+static int env_add(struct launcher_context *ctx, const char *name, const char *value)
+{
+	size_t n = 0;
+	char **l;
+
+	if (policy_env_get(ctx->policy, name))
+		return 0;
+	while (ctx->envp[n])
+		n++;
+	l = reallocarray(ctx->envp, n + 2, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	ctx->envp = l;
+	l[n + 1] = NULL;
+	return env_push(l, &n, name, value);
+}
+
+int launcher_env_add_egress(struct launcher_context *ctx)
+{
+	/* Proxy-aware tools use the explicit proxy; the rest are caught transparently. */
+	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						 "https_proxy"};
+	/* The trust store's variables of OpenSSL, Python requests, Node, curl and git. */
+	static const char *const ca_vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+					      "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
+					      "GIT_SSL_CAINFO"};
+	char proxy[64];
+	int r = 0;
+
+	(void)snprintf(proxy, sizeof(proxy), "http://%s:%d", NETNS_PROXY_ADDR,
+		       NETNS_HTTP_PROXY_PORT);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(proxy_vars); i++)
+		r = env_add(ctx, proxy_vars[i], proxy);
+	if (r >= 0)
+		r = env_add(ctx, "NO_PROXY", "localhost,127.0.0.1,::1");
+	if (r >= 0)
+		r = env_add(ctx, "no_proxy", "localhost,127.0.0.1,::1");
+	for (size_t i = 0; r >= 0 && ctx->ca_bundle && i < ELEMENTSOF(ca_vars); i++)
+		r = env_add(ctx, ca_vars[i], NETNS_CA_BUNDLE);
+	return r;
 }

@@ -160,6 +160,8 @@ struct launcher_context {
 	size_t n_secret_files;
 	char **envp;		      /* the scrubbed environment of the command */
 	char *etc_passwd, *etc_group; /* generated contents */
+	char *ca_bundle;	      /* the sandbox's trust store when TLS is intercepted */
+	bool egress;		      /* a veth pair to the egress proxy */
 	int cap_last;		      /* /proc/sys/kernel/cap_last_cap */
 	struct launcher_seccomp_filter seccomp;
 	int stdout_w, stderr_w; /* write ends of the output pipes */
@@ -177,6 +179,9 @@ void launcher_context_done(struct launcher_context *ctx);
  * value when exposed, as the broker gives it. */
 int launcher_env_add_credentials(struct launcher_context *ctx, struct broker_client *broker,
 				 struct al_error *err);
+/* Adds the egress proxy's variables (HTTP_PROXY and the like; the trust store's when ctx has a
+ * CA bundle), except those the policy sets. */
+int launcher_env_add_egress(struct launcher_context *ctx);
 
 /* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
 
@@ -215,6 +220,52 @@ int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd);
 
 uint64_t launcher_now_usec(void);
 
+/* ---- daemon.c: airlock's helper processes ---- */
+
+struct launcher_daemon {
+	pid_t pid;
+	int pidfd;
+	bool reaped;
+	int status; /* a wait status, once reaped */
+};
+
+typedef void (*launcher_daemon_fn)(void *userdata) _noreturn_;
+
+void launcher_daemon_init(struct launcher_daemon *d);
+/* Forks fn(userdata) with stdin and stdout on /dev/null, no signal blocked, not dumpable, killed
+ * when airlock dies, spared by the OOM killer. fn must _exit(). */
+int launcher_daemon_start(struct launcher_daemon *d, launcher_daemon_fn fn, void *userdata);
+/* The pidfd while it runs (readable when it ended), else -EBADF. */
+int launcher_daemon_pidfd(const struct launcher_daemon *d);
+/* Reaps it if it ended; returns whether it has. */
+bool launcher_daemon_reap(struct launcher_daemon *d);
+/* Waits up to grace_msec for it to end by itself, then kills it. */
+void launcher_daemon_stop(struct launcher_daemon *d, int grace_msec);
+/* Kills and reaps it (if it runs), and closes the pidfd. */
+void launcher_daemon_kill(struct launcher_daemon *d);
+
+/* ---- egress.c: the veth pair and the egress proxy, airlock's side ---- */
+
+#define PROXY_KEEP_FDS 96 /* the proxy's own fds: listeners, DNS, audit, broker, violations */
+
+struct launcher_egress;
+
+/* Prepares the proxy for p before clone (nothing listens yet): refused without root. */
+int launcher_egress_new(const struct policy *p, struct al_audit *audit,
+			struct broker_client *broker, const char *upstream_ca,
+			struct launcher_egress **ret, struct al_error *err);
+struct launcher_egress *launcher_egress_free(struct launcher_egress *eg);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_egress *, launcher_egress_free);
+/* The sandbox's trust store (host CAs + the interception CA), or NULL when nothing is
+ * intercepted. */
+int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
+/* Makes the veth pair into sandbox_netns, opens the proxy's sockets and starts it. */
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err);
+struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg);
+int launcher_egress_violations_fd(const struct launcher_egress *eg);
+int launcher_egress_read_violation(struct launcher_egress *eg, char *kind, size_t kind_size,
+				   char *detail, size_t size, uint32_t *ret_count);
+
 /* ---- workspace.c: the FUSE workspace daemon, airlock's side ---- */
 
 struct al_audit;
@@ -233,19 +284,14 @@ const struct policy_credential *launcher_workspace_secret_file(const struct laun
 							       size_t i);
 /* Forks the daemon serving the connections (the fds stay the caller's to close). */
 int launcher_workspace_start(struct launcher_workspace *ws, int fuse_fd, int secrets_fd);
-pid_t launcher_workspace_pid(const struct launcher_workspace *ws);
-/* For the supervisor's poll: readable when the daemon ended / when it reported a denial. */
-int launcher_workspace_pidfd(const struct launcher_workspace *ws);
+/* The daemon's process: its pid, a pidfd readable when it ended, its status once reaped. */
+struct launcher_daemon *launcher_workspace_daemon(struct launcher_workspace *ws);
+/* For the supervisor's poll: readable when it reported a denial. */
 int launcher_workspace_violations_fd(const struct launcher_workspace *ws);
 /* One denial report: "op path" into detail and how many denials it stands for. -EAGAIN when
  * none is waiting. */
 int launcher_workspace_read_violation(struct launcher_workspace *ws, char *detail, size_t size,
 				      uint32_t *ret_count);
-/* Reaps the daemon if it ended; true once it has. Its wait status then. */
-bool launcher_workspace_reap(struct launcher_workspace *ws);
-int launcher_workspace_status(const struct launcher_workspace *ws);
-/* After the sandbox is gone: waits briefly for the daemon to end, then kills it. */
-void launcher_workspace_stop(struct launcher_workspace *ws);
 
 /* ---- env.c ---- */
 

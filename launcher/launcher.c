@@ -25,10 +25,12 @@
 #include "common/log.h"
 #include "launcher/launcher-internal.h"
 #include "launcher/launcher.h"
+#include "netns/netns.h"
 
 #define SETUP_TIMEOUT_USEC (60 * 1000000ULL) /* from clone to READY */
 #define VIOLATION_KINDS_MAX 256		     /* distinct (kind, detail) pairs kept in the result */
 #define VIOLATION_AUDIT_ALL 10		     /* violations of one kind audited one by one */
+#define FS_STOP_GRACE_MSEC 2000 /* for the workspace daemon to see its connection end */
 
 enum {
 	PFD_SYNC,
@@ -44,6 +46,8 @@ enum {
 	PFD_IN_OUT,
 	PFD_FS,
 	PFD_FS_VIOLATION,
+	PFD_NET,
+	PFD_NET_VIOLATION,
 	PFD_MAX,
 };
 
@@ -51,13 +55,14 @@ struct run {
 	struct launcher_context ctx;
 	struct launcher_cgroup *cgroup;
 	struct launcher_workspace *ws;
-	struct broker_client *broker; /* the policy's credentials' session, or NULL */
+	struct launcher_egress *egress; /* NULL: the sandbox gets only lo */
+	struct broker_client *broker;	/* the policy's credentials' session, or NULL */
 	struct al_audit *audit;
 	struct launcher_result *result;
 	pid_t pid;
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
-	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died;
+	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died, net_died;
 	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
 	int init_status, exec_error;
 	struct launcher_sync_msg status;
@@ -85,6 +90,7 @@ static void run_done(struct run *run)
 		(void)waitpid(run->pid, NULL, 0);
 	}
 	run->ws = launcher_workspace_free(run->ws);
+	run->egress = launcher_egress_free(run->egress);
 	launcher_stream_close(&run->out);
 	launcher_stream_close(&run->err);
 	run->broker = broker_client_free(run->broker);
@@ -182,6 +188,25 @@ static int open_broker(struct run *run, struct al_error *err)
 	return r;
 }
 
+/* The proxy is made before clone: the sandbox's environment and trust store name it. */
+static int prepare_egress(struct run *run, const struct policy *p,
+			  const struct launcher_options *opts, struct al_error *err)
+{
+	int r;
+
+	r = launcher_egress_new(p, run->audit, run->broker, opts->upstream_ca, &run->egress, err);
+	if (r < 0)
+		return r;
+	run->ctx.egress = true;
+	r = launcher_egress_ca_bundle(run->egress, &run->ctx.ca_bundle);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to read the host's CA certificates");
+	r = launcher_env_add_egress(&run->ctx);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to set up the environment");
+	return 0;
+}
+
 static int prepare(struct run *run, const struct policy *p, const struct launcher_options *opts,
 		   struct al_error *err)
 {
@@ -194,6 +219,8 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 		r = open_broker(run, err);
 	if (r >= 0)
 		r = launcher_workspace_new(p, run->audit, run->broker, &run->ws, err);
+	if (r >= 0 && netns_policy_has_egress(p))
+		r = prepare_egress(run, p, opts, err);
 	if (r < 0)
 		return r;
 	r = list_secret_files(run);
@@ -348,7 +375,7 @@ static int on_fuse(struct run *run, int which, int fd, struct al_error *err)
 		return al_error_set_errno(err, r, "Failed to start the workspace daemon");
 	/* What the sandbox makes the daemon allocate (open files, folders, inodes) counts against
 	 * the sandbox's own limits. */
-	r = launcher_cgroup_attach(run->cgroup, launcher_workspace_pid(run->ws));
+	r = launcher_cgroup_attach(run->cgroup, launcher_workspace_daemon(run->ws)->pid);
 	if (r < 0)
 		return al_error_set_errno(err, r,
 					  "Failed to move the workspace daemon into the "
@@ -465,6 +492,11 @@ static int handshake(struct run *run, struct al_error *err)
 		if (r < 0)
 			return al_error_set_errno(
 			    err, r, "Failed to create the sandbox's network namespace");
+		if (run->egress) {
+			r = launcher_egress_start(run->egress, netns, err);
+			if (r < 0)
+				return r;
+		}
 	}
 	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
 	if (r < 0)
@@ -643,21 +675,33 @@ static void on_exit_of_init(struct run *run)
 	on_sync(run);
 }
 
-/* The workspace daemon ended while the sandbox runs: nothing serves its files any more, so it
- * is killed, and the run fails. */
-static void on_exit_of_fs(struct run *run)
+/* A helper (the workspace daemon, the egress proxy) ended while the sandbox runs: nothing
+ * serves its files or its network any more, so the sandbox is killed, and the run fails. */
+static void on_exit_of_helper(struct run *run, struct launcher_daemon *d, bool *died)
 {
 	int st;
 
-	if (!launcher_workspace_reap(run->ws))
+	if (!launcher_daemon_reap(d))
 		return;
-	/* The usual end: the sandbox's init is exiting, its mount namespace went, and the
-	 * connection with it: the daemon exits 0, maybe before init can be reaped. */
-	st = launcher_workspace_status(run->ws);
+	/* The workspace's usual end: the sandbox's init is exiting, its mount namespace went, and
+	 * the connection with it: the daemon exits 0, maybe before init can be reaped. */
+	st = d->status;
 	if (run->reaped || run->got_status || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		return;
-	run->fs_died = true;
+	*died = true;
 	(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Denials of the egress proxy (it audited them already). */
+static void on_net_violation(struct run *run)
+{
+	char kind[sizeof(((struct launcher_violation *)NULL)->kind)];
+	char detail[sizeof(((struct launcher_violation *)NULL)->detail)];
+	uint32_t n;
+
+	while (launcher_egress_read_violation(run->egress, kind, sizeof(kind), detail,
+					      sizeof(detail), &n) >= 0)
+		(void)record_violations(run->result, kind, detail, n);
 }
 
 static void supervise(struct run *run)
@@ -683,7 +727,13 @@ static void supervise(struct run *run)
 		launcher_stream_poll(&run->err, &pfd[PFD_ERR_IN], &pfd[PFD_ERR_OUT]);
 		launcher_stream_poll(&run->in, &pfd[PFD_IN_IN], &pfd[PFD_IN_OUT]);
 		pfd[PFD_FS] =
-		    (struct pollfd){.fd = launcher_workspace_pidfd(run->ws), .events = POLLIN};
+		    (struct pollfd){.fd = launcher_daemon_pidfd(launcher_workspace_daemon(run->ws)),
+				    .events = POLLIN};
+		pfd[PFD_NET] = (struct pollfd){
+		    .fd = launcher_daemon_pidfd(launcher_egress_daemon(run->egress)),
+		    .events = POLLIN};
+		pfd[PFD_NET_VIOLATION] = (struct pollfd){
+		    .fd = launcher_egress_violations_fd(run->egress), .events = POLLIN};
 		pfd[PFD_FS_VIOLATION] = (struct pollfd){
 		    .fd = launcher_workspace_violations_fd(run->ws), .events = POLLIN};
 		if (poll(pfd, PFD_MAX, -1) < 0) {
@@ -709,8 +759,12 @@ static void supervise(struct run *run)
 			on_timer(run);
 		if (pfd[PFD_PIDFD].revents)
 			on_exit_of_init(run);
+		if (pfd[PFD_NET_VIOLATION].revents)
+			on_net_violation(run);
 		if (pfd[PFD_FS].revents)
-			on_exit_of_fs(run);
+			on_exit_of_helper(run, launcher_workspace_daemon(run->ws), &run->fs_died);
+		if (pfd[PFD_NET].revents)
+			on_exit_of_helper(run, launcher_egress_daemon(run->egress), &run->net_died);
 	}
 }
 
@@ -806,15 +860,22 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	}
 	supervise(&run);
 	run_step(&run, "run");
-	launcher_workspace_stop(run.ws);
+	/* The sandbox is gone: so is its mount namespace, and with it the FUSE connection, which
+	 * ends the daemon; one that does not end in time is killed. */
+	launcher_daemon_stop(launcher_workspace_daemon(run.ws), FS_STOP_GRACE_MSEC);
 	on_fs_violation(&run);
-	if (run.fs_died) {
-		int st = launcher_workspace_status(run.ws);
+	if (run.egress)
+		on_net_violation(&run);
+	if (run.fs_died || run.net_died) {
+		int st = (run.fs_died ? launcher_workspace_daemon(run.ws)
+				      : launcher_egress_daemon(run.egress))
+			     ->status;
 
 		run_done(&run);
 		launcher_result_done(ret);
 		return al_error_set(err, -ECONNABORTED,
-				    "The workspace filesystem died (%s %d); the sandbox was killed",
+				    "The %s died (%s %d); the sandbox was killed",
+				    run.fs_died ? "workspace filesystem" : "egress proxy",
 				    WIFSIGNALED(st) ? "signal" : "exit status",
 				    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	}

@@ -22,6 +22,7 @@ struct launcher_options {
 	uint64_t kill_grace_usec; /* between SIGTERM and SIGKILL on timeout; 0 = at once */
 	const char *audit_path;	  /* overrides policy->audit when set */
 	bool timing;		  /* record per-step timings in the result */
+	const char *upstream_ca;  /* CA file upstream TLS is verified against (NULL: host's) */
 	/* Where the policy's credentials come from: the daemon's socket or the embedded broker
 	 * with its vault (audit and label are the run's own). */
 	struct broker_client_options broker;

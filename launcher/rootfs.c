@@ -29,6 +29,7 @@
 #include "common/fd-util.h"
 #include "fusefs/fusefs.h"
 #include "launcher/launcher-internal.h"
+#include "netns/netns.h"
 
 #define SCRATCH "/tmp"
 #define ROOT_TMPFS_OPTS "mode=0755,size=8m,nr_inodes=4096"
@@ -248,8 +249,6 @@ static int setup_etc(const struct launcher_context *ctx, struct al_error *err)
 	} generated[] = {
 	    {"hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tairlock\n::1\tlocalhost ip6-localhost\n"},
 	    {"hostname", "airlock\n"},
-	    {"resolv.conf", "# airlock: name service is provided by the egress proxy, if any\n"
-			    "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"},
 	    {"nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			      "networks: files\nprotocols: files\nservices: files\n"},
 	};
@@ -264,6 +263,23 @@ static int setup_etc(const struct launcher_context *ctx, struct al_error *err)
 		return al_error_set_errno(err, -errno, "Failed to open /etc");
 	for (size_t i = 0; i < ELEMENTSOF(generated); i++) {
 		r = write_etc_file(etc_fd, generated[i].name, generated[i].content, err);
+		if (r < 0)
+			return r;
+	}
+	/* The egress proxy answers names; without it nothing does, and lookups fail at once. */
+	r = write_etc_file(etc_fd, "resolv.conf",
+			   ctx->egress ? "# airlock: names are answered by the egress proxy\n"
+					 "nameserver " NETNS_PROXY_ADDR
+					 "\noptions timeout:2 attempts:2\n"
+				       : "# airlock: no network\nnameserver 127.0.0.1\n"
+					 "options timeout:1 attempts:1\n",
+			   err);
+	if (r < 0)
+		return r;
+	if (ctx->ca_bundle) {
+		if (mkdirat(etc_fd, "airlock", 0755) < 0)
+			return al_error_set_errno(err, -errno, "Failed to create /etc/airlock");
+		r = write_etc_file(etc_fd, "airlock/ca-bundle.pem", ctx->ca_bundle, err);
 		if (r < 0)
 			return r;
 	}

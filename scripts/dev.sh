@@ -32,6 +32,8 @@ packages=(
 	# the broker tests: strace kills a vault writer at chosen system calls, keyctl fills keyrings,
 	# getfacl reads the socket's ACL
 	strace keyutils acl
+	# the egress tests: real clients inside the sandbox, a test CA for the TLS upstream
+	curl openssl ca-certificates
 )
 
 log()

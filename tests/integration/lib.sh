@@ -310,13 +310,14 @@ it_marked_pids()
 	return 0
 }
 
-# pids of workspace filesystem daemons (airlock's serving processes) on the host
+# pids of airlock's serving processes on the host: workspace filesystem daemons and egress
+# proxies
 it_fs_daemons()
 {
 	local p comm
 	for p in /proc/[0-9]*; do
 		read -r comm 2>/dev/null <"$p/comm" || continue
-		[ "$comm" = airlock-fs ] && printf '%s\n' "${p#/proc/}"
+		[ "$comm" = airlock-fs ] || [ "$comm" = airlock-net ] && printf '%s\n' "${p#/proc/}"
 	done
 	return 0
 }
@@ -366,9 +367,9 @@ assert_clean()
 		new=$(it_fs_daemons | sort | comm -13 <(sort "$IT_TMP/state.fsd") -)
 	fi
 	if [ -z "$new" ]; then
-		it_pass "$what: no workspace filesystem daemon is left"
+		it_pass "$what: no workspace filesystem daemon or egress proxy is left"
 	else
-		it_fail "$what: no workspace filesystem daemon is left" "$new"
+		it_fail "$what: no workspace filesystem daemon or egress proxy is left" "$new"
 		for p in $new; do kill -KILL "$p" 2>/dev/null; done
 	fi
 	new=$(it_mounts | comm -13 "$IT_TMP/state.mounts" -)

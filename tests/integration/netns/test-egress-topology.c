@@ -49,12 +49,12 @@ static int listen_transparent(void *userdata)
 	return 0;
 }
 
+/* A connection to TEST_ADDR at the port *userdata: its fd, or -errno. */
 static int connect_v4(void *userdata)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(TEST_PORT)};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(*(const int *)userdata)};
 	int fd, r;
 
-	(void)userdata;
 	(void)inet_pton(AF_INET, TEST_ADDR, &sa.sin_addr);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -129,7 +129,8 @@ int main(void)
 		return getenv("AIRLOCK_TEST_MUST_RUN") ? 1 : SKIP;
 	}
 	sandbox = new_netns();
-	CHECK(netns_egress_new(sandbox, &e, &err) == 0 || (fprintf(stderr, "%s\n", err.msg), 0));
+	CHECK(netns_egress_new(sandbox, (const uint16_t[]){TEST_PORT}, 1, &e, &err) == 0 ||
+	      (fprintf(stderr, "%s\n", err.msg), 0));
 	printf("ok - the topology is made with libnl\n");
 
 	/* The host has neither end. */
@@ -139,7 +140,7 @@ int main(void)
 	printf("ok - each veth end is in its namespace, none on the host\n");
 
 	CHECK(netns_run_in(netns_egress_proxy_fd(e), listen_transparent, NULL) == 0);
-	client = netns_run_in(sandbox, connect_v4, NULL);
+	client = netns_run_in(sandbox, connect_v4, &(int){TEST_PORT});
 	CHECK(client >= 0);
 	conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
 	CHECK(conn >= 0);
@@ -151,6 +152,9 @@ int main(void)
 	CHECK(write(client, "x", 1) == 1);
 	CHECK(read(conn, addr, 1) == 1 && addr[0] == 'x');
 	printf("ok - bytes flow over it\n");
+
+	CHECK(netns_run_in(sandbox, connect_v4, &(int){TEST_PORT + 1}) == -ENETUNREACH);
+	printf("ok - a port without a listener is unreachable at once\n");
 
 	CHECK(netns_run_in(sandbox, connect_v6, NULL) == -ENETUNREACH);
 	CHECK(netns_run_in(sandbox, has_ipv6, (void *)NETNS_SANDBOX_IF) == 0);

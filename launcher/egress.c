@@ -1,0 +1,185 @@
+#define LOG_MODULE "launcher"
+
+/* The sandbox's way out, airlock's side: before clone, the proxy's state (its CA, which the
+ * sandbox must trust); once the sandbox's network namespace exists, the veth pair into a proxy
+ * netns and the proxy's process (airlock-net). If the proxy dies while the sandbox runs, the
+ * sandbox is killed and the run fails; at the end the proxy is killed, and with its last socket
+ * the kernel removes the proxy netns and both ends of the veth pair. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker/client.h"
+#include "common/audit.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "launcher/launcher-internal.h"
+#include "netns/netns.h"
+
+#define HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define HOST_CA_BUNDLE_MAX (8 * 1024 * 1024)
+
+struct launcher_egress {
+	struct netns_proxy_options o;
+	struct netns_proxy *proxy;
+	struct broker_client *broker;
+	struct netns_egress *topology;
+	int violations[2]; /* [0] airlock reads, [1] the proxy writes */
+	struct launcher_daemon daemon;
+};
+
+int launcher_egress_new(const struct policy *p, struct al_audit *audit,
+			struct broker_client *broker, const char *upstream_ca,
+			struct launcher_egress **ret, struct al_error *err)
+{
+	_cleanup_(launcher_egress_freep) struct launcher_egress *eg = NULL;
+	int r;
+
+	if (geteuid() != 0)
+		return al_error_set(err, -EOPNOTSUPP,
+				    "network: allow rules cannot be enforced without root: the "
+				    "egress proxy's network namespace and veth pair need "
+				    "CAP_NET_ADMIN; run airlock as root, or deny all network");
+	eg = calloc(1, sizeof(*eg));
+	if (!eg)
+		return -ENOMEM;
+	*eg = (struct launcher_egress){.violations = {-EBADF, -EBADF}};
+	launcher_daemon_init(&eg->daemon);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, eg->violations) <
+	    0)
+		return al_error_set_errno(err, -errno, "Failed to create the violations socket");
+	if (broker) {
+		r = broker_client_attach(broker, &eg->broker, err);
+		if (r < 0)
+			return r;
+	}
+	eg->o = (struct netns_proxy_options){
+	    .policy = p,
+	    .audit = audit,
+	    .broker = eg->broker,
+	    .upstream_ca_file = upstream_ca,
+	    .violations_fd = eg->violations[1],
+	};
+	r = netns_proxy_new(&eg->o, &eg->proxy, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(eg);
+	return 0;
+}
+
+/* The trust store the sandbox gets when TLS is intercepted: the host's CAs, so that what passes
+ * through still verifies, and the sandbox's own CA. NULL when nothing is intercepted. */
+int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret)
+{
+	_cleanup_free_ char *host = NULL;
+	const char *ca = netns_proxy_ca_pem(eg->proxy);
+	int r;
+
+	*ret = NULL;
+	if (!ca)
+		return 0;
+	r = al_read_file_at(AT_FDCWD, HOST_CA_BUNDLE, HOST_CA_BUNDLE_MAX, &host, NULL);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (asprintf(ret, "%s%s%s", host ? host : "", host ? "\n" : "", ca) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+_noreturn_ static void proxy_main(void *userdata)
+{
+	struct launcher_egress *eg = userdata;
+	int keep[PROXY_KEEP_FDS], n = 0, r;
+
+	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
+	keep[n++] = STDERR_FILENO;
+	keep[n++] = eg->violations[1];
+	if (eg->o.audit)
+		keep[n++] = al_audit_fd(eg->o.audit);
+	if (eg->broker)
+		keep[n++] = broker_client_fd(eg->broker);
+	n += (int)netns_proxy_fds(eg->proxy, keep + n, ELEMENTSOF(keep) - (size_t)n);
+	if (al_close_all_except(keep, (size_t)n) < 0)
+		_exit(EXIT_FAILURE);
+	r = netns_proxy_serve(eg->proxy, -EBADF);
+	if (r < 0)
+		log_debug_errno(r, "The egress proxy failed: %m");
+	_exit(EXIT_FAILURE);
+}
+
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err)
+{
+	const uint16_t *ports;
+	size_t n_ports;
+	int r;
+
+	ports = netns_proxy_ports(eg->proxy, &n_ports);
+	r = netns_egress_new(sandbox_netns, ports, n_ports, &eg->topology, err);
+	if (r < 0)
+		return r;
+	r = netns_proxy_listen(eg->proxy, netns_egress_proxy_fd(eg->topology), err);
+	if (r < 0)
+		return r;
+	r = launcher_daemon_start(&eg->daemon, proxy_main, eg);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to start the egress proxy");
+	eg->violations[1] = al_close(eg->violations[1]);
+	/* Only the proxy's sockets hold the proxy netns from now on. */
+	eg->topology = netns_egress_free(eg->topology);
+	return 0;
+}
+
+struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg)
+{
+	return eg ? &eg->daemon : NULL;
+}
+
+int launcher_egress_read_violation(struct launcher_egress *eg, char *kind, size_t kind_size,
+				   char *detail, size_t size, uint32_t *ret_count)
+{
+	struct netns_violation v;
+	ssize_t n;
+
+	n = recv(eg->violations[0], &v, sizeof(v), MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(v))
+		return n == 0 ? -EPIPE : -EBADMSG;
+	v.kind[sizeof(v.kind) - 1] = '\0';
+	v.detail[sizeof(v.detail) - 1] = '\0';
+	(void)snprintf(kind, kind_size, "%s", v.kind);
+	(void)snprintf(detail, size, "%s", v.detail);
+	*ret_count = 1 + v.dropped;
+	return 0;
+}
+
+int launcher_egress_violations_fd(const struct launcher_egress *eg)
+{
+	return eg ? eg->violations[0] : -EBADF;
+}
+
+struct launcher_egress *launcher_egress_free(struct launcher_egress *eg)
+{
+	if (!eg)
+		return NULL;
+	launcher_daemon_kill(&eg->daemon);
+	(void)al_close(eg->violations[0]);
+	(void)al_close(eg->violations[1]);
+	eg->topology = netns_egress_free(eg->topology);
+	eg->proxy = netns_proxy_free(eg->proxy);
+	eg->broker = broker_client_free(eg->broker);
+	free(eg);
+	return NULL;
+}
