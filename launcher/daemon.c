@@ -91,6 +91,12 @@ void launcher_daemon_stop(struct launcher_daemon *d, int grace_msec)
 		launcher_daemon_kill(d);
 }
 
+void launcher_daemon_send_kill(struct launcher_daemon *d)
+{
+	if (d && d->pid > 0 && !d->reaped)
+		(void)syscall(SYS_pidfd_send_signal, d->pidfd, SIGKILL, NULL, 0);
+}
+
 void launcher_daemon_kill(struct launcher_daemon *d)
 {
 	if (d->pid > 0 && !d->reaped) {

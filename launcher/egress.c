@@ -1,14 +1,16 @@
 #define LOG_MODULE "launcher"
 
 /* The sandbox's way out, airlock's side: before clone, the proxy's state (its CA, which the
- * sandbox must trust); once the sandbox's network namespace exists, the veth pair into a proxy
- * netns and the proxy's process (airlock-net). If the proxy dies while the sandbox runs, the
+ * sandbox must trust); once the sandbox's network namespace exists, the proxy's process
+ * (airlock-net), which makes the veth pair into a proxy netns of its own while airlock makes the
+ * sandbox's cgroups; the sandbox runs nothing before the proxy says it is ready. If the proxy dies while the sandbox runs, the
  * sandbox is killed and the run fails; at the end the proxy is killed, and with its last socket
  * the kernel removes the proxy netns and both ends of the veth pair. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +30,15 @@
 
 #define HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define HOST_CA_BUNDLE_MAX (8 * 1024 * 1024)
+#define READY_TIMEOUT_MSEC 10000 /* netlink and a few sockets: milliseconds, normally */
 
 struct launcher_egress {
 	struct netns_proxy_options o;
 	struct netns_proxy *proxy;
 	struct broker_client *broker;
-	struct netns_egress *topology;
+	int sandbox_netns; /* borrowed, for the proxy's process to build the topology */
 	int violations[2]; /* [0] airlock reads, [1] the proxy writes */
+	int ready[2];	   /* [0] airlock reads, [1] the proxy reports its set-up */
 	struct launcher_daemon daemon;
 };
 
@@ -53,11 +57,17 @@ int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 	eg = calloc(1, sizeof(*eg));
 	if (!eg)
 		return -ENOMEM;
-	*eg = (struct launcher_egress){.violations = {-EBADF, -EBADF}};
+	*eg = (struct launcher_egress){
+	    .sandbox_netns = -EBADF,
+	    .violations = {-EBADF, -EBADF},
+	    .ready = {-EBADF, -EBADF},
+	};
 	launcher_daemon_init(&eg->daemon);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, eg->violations) <
 	    0)
 		return al_error_set_errno(err, -errno, "Failed to create the violations socket");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg->ready) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the egress proxy's socket");
 	if (broker) {
 		r = broker_client_attach(broker, &eg->broker, err);
 		if (r < 0)
@@ -98,12 +108,34 @@ int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret)
 	return 0;
 }
 
+/* In the proxy's process: the veth pair into the sandbox's netns, a proxy netns, and the proxy's
+ * sockets in it. The proxy netns is held only by those sockets afterwards. */
+static int set_up(struct launcher_egress *eg, struct al_error *err)
+{
+	_cleanup_(netns_egress_freep) struct netns_egress *topology = NULL;
+	const uint16_t *ports;
+	size_t n_ports;
+	int r;
+
+	ports = netns_proxy_ports(eg->proxy, &n_ports);
+	r = netns_egress_new(eg->sandbox_netns, ports, n_ports, &topology, err);
+	if (r < 0)
+		return r;
+	return netns_proxy_listen(eg->proxy, netns_egress_proxy_fd(topology), err);
+}
+
 _noreturn_ static void proxy_main(void *userdata)
 {
 	struct launcher_egress *eg = userdata;
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_READY};
 	int keep[PROXY_KEEP_FDS], n = 0, r;
 
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
+	r = set_up(eg, &m.err);
+	if (r < 0)
+		m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
+	if (launcher_sync_send(eg->ready[1], &m, -EBADF) < 0 || r < 0)
+		_exit(EXIT_FAILURE);
 	keep[n++] = STDERR_FILENO;
 	keep[n++] = eg->violations[1];
 	if (eg->o.audit)
@@ -121,23 +153,40 @@ _noreturn_ static void proxy_main(void *userdata)
 
 int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err)
 {
-	const uint16_t *ports;
-	size_t n_ports;
 	int r;
 
-	ports = netns_proxy_ports(eg->proxy, &n_ports);
-	r = netns_egress_new(sandbox_netns, ports, n_ports, &eg->topology, err);
-	if (r < 0)
-		return r;
-	r = netns_proxy_listen(eg->proxy, netns_egress_proxy_fd(eg->topology), err);
-	if (r < 0)
-		return r;
+	eg->sandbox_netns = sandbox_netns;
 	r = launcher_daemon_start(&eg->daemon, proxy_main, eg);
+	eg->sandbox_netns = -EBADF;
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to start the egress proxy");
 	eg->violations[1] = al_close(eg->violations[1]);
-	/* Only the proxy's sockets hold the proxy netns from now on. */
-	eg->topology = netns_egress_free(eg->topology);
+	eg->ready[1] = al_close(eg->ready[1]);
+	return 0;
+}
+
+int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err)
+{
+	struct launcher_sync_msg m;
+	struct pollfd pfd = {.fd = eg->ready[0], .events = POLLIN};
+	int r;
+
+	r = poll(&pfd, 1, READY_TIMEOUT_MSEC);
+	if (r == 0)
+		return al_error_set(err, -ETIMEDOUT, "The egress proxy did not set up in %d s",
+				    READY_TIMEOUT_MSEC / 1000);
+	r = r < 0 ? -errno : launcher_sync_recv(eg->ready[0], &m, NULL);
+	eg->ready[0] = al_close(eg->ready[0]);
+	if (r == -EPIPE)
+		return al_error_set(err, -ECHILD, "The egress proxy died while being set up");
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hear from the egress proxy");
+	if (m.type == LAUNCHER_SYNC_ERROR) {
+		*err = m.err;
+		return m.value < 0 ? m.value : -EIO;
+	}
+	if (m.type != LAUNCHER_SYNC_READY)
+		return al_error_set(err, -EBADMSG, "Unexpected message from the egress proxy");
 	return 0;
 }
 
@@ -177,7 +226,8 @@ struct launcher_egress *launcher_egress_free(struct launcher_egress *eg)
 	launcher_daemon_kill(&eg->daemon);
 	(void)al_close(eg->violations[0]);
 	(void)al_close(eg->violations[1]);
-	eg->topology = netns_egress_free(eg->topology);
+	(void)al_close(eg->ready[0]);
+	(void)al_close(eg->ready[1]);
 	eg->proxy = netns_proxy_free(eg->proxy);
 	eg->broker = broker_client_free(eg->broker);
 	free(eg);

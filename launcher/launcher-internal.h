@@ -241,6 +241,8 @@ int launcher_daemon_pidfd(const struct launcher_daemon *d);
 bool launcher_daemon_reap(struct launcher_daemon *d);
 /* Waits up to grace_msec for it to end by itself, then kills it. */
 void launcher_daemon_stop(struct launcher_daemon *d, int grace_msec);
+/* Sends it SIGKILL (if it runs, and d is not NULL), and does not wait. */
+void launcher_daemon_send_kill(struct launcher_daemon *d);
 /* Kills and reaps it (if it runs), and closes the pidfd. */
 void launcher_daemon_kill(struct launcher_daemon *d);
 
@@ -259,8 +261,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_egress *, launcher_egress_free);
 /* The sandbox's trust store (host CAs + the interception CA), or NULL when nothing is
  * intercepted. */
 int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
-/* Makes the veth pair into sandbox_netns, opens the proxy's sockets and starts it. */
+/* Starts the proxy's process, which makes the veth pair into sandbox_netns (borrowed: the
+ * process has its own copy) and a proxy netns, and opens its sockets there. */
 int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err);
+/* Waits for the proxy's process to be set up; its error, or -ECHILD when it died. */
+int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err);
 struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg);
 int launcher_egress_violations_fd(const struct launcher_egress *eg);
 int launcher_egress_read_violation(struct launcher_egress *eg, char *kind, size_t kind_size,

@@ -61,6 +61,7 @@ struct run {
 	struct launcher_result *result;
 	pid_t pid;
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
+	int netns_fd; /* as root: the sandbox's network namespace, until the child has it */
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
 	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died, net_died;
 	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
@@ -105,6 +106,7 @@ static void run_done(struct run *run)
 	run->sig_fd = al_close(run->sig_fd);
 	run->timer_fd = al_close(run->timer_fd);
 	run->notify_fd = al_close(run->notify_fd);
+	run->netns_fd = al_close(run->netns_fd);
 	launcher_context_done(&run->ctx);
 }
 
@@ -460,12 +462,35 @@ static int make_netns(int *ret)
 	return 0;
 }
 
+/* As root, the sandbox's network namespace, and the egress proxy's process, which builds the veth
+ * pair into it. Without egress this runs while the child builds its root; with egress, before
+ * clone, so that the proxy's set-up (the longest step) overlaps with clone, the child's mounts
+ * and the cgroups. Runs once. */
+static int start_network(struct run *run, struct al_error *err)
+{
+	int r;
+
+	if (run->ctx.userns || run->netns_fd >= 0)
+		return 0;
+	r = make_netns(&run->netns_fd);
+	if (r < 0)
+		return al_error_set_errno(err, r,
+					  "Failed to create the sandbox's network namespace");
+	run_step(run, "netns");
+	if (run->egress) {
+		r = launcher_egress_start(run->egress, run->netns_fd, err);
+		if (r < 0)
+			return r;
+		run_step(run, "egress");
+	}
+	return 0;
+}
+
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
  * cgroup namespace, and runs no code but airlock's, only after ATTACHED. */
 static int handshake(struct run *run, struct al_error *err)
 {
 	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
-	_cleanup_close_ int netns = -EBADF;
 	int r;
 
 	if (run->ctx.userns) {
@@ -487,29 +512,28 @@ static int handshake(struct run *run, struct al_error *err)
 	launcher_stream_open_nonblocking(&run->out);
 	launcher_stream_open_nonblocking(&run->err);
 	launcher_stream_open_nonblocking(&run->in);
-	if (!run->ctx.userns) {
-		r = make_netns(&netns);
-		if (r < 0)
-			return al_error_set_errno(
-			    err, r, "Failed to create the sandbox's network namespace");
-		if (run->egress) {
-			r = launcher_egress_start(run->egress, netns, err);
-			if (r < 0)
-				return r;
-		}
-	}
+	r = start_network(run, err);
+	if (r < 0)
+		return r;
 	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
 	if (r < 0)
 		return r;
 	r = launcher_cgroup_attach(run->cgroup, run->pid);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
+	run_step(run, "cgroup");
+	if (run->egress) {
+		r = launcher_egress_wait_ready(run->egress, err);
+		if (r < 0)
+			return r;
+		run_step(run, "egress-ready");
+	}
 	m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ATTACHED};
-	r = launcher_sync_send(run->sync_fd, &m, netns);
+	r = launcher_sync_send(run->sync_fd, &m, run->netns_fd);
+	run->netns_fd = al_close(run->netns_fd);
 	/* EPIPE: the child gave up already; its ERROR message is waiting to be read. */
 	if (r < 0 && r != -EPIPE)
 		return al_error_set_errno(err, r, "Failed to start the sandbox");
-	run_step(run, "cgroup");
 
 	r = wait_for_sandbox(run, &m, err);
 	if (r == -EINTR || r == -ETIMEDOUT)
@@ -833,6 +857,7 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	    .sig_fd = -EBADF,
 	    .timer_fd = -EBADF,
 	    .notify_fd = -EBADF,
+	    .netns_fd = -EBADF,
 	    .fuse_fd = -EBADF,
 	};
 	int r;
@@ -848,8 +873,11 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		r = prepare(&run, p, opts, err);
 	if (r >= 0) {
 		run_step(&run, "prepare");
-		r = spawn(&run, err);
+		if (run.egress)
+			r = start_network(&run, err);
 	}
+	if (r >= 0)
+		r = spawn(&run, err);
 	if (r >= 0)
 		r = handshake(&run, err);
 	if (r >= 0 && p->resources.timeout_usec > 0)
@@ -860,8 +888,13 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	}
 	supervise(&run);
 	run_step(&run, "run");
-	/* The sandbox is gone: so is its mount namespace, and with it the FUSE connection, which
-	 * ends the daemon; one that does not end in time is killed. */
+	/* The sandbox is gone. The proxy decided and audited every connection as it came: it can
+	 * go at once, and exit while the workspace daemon does (reaped in run_done()). Its
+	 * violations stay queued in the socket. The kernel removes the netns and the veth pair
+	 * after airlock has reported. */
+	launcher_daemon_send_kill(launcher_egress_daemon(run.egress));
+	/* With the sandbox's mount namespace went the FUSE connection, which ends the daemon; one
+	 * that does not end in time is killed. */
 	launcher_daemon_stop(launcher_workspace_daemon(run.ws), FS_STOP_GRACE_MSEC);
 	on_fs_violation(&run);
 	if (run.egress)
