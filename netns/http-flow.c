@@ -218,6 +218,13 @@ static size_t percent_decode(uint8_t *s, size_t n)
  * The first WINDOW_MAX bytes (fewer for a shorter pattern) of each pattern are hashed into a bit
  * table; the text is read one window at a time, and only a window whose hash is in the table is
  * compared with the patterns. */
+static void wipe_free(void *p, size_t n)
+{
+	if (p)
+		explicit_bzero(p, n);
+	free(p);
+}
+
 struct pattern {
 	const uint8_t *bytes;
 	size_t len;
@@ -575,6 +582,8 @@ struct netns_http_flow {
 	bool resp_close;
 	struct matcher values_m; /* real values, to turn back into surrogates */
 	size_t values_m_for;	 /* n_values + n_side when it was built */
+	uint8_t *value_forms;	 /* the base64 forms of the real values (wiped) */
+	size_t value_forms_size;
 
 	struct netns_buf work; /* Basic credentials being swapped */
 	int error;
@@ -681,6 +690,7 @@ struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f)
 	matcher_done(&f->surrogates);
 	matcher_done(&f->encoded);
 	matcher_done(&f->values_m);
+	wipe_free(f->value_forms, f->value_forms_size);
 	free(f->encoded_text);
 	netns_buf_done(&f->req_acc);
 	netns_buf_done(&f->req_hold);
@@ -917,6 +927,12 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 
 	if (is_hop_header(h->name, h->name_len) || is_sidecar_name(f, h->name, h->name_len))
 		return 0;
+	/* A real value echoed back compressed could not be turned back into its surrogate (and a
+	 * response that comes compressed all the same is refused: is_encoded()). */
+	if (ascii_eq(h->name, h->name_len, "accept-encoding")) {
+		put_str(w, "Accept-Encoding: identity\r\n");
+		return 0;
+	}
 	r = refuse_surrogates(f, h->name, h->name_len, false, "request header name", err);
 	if (r < 0)
 		return r;
@@ -1701,27 +1717,88 @@ static int parse_response_head(const char *buf, size_t len, struct response_head
 	return judge_response(rh, err);
 }
 
+/* Writes the characters of the base64 encoding of p (n bytes) that only p's bits decide when p
+ * starts k bytes into an encoded text (see add_encoded_forms()), in both alphabets, at *text;
+ * returns how many there are (each). in and enc are room for n + 2 bytes and their encoding. */
+static size_t b64_form(const uint8_t *p, size_t n, size_t k, uint8_t *in, char *enc,
+		       uint8_t **std, uint8_t **url, uint8_t **text)
+{
+	size_t first = (8 * k + 5) / 6, end = 8 * (k + n) / 6, m = end > first ? end - first : 0;
+
+	memset(in, 0, k);
+	memcpy(in + k, p, n);
+	(void)b64_encode(in, k + n, enc);
+	*std = *text;
+	*url = *std + m;
+	memcpy(*std, enc + first, m);
+	for (size_t i = 0; i < m; i++)
+		(*url)[i] = (*std)[i] == '+' ? '-' : (*std)[i] == '/' ? '_' : (*std)[i];
+	*text = *url + m;
+	return m;
+}
+
+/* The patterns of real value v, owned by surrogate s: v itself, and its base64 forms at each
+ * alignment and in both alphabets (an API that echoes what it got as base64, Basic credentials
+ * first of all, must show the sandbox the same form of the surrogate). in and enc are room for
+ * the longer of the two + 2 bytes and their encoding; the forms go to *text. */
+static void add_value_patterns(const struct broker_secret *v, const char *s, size_t owner,
+			       uint8_t *in, char *enc, struct pattern *pats, size_t *n,
+			       uint8_t **text)
+{
+	size_t slen = strlen(s);
+
+	pats[(*n)++] = (struct pattern){.bytes = (const uint8_t *)v->data,
+					.len = v->len,
+					.sub = (const uint8_t *)s,
+					.sub_len = slen,
+					.owner = owner};
+	for (size_t k = 0; k < 3; k++) {
+		uint8_t *vstd, *vurl, *sstd, *surl;
+		size_t vm, sm;
+
+		vm = b64_form((const uint8_t *)v->data, v->len, k, in, enc, &vstd, &vurl, text);
+		sm = b64_form((const uint8_t *)s, slen, k, in, enc, &sstd, &surl, text);
+		if (vm < WINDOW_MAX)
+			continue;
+		pats[(*n)++] = (struct pattern){
+		    .bytes = vstd, .len = vm, .sub = sstd, .sub_len = sm, .owner = owner};
+		if (memcmp(vstd, vurl, vm) != 0)
+			pats[(*n)++] = (struct pattern){
+			    .bytes = vurl, .len = vm, .sub = surl, .sub_len = sm, .owner = owner};
+	}
+}
+
 /* Builds the matcher of the real values resolved so far (and the sidecar's), to turn them back
  * into surrogates (and '*'s), when new ones came since the last response head. */
 static int refresh_values(struct netns_http_flow *f)
 {
-	struct pattern *pats;
-	size_t n = 0;
+	_cleanup_free_ struct pattern *pats = NULL;
+	uint8_t *forms = NULL, *text, *in = NULL;
+	size_t n = 0, longest = 0, size;
+	char *enc = NULL;
+	int r = -ENOMEM;
 
 	if (f->values_m_for == f->n_values + f->n_side)
 		return 0;
-	pats = calloc(f->n_surrogates + f->n_side + 1, sizeof(*pats));
-	if (!pats)
-		return -ENOMEM;
+	for (size_t i = 0; i < f->n_surrogates; i++) {
+		if (!f->values[i])
+			continue;
+		longest = MAX(longest, f->values[i]->len);
+		longest = MAX(longest, strlen(f->o.surrogates[i]));
+	}
+	/* Per value: 3 alignments, 2 alphabets, the value's form and the surrogate's. */
+	size = MAX(12 * f->n_surrogates * ((longest + 2) / 3 * 4 + 4), (size_t)1);
+	pats = calloc(7 * f->n_surrogates + f->n_side + 1, sizeof(*pats));
+	forms = text = malloc(size);
+	in = malloc(longest + 2);
+	enc = malloc((longest + 2) / 3 * 4 + 4);
+	if (!pats || !forms || !in || !enc)
+		goto out;
 	for (size_t i = 0; i < f->n_surrogates; i++) {
 		const struct broker_secret *v = f->values[i];
 
 		if (v && v->len >= VALUE_MIN)
-			pats[n++] = (struct pattern){.bytes = (const uint8_t *)v->data,
-						     .len = v->len,
-						     .sub = (const uint8_t *)f->o.surrogates[i],
-						     .sub_len = strlen(f->o.surrogates[i]),
-						     .owner = i};
+			add_value_patterns(v, f->o.surrogates[i], i, in, enc, pats, &n, &text);
 	}
 	for (size_t i = 0; i < f->n_side; i++)
 		if (f->side[i].value_len >= VALUE_MIN)
@@ -1731,8 +1808,16 @@ static int refresh_values(struct netns_http_flow *f)
 						     .sub = (const uint8_t *)f->stars,
 						     .sub_len = f->side[i].value_len};
 	matcher_done(&f->values_m);
+	wipe_free(f->value_forms, f->value_forms_size);
+	f->value_forms = TAKE_PTR(forms);
+	f->value_forms_size = size;
 	f->values_m_for = f->n_values + f->n_side;
-	return matcher_init(&f->values_m, pats, n);
+	r = matcher_init(&f->values_m, TAKE_PTR(pats), n);
+out:
+	wipe_free(forms, size);
+	wipe_free(in, longest + 2);
+	wipe_free(enc, (longest + 2) / 3 * 4 + 4);
+	return r;
 }
 
 static enum framing response_framing_in(const struct pending *pq, const struct response_head *rh)
@@ -1819,6 +1904,24 @@ static void response_done(struct netns_http_flow *f)
 	f->resp = f->resp_close ? RESP_CLOSED : RESP_HEAD;
 }
 
+/* Whether a response's content is encoded (compressed), though the request asked for identity. */
+static bool is_encoded(const struct response_head *rh)
+{
+	for (size_t i = 0; i < rh->n_headers; i++) {
+		const struct netns_http_header *h = &rh->headers[i];
+		size_t a, b;
+
+		if (!ascii_eq(h->name, h->name_len, "content-encoding"))
+			continue;
+		a = span(h->value, h->value_len, 0, is_ows);
+		for (b = h->value_len; b > a && is_ows((unsigned char)h->value[b - 1]); b--)
+			;
+		if (!ascii_eq(h->value + a, b - a, "identity"))
+			return true;
+	}
+	return false;
+}
+
 /* Passes on a parsed response head and sets up its body. */
 static int response_head_done(struct netns_http_flow *f, const struct response_head *rh,
 			      struct netns_buf *out, struct al_error *err)
@@ -1833,6 +1936,10 @@ static int response_head_done(struct netns_http_flow *f, const struct response_h
 	r = refresh_values(f);
 	if (r < 0)
 		return r;
+	if (f->values_m.n > 0 && is_encoded(rh))
+		return al_error_set(err, -EIO,
+				    "The upstream sent a compressed response, which cannot be "
+				    "searched for credential values");
 	in = response_framing_in(pq, rh);
 	if (rh->status < 200)
 		return put_response_head(f, rh, FRAME_NONE, FRAME_NONE, false, out, err);

@@ -353,18 +353,28 @@ static const char *credential_of(const struct netns_proxy *p, const char *surrog
 	return "?";
 }
 
+/* A real value leaves only inside TLS that airlock verified: never in clear text, where anything
+ * on the way (or whatever the name resolved to) would read it. */
 static int flow_resolve(void *userdata, const char *surrogate, struct broker_secret **ret,
 			struct al_error *err)
 {
 	struct conn *c = userdata;
 
+	if (!c->utls)
+		return al_error_set(err, -EPERM,
+				    "A credential is sent only over TLS, not in plain HTTP to %s",
+				    c->flow_opts.host);
 	return broker_client_resolve(c->proxy->o->broker, surrogate, c->flow_opts.host, ret, err);
 }
 
+/* Plain HTTP gets no sidecar headers (see flow_resolve()): the request goes without them. */
 static int flow_sidecar(void *userdata, struct broker_secret **ret, struct al_error *err)
 {
 	struct conn *c = userdata;
 
+	*ret = NULL;
+	if (!c->utls)
+		return 0;
 	return broker_client_headers(c->proxy->o->broker, c->flow_opts.host, ret, err);
 }
 

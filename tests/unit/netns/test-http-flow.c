@@ -774,6 +774,74 @@ static void test_flow_turns_same_length_values_back_keeping_content_length(void 
 	ft_free(t);
 }
 
+static void test_flow_turns_base64_echo_of_basic_credentials_back(void **state)
+{
+	char *in = b64("x-access-token:" S_GH), *real = b64("x-access-token:" V_GH);
+	char *req = str_printf("GET /echo HTTP/1.1\r\nHost: " HOST "\r\n"
+			       "Authorization: Basic %s\r\n\r\n",
+			       in);
+	char *resp = str_printf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n{\"auth\":\"Basic %s\"}",
+				strlen(real) + 17, real);
+	/* The value alone, as an API that encodes what it got would show it. */
+	char *alone = b64(V_GH);
+	char *resp2 = str_printf("HTTP/1.1 200 OK\r\nX-Got: %s\r\nContent-Length: 0\r\n\r\n",
+				 alone);
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, req), 0);
+	assert_true(buf_has(&t->up, real));
+	drain(&t->up);
+	assert_int_equal(send_resp(t, resp), 0);
+	assert_false(buf_has(&t->down, real));
+	assert_false(buf_has(&t->down, V_GH));
+	/* What the sandbox sees decodes to its own user and (the middle of) the surrogate. */
+	assert_true(buf_has(&t->down, "Basic eC1hY2Nlc3MtdG9rZW46"));
+	drain(&t->down);
+	assert_int_equal(send_req(t, "GET /again HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	drain(&t->up);
+	assert_int_equal(send_resp(t, resp2), 0);
+	assert_false(buf_has(&t->down, alone));
+	ft_free(t);
+	free(in);
+	free(real);
+	free(req);
+	free(resp);
+	free(alone);
+	free(resp2);
+}
+
+static void test_flow_asks_for_identity_and_refuses_compressed_echo(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n"
+				     "Accept-Encoding: gzip, br\r\nX-T: " S_GH "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nAccept-Encoding: identity\r\n"
+		     "X-T: " V_GH "\r\n\r\n");
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+				      "Content-Length: 3\r\n\r\nabc"),
+			 -EIO);
+	assert_non_null(strstr(t->err.msg, "compressed"));
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+
+	/* Before any value was sent, a compressed response passes. */
+	t = ft_new();
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	drain(&t->up);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Encoding: identity \r\n"
+				      "Content-Length: 0\r\n\r\n"),
+			 0);
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+				      "Content-Length: 0\r\n\r\n"),
+			 0);
+	ft_free(t);
+}
+
 static void test_flow_reframes_content_length_as_chunked_when_lengths_differ(void **state)
 {
 	struct ft *t = flow_with_value(S_GH, 1);
@@ -1164,6 +1232,8 @@ int main(void)
 		test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_port),
 	    cmocka_unit_test(test_flow_passes_http_1_0_without_host_as_the_last_request),
 	    cmocka_unit_test(test_flow_swaps_surrogate_inside_basic_credentials),
+	    cmocka_unit_test(test_flow_turns_base64_echo_of_basic_credentials_back),
+	    cmocka_unit_test(test_flow_asks_for_identity_and_refuses_compressed_echo),
 	    cmocka_unit_test(test_flow_refuses_surrogate_in_request_target_raw_or_encoded),
 	    cmocka_unit_test(test_flow_refuses_encoded_surrogate_in_other_headers),
 	    cmocka_unit_test(test_flow_refuses_what_the_broker_refuses),
