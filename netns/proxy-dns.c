@@ -85,7 +85,7 @@ static void answer_one(struct netns_proxy *p, const uint8_t *msg, size_t len,
 	(void)sendto(p->dns.fd, out, n, MSG_DONTWAIT, (const struct sockaddr *)from, sizeof(*from));
 	if (has_addr)
 		(void)inet_ntop(AF_INET, addr, ip, sizeof(ip));
-	if (p->o->audit && r >= 0)
+	if (r >= 0 && proxy_audit_admit(p))
 		(void)al_audit_event(
 		    p->o->audit, "dns",
 		    (const struct al_audit_field[]){

@@ -48,6 +48,8 @@ struct conn {
 	bool explicit_proxy; /* came to the proxy's own port (HTTP_PROXY) */
 	bool absolute_form;  /* explicit proxy, a plain request: inspected from its first byte */
 	bool lookup_pending, closed, audited;
+	size_t head_scanned; /* HEAD: the bytes of cin searched for the head's end */
+	size_t sniff_need;   /* SNIFF: the bytes queued before the next look at them */
 	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
 	char target[NETNS_DNS_NAME_MAX + 1]; /* what the sandbox asked for, for messages */
 	uint16_t port;
@@ -87,12 +89,20 @@ struct netns_proxy {
 	const char **surrogates;      /* NULL-terminated, borrowed from the broker client */
 	const char **surrogate_names; /* the credential of each */
 	bool has_sidecar;
+	struct netns_addr *host_addrs; /* airlock's own netns's addresses (see is_host_addr()) */
+	size_t n_host_addrs;
 	struct conn *conns, *dead;
 	size_t n_conns;
 	uint32_t violations_dropped;
+	/* The audit's rate limit (proxy_audit_admit()): tokens in thousandths of an event. */
+	uint64_t audit_ms, audit_tokens, audit_dropped;
 };
 
+#define AUDIT_BURST 2000 /* events written at once before the rate limit applies */
+#define AUDIT_RATE 200	 /* events a second, after a burst */
+
 /* proxy.c */
+bool proxy_audit_admit(struct netns_proxy *p);
 void proxy_violation(struct netns_proxy *p, const char *kind, const char *fmt, ...) _printf_(3, 4);
 void proxy_audit(struct conn *c, const char *verdict, const char *reason);
 void proxy_refuse(struct conn *c, const char *reason);

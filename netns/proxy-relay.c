@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 
 #define PIPE_BYTES (256 * 1024) /* asked for each splice pipe; the default is 64 KiB */
 #define TLS_RECORD 0x16		/* a TLS handshake record's first byte */
+#define SNIFF_RECORDS_MAX 8	/* records a ClientHello may come in */
 
 /* ---- the explicit proxy: CONNECT host:port, or GET http://host/... ---- */
 
@@ -108,27 +110,55 @@ static void answer_and_close(struct conn *c, const char *status, const char *mes
 	proxy_close(c, false);
 }
 
+/* Whether the head in c->cin may be complete: an empty line ends it. Only the bytes not searched
+ * before are (with the three before them), so a head sent a byte at a time costs linear time. */
+static bool head_may_be_complete(struct conn *c)
+{
+	const uint8_t *p = netns_buf_head(&c->cin);
+	size_t n = netns_buf_len(&c->cin), i = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
+
+	c->head_scanned = n;
+	for (; i + 1 < n; i++)
+		if (p[i] == '\n' && (p[i + 1] == '\n' || (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+			return true;
+	return n >= NETNS_HTTP_HEAD_MAX;
+}
+
 int proxy_read_head(struct conn *c)
 {
-	static char buf[NETNS_HTTP_HEAD_MAX]; /* one thread; too large for the stack */
+	uint8_t buf[PROXY_CHUNK];
 	struct netns_http_request req;
 	struct al_error err = {0};
+	bool more = false;
 	ssize_t n;
 	int r;
 
-	n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return 0;
-		proxy_close(c, true);
-		return -errno;
+	/* The head is read (taken from the socket), not peeked again at every segment. */
+	while (netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX) {
+		n = recv(c->cfd, buf, MIN(sizeof(buf), NETNS_HTTP_HEAD_MAX - netns_buf_len(&c->cin)),
+			 0);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			r = -errno;
+			proxy_close(c, true);
+			return r;
+		}
+		if (n == 0) {
+			proxy_close(c, false);
+			return -ECONNRESET;
+		}
+		if (netns_buf_append(&c->cin, buf, (size_t)n, NETNS_HTTP_HEAD_MAX) < 0) {
+			proxy_close(c, true);
+			return -ENOMEM;
+		}
+		more = true;
 	}
-	if (n == 0) {
-		proxy_close(c, false);
-		return -ECONNRESET;
-	}
-	r = netns_http_parse_request(buf, (size_t)n, &req, &err);
-	if (r == -EAGAIN && (size_t)n < sizeof(buf))
+	if (!more || !head_may_be_complete(c))
+		return 0;
+	r = netns_http_parse_request((const char *)netns_buf_head(&c->cin), netns_buf_len(&c->cin),
+				     &req, &err);
+	if (r == -EAGAIN && netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX)
 		return 0;
 	if (r < 0) {
 		answer_and_close(c, r == -EBADMSG ? "400 Bad Request" : "431 Too Large",
@@ -136,10 +166,14 @@ int proxy_read_head(struct conn *c)
 		return r;
 	}
 	if (req.connect) {
+		/* The head is the proxy's; the tunnel starts after the answer to it. */
+		if (netns_buf_len(&c->cin) > req.head_len) {
+			answer_and_close(c, "400 Bad Request",
+					 "bytes sent before the tunnel was established");
+			return -EPROTO;
+		}
 		r = set_authority(c, req.target, req.target_len, 443);
-		/* The head is the proxy's: what follows is the tunnel's. */
-		if (r >= 0 && recv(c->cfd, buf, req.head_len, 0) != (ssize_t)req.head_len)
-			r = -EIO;
+		netns_buf_done(&c->cin);
 	} else if (req.target_len > 7 && strncasecmp(req.target, "http://", 7) == 0) {
 		size_t alen = strcspn(req.target + 7, "/?#");
 
@@ -208,15 +242,38 @@ int proxy_connected(struct conn *c)
 
 /* ---- what the sandbox speaks first ---- */
 
+/* The bytes a ClientHello in TLS records needs before it is worth parsing again: the end of the
+ * first record buf (n bytes) does not hold whole, or the next record's header. -EMSGSIZE past
+ * SNIFF_RECORDS_MAX records (a hello sent in tiny records would be parsed once per record). */
+static ssize_t hello_need(const uint8_t *buf, size_t n)
+{
+	size_t off = 0, records = 0;
+
+	while (off + 5 <= n) {
+		size_t end = off + 5 + ((size_t)buf[off + 3] << 8 | buf[off + 4]);
+
+		if (++records > SNIFF_RECORDS_MAX)
+			return -EMSGSIZE;
+		if (end > n)
+			return (ssize_t)end;
+		off = end;
+	}
+	return (ssize_t)(off + 5);
+}
+
 int proxy_sniff(struct conn *c)
 {
 	struct netns_proxy *p = c->proxy;
 	uint8_t buf[NETNS_TLS_HELLO_MAX];
 	struct netns_tls_hello h;
 	char reason[2 * NETNS_DNS_NAME_MAX + 64];
-	ssize_t n;
-	int r;
+	ssize_t n, need;
+	int r, queued = 0;
 
+	/* Peeked and parsed again only once what the records announce has come. */
+	if (c->sniff_need > 0 && ioctl(c->cfd, FIONREAD, &queued) == 0 &&
+	    (size_t)queued < MIN(c->sniff_need, sizeof(buf)))
+		return 0;
 	n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR) {
@@ -242,8 +299,14 @@ int proxy_sniff(struct conn *c)
 		return 0;
 	}
 	r = netns_tls_parse_hello(buf, (size_t)n, &h);
-	if (r == -EAGAIN && (size_t)n < sizeof(buf))
-		return 0;
+	if (r == -EAGAIN && (size_t)n < sizeof(buf)) {
+		need = hello_need(buf, (size_t)n);
+		if (need >= 0) {
+			c->sniff_need = (size_t)need;
+			return 0;
+		}
+		r = (int)need;
+	}
 	if (r < 0) {
 		proxy_refuse(c, "not a TLS ClientHello");
 		return r;
@@ -382,7 +445,7 @@ static void flow_swapped(void *userdata, const char *surrogate, const char *wher
 {
 	struct conn *c = userdata;
 
-	if (!c->proxy->o->audit)
+	if (!proxy_audit_admit(c->proxy))
 		return;
 	(void)al_audit_event(c->proxy->o->audit, "credential",
 			     (const struct al_audit_field[]){

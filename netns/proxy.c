@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "broker/client.h"
@@ -82,6 +84,50 @@ static void format_addr(const struct netns_addr *a, char *buf, size_t size)
 		(void)snprintf(buf, size, "-");
 }
 
+/* Whether one more audit event may be written: a token bucket (AUDIT_BURST events, refilled at
+ * AUDIT_RATE a second), so that a sandbox flooding the proxy with queries or connections cannot
+ * fill the host's disk through the audit file. Where events are dropped, one event says so, and
+ * one says how many were when they are written again. */
+bool proxy_audit_admit(struct netns_proxy *p)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (!p->o->audit)
+		return false;
+	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (p->audit_ms == 0)
+		p->audit_tokens = AUDIT_BURST * 1000;
+	else
+		p->audit_tokens = MIN(p->audit_tokens + (now - p->audit_ms) * AUDIT_RATE,
+				      (uint64_t)AUDIT_BURST * 1000);
+	p->audit_ms = now;
+	/* Once dropping, until half the burst is back: one pair of notes per stretch, not one
+	 * per refilled token. */
+	if (p->audit_tokens < (p->audit_dropped > 0 ? AUDIT_BURST / 2 * 1000 : 1000)) {
+		if (p->audit_dropped++ == 0)
+			(void)al_audit_event(p->o->audit, "audit",
+					     (const struct al_audit_field[]){
+						 AL_AUDIT_S("action", "drop"),
+						 AL_AUDIT_S("reason", "over the egress events' rate limit"),
+					     },
+					     2);
+		return false;
+	}
+	p->audit_tokens -= 1000;
+	if (p->audit_dropped > 0) {
+		(void)al_audit_event(p->o->audit, "audit",
+				     (const struct al_audit_field[]){
+					 AL_AUDIT_S("action", "resume"),
+					 AL_AUDIT_I("dropped", (int64_t)p->audit_dropped),
+				     },
+				     2);
+		p->audit_dropped = 0;
+	}
+	return true;
+}
+
 /* The connection's one audit event: its verdict, and for an allowed one how it is relayed. */
 static void conn_audit(struct conn *c, const char *verdict, const char *reason)
 {
@@ -91,7 +137,7 @@ static void conn_audit(struct conn *c, const char *verdict, const char *reason)
 		return;
 	c->audited = true;
 	format_addr(&c->upstream, ip, sizeof(ip));
-	if (!c->proxy->o->audit)
+	if (!proxy_audit_admit(c->proxy))
 		return;
 	(void)al_audit_event(
 	    c->proxy->o->audit, "net",
@@ -264,6 +310,70 @@ static void conn_connect(struct conn *c)
 		conn_pump(c);
 }
 
+/* The addresses of airlock's own network namespace, where upstream sockets are made: a name
+ * resolving to one of them would reach the host's own services (listening on a public address,
+ * not only on loopback). Read once, at the start. */
+static int list_host_addrs(struct netns_proxy *p)
+{
+	struct ifaddrs *ifa = NULL;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+		n += i->ifa_addr &&
+		     (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6);
+	p->host_addrs = calloc(MAX(n, (size_t)1), sizeof(*p->host_addrs));
+	if (!p->host_addrs) {
+		freeifaddrs(ifa);
+		return -ENOMEM;
+	}
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		struct netns_addr *a = &p->host_addrs[p->n_host_addrs];
+
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a->family = AF_INET;
+			memcpy(a->addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			p->n_host_addrs++;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			a->family = AF_INET6;
+			memcpy(a->addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+			p->n_host_addrs++;
+		}
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
+/* Whether a is an address of the host (a public one: special ranges, loopback and private
+ * among them, have their own rule) that v does not open: only a rule naming exactly that address
+ * does, as a special range is opened only by a rule within it. */
+static bool reaches_host(const struct netns_proxy *p, const struct netns_addr *a,
+			 const struct netns_verdict *v)
+{
+	size_t len = a->family == AF_INET ? 4 : 16;
+
+	if (netns_addr_special(a->family, a->addr))
+		return false;
+	for (size_t i = 0; i < p->n_host_addrs; i++)
+		if (p->host_addrs[i].family == a->family &&
+		    memcmp(p->host_addrs[i].addr, a->addr, len) == 0)
+			return !(v->rule && v->rule->kind == POLICY_DEST_CIDR &&
+				 v->rule->prefix_len == 8 * len);
+	return false;
+}
+
+/* Decides a (for c's name, or raw), then whether it is the host's own. */
+static void decide_addr(struct conn *c, const struct netns_addr *a, struct netns_verdict *v)
+{
+	netns_decide_addr(c->proxy->o->policy, c->name[0] ? c->name : NULL, a->family, a->addr,
+			  c->port, v);
+	if (v->allow && reaches_host(c->proxy, a, v))
+		*v = (struct netns_verdict){.reason = "an address of the host itself"};
+}
+
 /* The name's addresses are known: the first one the rules allow is connected to. An address of
  * special use (a name pointing at loopback or the metadata service: DNS rebinding) is refused
  * unless a rule names its range. */
@@ -272,8 +382,7 @@ static void conn_addresses(struct conn *c, const struct netns_addr *addrs, size_
 	struct netns_verdict first = {0}, v;
 
 	for (size_t i = 0; i < n; i++) {
-		netns_decide_addr(c->proxy->o->policy, c->name, addrs[i].family, addrs[i].addr,
-				  c->port, &v);
+		decide_addr(c, &addrs[i], &v);
 		if (v.allow) {
 			c->upstream = addrs[i];
 			c->verdict = v;
@@ -298,8 +407,7 @@ static void conn_route(struct conn *c)
 	int r;
 
 	if (!c->name[0]) {
-		netns_decide_addr(p->o->policy, NULL, c->upstream.family, c->upstream.addr, c->port,
-				  &c->verdict);
+		decide_addr(c, &c->upstream, &c->verdict);
 		if (!c->verdict.allow) {
 			conn_refuse(c, c->verdict.reason);
 			return;
@@ -616,6 +724,9 @@ int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **re
 	r = netns_synth_new(&p->synth);
 	if (r < 0)
 		return r;
+	r = list_host_addrs(p);
+	if (r < 0)
+		return al_error_set_errno(err, r, "proxy: cannot list the host's addresses");
 	if (o->broker) {
 		r = list_surrogates(p);
 		if (r < 0)
@@ -653,6 +764,7 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 		return NULL;
 	/* No answer can name a connection once the worker is stopped. */
 	p->lookup = netns_lookup_free(p->lookup);
+	free(p->host_addrs);
 	while (p->conns) {
 		struct conn *c = p->conns;
 

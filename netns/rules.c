@@ -3,6 +3,8 @@
 /* The egress decisions (see netns-internal.h): pure functions of the policy and a destination,
  * so that the proxy, the DNS responder and the tests ask the same question the same way. */
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -31,10 +33,16 @@ static const struct special {
     {AF_INET6, 128, {[15] = 1}, "loopback"},
     {AF_INET6, 128, {0}, "unspecified"},
     {AF_INET6, 96, {[10] = 0xff, [11] = 0xff}, "IPv4-mapped"},
+    {AF_INET6, 128, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, "metadata service"},
     {AF_INET6, 7, {0xfc}, "unique local"},
     {AF_INET6, 10, {0xfe, 0x80}, "link-local"},
     {AF_INET6, 8, {0xff}, "multicast"},
-    {AF_INET6, 16, {0xfd, 0x00, [14] = 0xfe, [15] = 0xfe}, "metadata service"},
+    {AF_INET6, 96, {0x00, 0x64, 0xff, 0x9b}, "NAT64 (reaches IPv4)"},
+    {AF_INET6, 48, {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, "NAT64 (reaches IPv4)"},
+    {AF_INET6, 16, {0x20, 0x02}, "6to4 (reaches IPv4)"},
+    {AF_INET6, 32, {0x20, 0x01}, "Teredo"},
+    {AF_INET6, 10, {0xfe, 0xc0}, "site-local"},
+    {AF_INET6, 64, {0x01, 0x00}, "discard-only"},
 };
 
 /* Whether addr lies in net/prefix_len. */
@@ -83,9 +91,26 @@ static bool name_matches(const struct policy_net_rule *r, const char *name)
 	return nl > sl && streq(name + nl - sl, r->destination + 1);
 }
 
+/* Whether name is an address written as a name: any form inet_aton() and so the host's resolver
+ * take (1.2.3.4, 0x7f.1, 2130706433), or IPv6. */
+static bool is_ip_literal(const char *name)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return inet_aton(name, &a4) == 1 || inet_pton(AF_INET6, name, &a6) == 1;
+}
+
 void netns_decide_name(const struct policy *p, const char *name, uint16_t port,
 		       struct netns_verdict *ret)
 {
+	/* A raw address passes only by a CIDR rule, also when it comes as a name (CONNECT
+	 * 1.2.3.4.:443, a DNS query for it) under a default or wildcard allow. */
+	if (is_ip_literal(name)) {
+		*ret = (struct netns_verdict){.reason = "an address is not a name: raw addresses "
+							"pass only by a CIDR rule"};
+		return;
+	}
 	for (size_t i = 0; i < p->network.n_rules; i++) {
 		const struct policy_net_rule *r = &p->network.rules[i];
 

@@ -32,6 +32,7 @@ printf 'subjectAltName=DNS:api.test,DNS:other.test\n' >"$pki/ext"
 openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
 	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
 cp "$pki/ca.pem" "$WS/test-ca.pem"
+cp "$IT_SOURCE_ROOT/tests/integration/helpers/dns-flood.py" "$WS/"
 
 # A repository for git's dumb HTTP protocol.
 git init -q --bare "$IT_TMP/www/repo.git"
@@ -116,6 +117,7 @@ try:
     socket.create_connection((\"2001:db8::1\", 80), timeout=5); print(\"connected\")
 except OSError as e:
     print(\"failed\")" 2>&1)"
+r flood "$(python3 /workspace/dns-flood.py 10.255.255.1 2)"
 r ifaces "$(awk -F: "NR > 2 { gsub(/ /, \"\", \$1); print \$1 }" /proc/net/dev | sort | tr "\n" " ")"
 '
 sb_run -p "$policy" --resolve other.test:127.0.0.1 --upstream-ca "$pki/ca.pem" \
@@ -187,6 +189,12 @@ assert_ne 0 "$(jq_count 'e.get("kind") == "dns" and e.get("name") == "denied.tes
 assert_ne 0 "$(jq_count 'e.get("kind") == "credential" and e.get("action") == "swap" and e.get("host") == "api.test"')" \
 	"the audit records swaps"
 assert_eq 0 "$(grep -c "$token" "$audit")" "the audit holds no real value"
+sent=$(get flood | sed -n 's/^sent //p')
+assert_true "the sandbox flooded the DNS responder ($sent queries)" test "${sent:-0}" -gt 10000
+assert_true "... but the audit did not grow with it ($(wc -l <"$audit") lines): rate-limited" \
+	test "$(wc -l <"$audit")" -lt 5000
+assert_ne 0 "$(jq_count 'e.get("kind") == "audit" and e.get("action") == "drop"')" \
+	"the audit says that it dropped events"
 assert_eq true "$(json_get "$IT_TMP/al.out" 'any(v["kind"] == "credential" for v in d["violations"])')" \
 	"the refused surrogates are violations in the result"
 assert_eq true "$(json_get "$IT_TMP/al.out" 'any(v["kind"] == "dns" and "denied.test" in v["detail"] for v in d["violations"])')" \

@@ -123,6 +123,38 @@ static void test_special_ranges_are_refused_unless_named(void **state)
 	assert_false(addr_allowed(named, "git.internal", "127.0.0.1", 443));
 }
 
+static void test_addresses_written_as_names_are_not_names(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p = load("{\"default\": \"allow\", \"rules\": ["
+							"{\"destination\": \"*.test\", "
+							"\"action\": \"allow\"}]}");
+
+	(void)state;
+	assert_true(name_allowed(p, "api.test", 443));
+	assert_true(name_allowed(p, "example.org", 443));
+	/* Every form the host's resolver takes for an address. */
+	assert_false(name_allowed(p, "93.184.216.34", 443));
+	assert_false(name_allowed(p, "1572395042", 443));
+	assert_false(name_allowed(p, "0x5d.0xb8.0xd8.0x22", 443));
+	assert_false(name_allowed(p, "2001:db8::1", 443));
+	assert_false(netns_name_may_connect(p, "93.184.216.34"));
+}
+
+static void test_ipv6_ranges_reaching_ipv4_or_metadata_are_special(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p = load("{\"default\": \"allow\"}");
+	uint8_t a[16];
+
+	(void)state;
+	assert_false(addr_allowed(p, "a.test", "64:ff9b::a9fe:a9fe", 80));
+	assert_false(addr_allowed(p, "a.test", "64:ff9b:1::a00:1", 80));
+	assert_false(addr_allowed(p, "a.test", "2002:a00:1::1", 80));
+	assert_false(addr_allowed(p, "a.test", "fec0::1", 80));
+	assert_int_equal(inet_pton(AF_INET6, "fd00:ec2::254", a), 1);
+	assert_string_equal(netns_addr_special(AF_INET6, a), "metadata service");
+	assert_true(addr_allowed(p, "a.test", "2606:4700::1111", 80));
+}
+
 static void test_dns_answers_only_names_some_port_lets_through(void **state)
 {
 	_cleanup_(policy_freep) struct policy *p =
@@ -150,6 +182,8 @@ int main(void)
 	    cmocka_unit_test(test_raw_addresses_need_a_cidr_rule),
 	    cmocka_unit_test(test_special_ranges_are_refused_unless_named),
 	    cmocka_unit_test(test_dns_answers_only_names_some_port_lets_through),
+	    cmocka_unit_test(test_addresses_written_as_names_are_not_names),
+	    cmocka_unit_test(test_ipv6_ranges_reaching_ipv4_or_metadata_are_special),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
