@@ -2196,14 +2196,14 @@ static const char *status_reason(int status)
 	return "Error";
 }
 
-void netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
+bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
 				    struct netns_buf *out)
 {
 	/* Only between responses: within one, the sandbox would read this as its bytes. */
 	if (f->resp != RESP_HEAD)
-		return;
+		return false;
 	f->resp = RESP_CLOSED;
-	(void)netns_buf_printf(out, OUT_LIMIT,
+	return netns_buf_printf(out, OUT_LIMIT,
 			       "HTTP/1.1 %d %s\r\n"
 			       "Content-Type: text/plain\r\n"
 			       "Content-Length: %zu\r\n"
@@ -2211,5 +2211,5 @@ void netns_http_flow_error_response(struct netns_http_flow *f, int status, const
 			       "\r\n"
 			       "airlock: %s\n",
 			       status, status_reason(status),
-			       strlen("airlock: \n") + strlen(message), message);
+			       strlen("airlock: \n") + strlen(message), message) >= 0;
 }

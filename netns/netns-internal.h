@@ -263,8 +263,9 @@ ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, 
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,
 				 struct al_error *err);
 /* After an error: appends a response with status (403, 400, 431, 502) and err's message to out,
- * if the sandbox's response stream is at a message boundary (else nothing can be said). */
-void netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
+ * if the sandbox's response stream is at a message boundary (else nothing can be said: false,
+ * and the caller resets the connection, so that a cut-short response is not taken as whole). */
+bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
 				    struct netns_buf *out);
 
 /* ---- tls.c: TLS interception (OpenSSL 3 is used here only) ----

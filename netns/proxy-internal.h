@@ -70,6 +70,7 @@ struct conn {
 	struct netns_tls_conn *ctls, *utls; /* NULL: plain */
 	bool c_ready, u_ready;		    /* handshakes done (or plain) */
 	bool failed;			    /* an error response is being flushed, then close */
+	bool fail_reset;		    /* ... none could be given: the close is a reset */
 	bool eof_flushed, eof_error;	    /* the upstream's end was given to the flow */
 	struct netns_buf cin, uin;	    /* read, not yet taken by the flow */
 	struct netns_buf to_u, to_c;	    /* from the flow, not yet sent */

@@ -545,8 +545,8 @@ static void flow_fail(struct conn *c, int error, const char *message)
 		c->uw.fd = -EBADF;
 	}
 	c->u_eof = c->u_shut = true;
-	if (c->c_ready)
-		netns_http_flow_error_response(c->flow, status, message, &c->to_c);
+	c->fail_reset =
+	    !c->c_ready || !netns_http_flow_error_response(c->flow, status, message, &c->to_c);
 	c->failed = true;
 }
 
@@ -678,7 +678,7 @@ int proxy_flow(struct conn *c)
 
 	if (c->failed) {
 		if (netns_buf_len(&c->to_c) == 0)
-			proxy_close(c, false);
+			proxy_close(c, c->fail_reset);
 		return 0;
 	}
 	/* The sandbox is done sending and all of it is through: the upstream is told. */

@@ -242,7 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r = feed(f, true, p, k, &out, &up, &err);
 			if (r < 0) {
 				check_error(r, &err, true);
-				netns_http_flow_error_response(f, 403, err.msg, &down);
+				(void)netns_http_flow_error_response(f, 403, err.msg, &down);
 			}
 			continue;
 		}
@@ -255,7 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = feed(f, false, p, k, &out, &down, &err);
 		if (r < 0) {
 			check_error(r, &err, false);
-			netns_http_flow_error_response(f, 502, err.msg, &down);
+			(void)netns_http_flow_error_response(f, 502, err.msg, &down);
 		}
 	}
 	if (r == 0) {

@@ -1074,7 +1074,7 @@ static void test_flow_error_response_only_between_responses(void **state)
 	(void)state;
 	expect_refused(t, "GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n", -EPROTO, "Host");
 	assert_string_equal(t->err.msg, msg);
-	netns_http_flow_error_response(t->f, 403, t->err.msg, &t->down);
+	assert_true(netns_http_flow_error_response(t->f, 403, t->err.msg, &t->down));
 	exp = str_printf("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n"
 			 "airlock: %s\n",
@@ -1082,7 +1082,7 @@ static void test_flow_error_response_only_between_responses(void **state)
 	expect_down(t, exp);
 	free(exp);
 	/* Once only. */
-	netns_http_flow_error_response(t->f, 403, "again", &t->down);
+	assert_false(netns_http_flow_error_response(t->f, 403, "again", &t->down));
 	assert_int_equal(netns_buf_len(&t->down), 0);
 	ft_free(t);
 
@@ -1091,7 +1091,7 @@ static void test_flow_error_response_only_between_responses(void **state)
 	assert_int_equal(send_req(t, GET_ROOT), 0);
 	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), 0);
 	drain(&t->down);
-	netns_http_flow_error_response(t->f, 502, "upstream", &t->down);
+	assert_false(netns_http_flow_error_response(t->f, 502, "upstream", &t->down));
 	assert_int_equal(netns_buf_len(&t->down), 0);
 	ft_free(t);
 }
