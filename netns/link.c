@@ -70,8 +70,10 @@ static int add_veth(struct nl_sock *sk, int sandbox_ns)
 	if (!veth)
 		return -ENOMEM;
 	rtnl_link_set_name(veth, NETNS_PROXY_IF);
+	rtnl_link_set_mtu(veth, NETNS_MTU);
 	peer = rtnl_link_veth_get_peer(veth);
 	rtnl_link_set_name(peer, NETNS_SANDBOX_IF);
+	rtnl_link_set_mtu(peer, NETNS_MTU);
 	rtnl_link_set_ns_fd(peer, sandbox_ns);
 	rtnl_link_put(peer);
 	return netns_errno_from_nl(rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL));

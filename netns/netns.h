@@ -27,6 +27,9 @@
 #define NETNS_PROXY_ADDR "10.255.255.1"
 #define NETNS_SANDBOX_ADDR "10.255.255.2"
 #define NETNS_PREFIXLEN 30
+/* The veth pair's MTU: the pair never leaves the machine, so it is as large as loopback's
+ * (fewer segments and ACKs per byte through the proxy). */
+#define NETNS_MTU 65535
 #define NETNS_ANYIP_TABLE 100
 #define NETNS_ANYIP_PRIO 100 /* the AnyIP rules; the prohibit rule is the next */
 

@@ -12,6 +12,8 @@
 #define PROXY_CONNS_MAX 1024	/* connections at once; more are reset */
 #define PROXY_LISTENERS_MAX 64	/* ports */
 #define PROXY_CHUNK (16 * 1024) /* bytes read at a time into an inspected flow */
+#define PROXY_PIPES_KEPT 64	/* empty splice pipes kept for the next connections */
+#define PROXY_PIPE_BYTES (1024 * 1024) /* asked for each splice pipe; the default is 64 KiB */
 
 enum proxy_watch_type {
 	WATCH_LISTENER,
@@ -90,6 +92,8 @@ struct netns_proxy {
 	const char **surrogates;      /* NULL-terminated, borrowed from the broker client */
 	const char **surrogate_names; /* the credential of each */
 	bool has_sidecar;
+	int pipes[PROXY_PIPES_KEPT][2]; /* empty, for the next splice (proxy_pipe_get()) */
+	size_t n_pipes;
 	struct netns_addr *host_addrs; /* airlock's own netns's addresses (see is_host_addr()) */
 	size_t n_host_addrs;
 	struct conn *conns, *dead;
@@ -111,6 +115,10 @@ void proxy_close(struct conn *c, bool reset);
 void proxy_enter_route(struct conn *c);
 void proxy_defer_free(struct netns_proxy *p, struct conn *c);
 void proxy_free_deferred(struct netns_proxy *p);
+/* A pipe for splice: a kept one, or a new one. -errno when none can be made. */
+int proxy_pipe_get(struct netns_proxy *p, int ret[2]);
+/* Gives a pipe back: kept when it is empty (fill 0) and there is room, else closed. */
+void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */
 int proxy_read_head(struct conn *c);

@@ -23,7 +23,6 @@
 #include "netns/proxy-internal.h"
 #include "policy/policy.h"
 
-#define PIPE_BYTES (256 * 1024) /* asked for each splice pipe; the default is 64 KiB */
 #define TLS_RECORD 0x16		/* a TLS handshake record's first byte */
 #define SNIFF_RECORDS_MAX 8	/* records a ClientHello may come in */
 
@@ -326,18 +325,10 @@ int proxy_sniff(struct conn *c)
 
 /* ---- splice ---- */
 
-static int make_pipe(int fds[2])
-{
-	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -errno;
-	(void)fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES);
-	return 0;
-}
-
 static void start_splice(struct conn *c, const char *mode)
 {
 	c->mode = mode;
-	if (make_pipe(c->pipe_cu) < 0 || make_pipe(c->pipe_uc) < 0) {
+	if (proxy_pipe_get(c->proxy, c->pipe_cu) < 0 || proxy_pipe_get(c->proxy, c->pipe_uc) < 0) {
 		proxy_audit(c, "error", "out of pipes");
 		proxy_close(c, true);
 		return;
@@ -364,8 +355,8 @@ static int splice_one(int src, int pipe[2], size_t *fill, int dst, bool *src_eof
 				return -errno;
 			}
 		}
-		if (!*src_eof && *fill < PIPE_BYTES) {
-			n = splice(src, NULL, pipe[1], NULL, PIPE_BYTES - *fill, flags);
+		if (!*src_eof && *fill < PROXY_PIPE_BYTES) {
+			n = splice(src, NULL, pipe[1], NULL, PROXY_PIPE_BYTES - *fill, flags);
 			if (n > 0) {
 				*fill += (size_t)n;
 				moved = true;

@@ -187,6 +187,34 @@ static int watch_add(struct netns_proxy *p, struct proxy_watch *w, uint32_t even
 	return RET_NERRNO(epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev));
 }
 
+/* Pipes are kept: a short connection (one small request, one small answer) otherwise spends a
+ * third of the proxy's system calls making and closing its two pipes. */
+int proxy_pipe_get(struct netns_proxy *p, int ret[2])
+{
+	if (p->n_pipes > 0) {
+		p->n_pipes--;
+		ret[0] = p->pipes[p->n_pipes][0];
+		ret[1] = p->pipes[p->n_pipes][1];
+		return 0;
+	}
+	if (pipe2(ret, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	(void)fcntl(ret[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES);
+	return 0;
+}
+
+void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill)
+{
+	if (fds[0] >= 0 && fill == 0 && p->n_pipes < PROXY_PIPES_KEPT) {
+		p->pipes[p->n_pipes][0] = TAKE_FD(fds[0]);
+		p->pipes[p->n_pipes][1] = TAKE_FD(fds[1]);
+		p->n_pipes++;
+		return;
+	}
+	fds[0] = al_close(fds[0]);
+	fds[1] = al_close(fds[1]);
+}
+
 static void conn_free(struct conn *c)
 {
 	c->flow = netns_http_flow_free(c->flow);
@@ -196,10 +224,8 @@ static void conn_free(struct conn *c)
 	netns_buf_done(&c->uin);
 	netns_buf_done(&c->to_u);
 	netns_buf_done(&c->to_c);
-	for (size_t i = 0; i < 2; i++) {
-		c->pipe_cu[i] = al_close(c->pipe_cu[i]);
-		c->pipe_uc[i] = al_close(c->pipe_uc[i]);
-	}
+	proxy_pipe_put(c->proxy, c->pipe_cu, c->in_cu);
+	proxy_pipe_put(c->proxy, c->pipe_uc, c->in_uc);
 	free(c);
 }
 
@@ -765,6 +791,11 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 	/* No answer can name a connection once the worker is stopped. */
 	p->lookup = netns_lookup_free(p->lookup);
 	free(p->host_addrs);
+	while (p->n_pipes > 0) {
+		p->n_pipes--;
+		(void)al_close(p->pipes[p->n_pipes][0]);
+		(void)al_close(p->pipes[p->n_pipes][1]);
+	}
 	while (p->conns) {
 		struct conn *c = p->conns;
 
