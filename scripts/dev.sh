@@ -6,8 +6,9 @@
 #   scripts/dev.sh deps    only install the missing Debian packages
 #   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
 #   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap), bench/fs.sh
-#                          (the workspace filesystem against native ext4 and bindfs) and
-#                          bench/broker.sh (resolve latency against an echo server)
+#                          (the workspace filesystem against native ext4 and bindfs),
+#                          bench/broker.sh (resolve latency against an echo server) and
+#                          bench/proxy.sh (the egress proxy against direct, tinyproxy, squid)
 #
 # `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
 # build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
@@ -133,6 +134,7 @@ cmd_bench()
 	AIRLOCK=$repo/build/cli/airlock bench/launch.sh
 	AIRLOCK=$repo/build/cli/airlock bench/fs.sh
 	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
+	AIRLOCK=$repo/build/cli/airlock bench/proxy.sh
 }
 
 # ---- test ----
