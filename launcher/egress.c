@@ -3,9 +3,9 @@
 /* The sandbox's way out, airlock's side: before clone, the proxy's state (its CA, which the
  * sandbox must trust); once the sandbox's network namespace exists, the proxy's process
  * (airlock-net), which makes the veth pair into a proxy netns of its own while airlock makes the
- * sandbox's cgroups; the sandbox runs nothing before the proxy says it is ready. If the proxy dies while the sandbox runs, the
- * sandbox is killed and the run fails; at the end the proxy is killed, and with its last socket
- * the kernel removes the proxy netns and both ends of the veth pair. */
+ * sandbox's cgroups; the sandbox runs nothing before the proxy says it is ready. If the proxy dies
+ * while the sandbox runs, the sandbox is killed and the run fails; at the end the proxy is killed,
+ * and with its last socket the kernel removes the proxy netns and both ends of the veth pair. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,7 +67,8 @@ int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 	    0)
 		return al_error_set_errno(err, -errno, "Failed to create the violations socket");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg->ready) < 0)
-		return al_error_set_errno(err, -errno, "Failed to create the egress proxy's socket");
+		return al_error_set_errno(err, -errno,
+					  "Failed to create the egress proxy's socket");
 	if (broker) {
 		r = broker_client_attach(broker, &eg->broker, err);
 		if (r < 0)
@@ -133,7 +134,8 @@ _noreturn_ static void proxy_main(void *userdata)
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
 	r = set_up(eg, &m.err);
 	if (r < 0)
-		m = (struct launcher_sync_msg){.type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
+		m = (struct launcher_sync_msg){
+		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
 	if (launcher_sync_send(eg->ready[1], &m, -EBADF) < 0 || r < 0)
 		_exit(EXIT_FAILURE);
 	keep[n++] = STDERR_FILENO;

@@ -438,30 +438,6 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 	return r;
 }
 
-/* Creates a network namespace without entering it: airlock unshares one and steps back into its
- * own. Creating one takes a few hundred microseconds, which this way overlap with the
- * child's mounts instead of adding to clone(). If stepping back fails airlock is stranded in the
- * new namespace, so that error is fatal to the run. Returns an fd of the new namespace. */
-static int make_netns(int *ret)
-{
-	_cleanup_close_ int own = -EBADF, fresh = -EBADF;
-	int r;
-
-	own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (own < 0)
-		return -errno;
-	if (unshare(CLONE_NEWNET) < 0)
-		return -errno;
-	fresh = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	r = fresh < 0 ? -errno : 0;
-	if (setns(own, CLONE_NEWNET) < 0)
-		return -errno;
-	if (r < 0)
-		return r;
-	*ret = TAKE_FD(fresh);
-	return 0;
-}
-
 /* As root, the sandbox's network namespace, and the egress proxy's process, which builds the veth
  * pair into it. Without egress this runs while the child builds its root; with egress, before
  * clone, so that the proxy's set-up (the longest step) overlaps with clone, the child's mounts
@@ -472,7 +448,7 @@ static int start_network(struct run *run, struct al_error *err)
 
 	if (run->ctx.userns || run->netns_fd >= 0)
 		return 0;
-	r = make_netns(&run->netns_fd);
+	r = netns_new(&run->netns_fd);
 	if (r < 0)
 		return al_error_set_errno(err, r,
 					  "Failed to create the sandbox's network namespace");

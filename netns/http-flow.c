@@ -62,31 +62,6 @@
 
 /* ---- characters ---- */
 
-static bool is_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alpha(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static bool is_tchar(unsigned char c)
-{
-	return is_alpha(c) || is_digit(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static bool is_ows(unsigned char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static bool is_ctl(unsigned char c)
-{
-	return (c < ' ' && c != '\t') || c == 0x7f;
-}
-
 static unsigned char ascii_lower(unsigned char c)
 {
 	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
@@ -189,7 +164,7 @@ static int b64_decode(const char *s, size_t n, uint8_t *dst, size_t *ret_len)
 
 static int hex_value(unsigned char c)
 {
-	if (is_digit(c))
+	if (http_is_digit(c))
 		return c - '0';
 	c = ascii_lower(c);
 	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
@@ -744,7 +719,7 @@ static int flow_value(struct netns_http_flow *f, size_t idx, const char *where,
 static bool is_field_value(const struct broker_secret *v)
 {
 	for (size_t i = 0; i < v->len; i++)
-		if (is_ctl((unsigned char)v->data[i]))
+		if (http_is_ctl((unsigned char)v->data[i]))
 			return false;
 	return true;
 }
@@ -842,7 +817,7 @@ static int put_basic(struct netns_http_flow *f, struct writer *w, const struct n
 
 	if (h->value_len < 6 || !ascii_eq(h->value, 5, "basic") || h->value[5] != ' ')
 		return 0;
-	i = span(h->value, h->value_len, 6, is_ows);
+	i = span(h->value, h->value_len, 6, http_is_ows);
 	d = malloc(h->value_len / 4 * 3 + 3);
 	if (!d)
 		return -ENOMEM;
@@ -901,9 +876,9 @@ static void put_connection(const struct netns_http_flow *f, struct writer *w,
 		const char *comma = memchr(p, ',', (size_t)(end - p)), *e = comma ? comma : end;
 		const char *s = p;
 
-		while (s < e && is_ows((unsigned char)*s))
+		while (s < e && http_is_ows((unsigned char)*s))
 			s++;
-		while (e > s && is_ows((unsigned char)e[-1]))
+		while (e > s && http_is_ows((unsigned char)e[-1]))
 			e--;
 		if (e > s && !is_dropped_option(f, s, (size_t)(e - s), http10)) {
 			put_str(w, any ? ", " : "Connection: ");
@@ -992,7 +967,7 @@ static bool authority_is_flow(const struct netns_http_flow *f, const char *a, si
 		size_t digits = (size_t)(a + n - rest) - 1;
 
 		if (*rest != ':' || digits == 0 || digits > 5 ||
-		    span(rest + 1, digits, 0, is_digit) != digits)
+		    span(rest + 1, digits, 0, http_is_digit) != digits)
 			return false;
 		for (size_t i = 0; i < digits; i++)
 			port = port * 10 + (unsigned)(rest[1 + i] - '0');
@@ -1047,16 +1022,16 @@ static int parse_sidecar(struct netns_http_flow *f, const struct broker_secret *
 		const char *crlf = memmem(p + pos, s->len - pos, "\r\n", 2);
 		size_t end = crlf ? (size_t)(crlf - p) : s->len, colon, v, e;
 
-		colon = span(p, end, pos, is_tchar);
+		colon = span(p, end, pos, http_is_tchar);
 		if (!crlf || f->n_side == SIDECAR_LINES_MAX || colon == pos || colon == end ||
 		    p[colon] != ':')
 			return al_error_set(err, -EINVAL, "Sidecar header %zu is malformed",
 					    f->n_side + 1);
-		v = span(p, end, colon + 1, is_ows);
-		for (e = end; e > v && is_ows((unsigned char)p[e - 1]); e--)
+		v = span(p, end, colon + 1, http_is_ows);
+		for (e = end; e > v && http_is_ows((unsigned char)p[e - 1]); e--)
 			;
 		for (size_t i = v; i < e; i++)
-			if (is_ctl((unsigned char)p[i]))
+			if (http_is_ctl((unsigned char)p[i]))
 				return al_error_set(err, -EINVAL,
 						    "Sidecar header %zu holds a control character",
 						    f->n_side + 1);
@@ -1530,7 +1505,7 @@ static int head_line(const char *buf, size_t len, size_t *pos, size_t *ret_len,
 		}
 		if (c == '\n')
 			return al_error_set(err, -EBADMSG, "Bare LF in a response head");
-		if (is_ctl(c))
+		if (http_is_ctl(c))
 			return al_error_set(err, -EBADMSG,
 					    "Control character 0x%02x in a response head", c);
 	}
@@ -1543,8 +1518,9 @@ static int parse_status_line(const char *l, size_t n, struct response_head *rh,
 			     struct al_error *err)
 {
 	if (n < 12 || memcmp(l, "HTTP/1.", 7) != 0 || (l[7] != '0' && l[7] != '1') || l[8] != ' ' ||
-	    !is_digit((unsigned char)l[9]) || l[9] == '0' || !is_digit((unsigned char)l[10]) ||
-	    !is_digit((unsigned char)l[11]) || (n > 12 && l[12] != ' '))
+	    !http_is_digit((unsigned char)l[9]) || l[9] == '0' ||
+	    !http_is_digit((unsigned char)l[10]) || !http_is_digit((unsigned char)l[11]) ||
+	    (n > 12 && l[12] != ' '))
 		return al_error_set(err, -EBADMSG,
 				    "The status line is not HTTP/1.x, a status code and a reason");
 	rh->minor = l[7] - '0';
@@ -1558,13 +1534,13 @@ static int parse_status_line(const char *l, size_t n, struct response_head *rh,
 static int parse_field_line(const char *l, size_t n, struct netns_http_header *h,
 			    struct al_error *err)
 {
-	size_t colon = span(l, n, 0, is_tchar), v, e;
+	size_t colon = span(l, n, 0, http_is_tchar), v, e;
 
 	if (colon == 0 || colon == n || l[colon] != ':')
 		return al_error_set(err, -EBADMSG,
 				    "A response header is not a name, a colon and a value");
-	v = span(l, n, colon + 1, is_ows);
-	for (e = n; e > v && is_ows((unsigned char)l[e - 1]); e--)
+	v = span(l, n, colon + 1, http_is_ows);
+	for (e = n; e > v && http_is_ows((unsigned char)l[e - 1]); e--)
 		;
 	*h = (struct netns_http_header){
 	    .name = l, .name_len = colon, .value = l + v, .value_len = e - v};
@@ -1609,9 +1585,9 @@ static int list_each(const struct netns_http_header *h, bool allow_empty,
 		const char *comma = memchr(p, ',', (size_t)(end - p)), *e = comma ? comma : end;
 		const char *s = p;
 
-		while (s < e && is_ows((unsigned char)*s))
+		while (s < e && http_is_ows((unsigned char)*s))
 			s++;
-		while (e > s && is_ows((unsigned char)e[-1]))
+		while (e > s && http_is_ows((unsigned char)e[-1]))
 			e--;
 		if (e > s || !allow_empty) {
 			r = fn(rh, s, (size_t)(e - s), !comma, err);
@@ -1629,7 +1605,7 @@ static int on_length(struct response_head *rh, const char *s, size_t n, bool las
 {
 	uint64_t v = 0;
 
-	if (n == 0 || span(s, n, 0, is_digit) != n)
+	if (n == 0 || span(s, n, 0, http_is_digit) != n)
 		return al_error_set(err, -EBADMSG, "Content-Length is not a decimal number");
 	for (size_t i = 0; i < n; i++) {
 		v = v * 10 + (uint64_t)(s[i] - '0');
@@ -1646,7 +1622,7 @@ static int on_length(struct response_head *rh, const char *s, size_t n, bool las
 static int on_coding(struct response_head *rh, const char *s, size_t n, bool last,
 		     struct al_error *err)
 {
-	if (n == 0 || span(s, n, 0, is_tchar) != n)
+	if (n == 0 || span(s, n, 0, http_is_tchar) != n)
 		return al_error_set(err, -EBADMSG, "Transfer-Encoding is not a list of codings");
 	if (ascii_eq(s, n, "chunked") && !last)
 		return al_error_set(err, -EBADMSG, "Transfer-Encoding: chunked is not the last");
@@ -1657,7 +1633,7 @@ static int on_coding(struct response_head *rh, const char *s, size_t n, bool las
 static int on_option(struct response_head *rh, const char *s, size_t n, bool last,
 		     struct al_error *err)
 {
-	if (span(s, n, 0, is_tchar) != n)
+	if (span(s, n, 0, http_is_tchar) != n)
 		return al_error_set(err, -EBADMSG, "Connection is not a list of options");
 	if (ascii_eq(s, n, "close"))
 		rh->close = true;
@@ -1720,8 +1696,8 @@ static int parse_response_head(const char *buf, size_t len, struct response_head
 /* Writes the characters of the base64 encoding of p (n bytes) that only p's bits decide when p
  * starts k bytes into an encoded text (see add_encoded_forms()), in both alphabets, at *text;
  * returns how many there are (each). in and enc are room for n + 2 bytes and their encoding. */
-static size_t b64_form(const uint8_t *p, size_t n, size_t k, uint8_t *in, char *enc,
-		       uint8_t **std, uint8_t **url, uint8_t **text)
+static size_t b64_form(const uint8_t *p, size_t n, size_t k, uint8_t *in, char *enc, uint8_t **std,
+		       uint8_t **url, uint8_t **text)
 {
 	size_t first = (8 * k + 5) / 6, end = 8 * (k + n) / 6, m = end > first ? end - first : 0;
 
@@ -1913,8 +1889,8 @@ static bool is_encoded(const struct response_head *rh)
 
 		if (!ascii_eq(h->name, h->name_len, "content-encoding"))
 			continue;
-		a = span(h->value, h->value_len, 0, is_ows);
-		for (b = h->value_len; b > a && is_ows((unsigned char)h->value[b - 1]); b--)
+		a = span(h->value, h->value_len, 0, http_is_ows);
+		for (b = h->value_len; b > a && http_is_ows((unsigned char)h->value[b - 1]); b--)
 			;
 		if (!ascii_eq(h->value + a, b - a, "identity"))
 			return true;
@@ -2204,12 +2180,12 @@ bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const
 		return false;
 	f->resp = RESP_CLOSED;
 	return netns_buf_printf(out, OUT_LIMIT,
-			       "HTTP/1.1 %d %s\r\n"
-			       "Content-Type: text/plain\r\n"
-			       "Content-Length: %zu\r\n"
-			       "Connection: close\r\n"
-			       "\r\n"
-			       "airlock: %s\n",
-			       status, status_reason(status),
-			       strlen("airlock: \n") + strlen(message), message) >= 0;
+				"HTTP/1.1 %d %s\r\n"
+				"Content-Type: text/plain\r\n"
+				"Content-Length: %zu\r\n"
+				"Connection: close\r\n"
+				"\r\n"
+				"airlock: %s\n",
+				status, status_reason(status),
+				strlen("airlock: \n") + strlen(message), message) >= 0;
 }

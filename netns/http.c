@@ -45,51 +45,20 @@ struct list_iter {
 	bool done;
 };
 
-static bool is_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alpha(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static bool is_tchar(unsigned char c)
-{
-	return is_alpha(c) || is_digit(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static bool is_vchar(unsigned char c)
-{
-	return c > ' ' && c < 0x7f;
-}
-
-static bool is_ows(unsigned char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* Control characters (and DEL), which no part of a head may hold; CR and LF end lines. */
-static bool is_ctl(unsigned char c)
-{
-	return (c < ' ' && c != '\t') || c == 0x7f;
-}
-
 static bool is_host_char(unsigned char c)
 {
-	return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_';
+	return http_is_alpha(c) || http_is_digit(c) || c == '-' || c == '.' || c == '_';
 }
 
 static bool is_hex_digit(unsigned char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+	return http_is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 /* The value of a hex digit. */
 static unsigned hex_value(unsigned char c)
 {
-	if (is_digit(c))
+	if (http_is_digit(c))
 		return c - '0';
 	return (c | 0x20) - 'a' + 10;
 }
@@ -109,7 +78,7 @@ static size_t span(const char *buf, size_t n, size_t i, bool (*accept)(unsigned 
 
 static bool is_token(const char *s, size_t n)
 {
-	return n > 0 && span(s, n, 0, is_tchar) == n;
+	return n > 0 && span(s, n, 0, http_is_tchar) == n;
 }
 
 /* ASCII only: strncasecmp() follows the locale. */
@@ -133,7 +102,7 @@ static const char *quote(const char *s, size_t n, char buf[static QUOTE_SIZE])
 	for (size_t i = 0; i < MIN(n, (size_t)QUOTE_MAX); i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (is_vchar(c) && c != '"' && c != '\\')
+		if (http_is_vchar(c) && c != '"' && c != '\\')
 			buf[o++] = (char)c;
 		else
 			o += (size_t)snprintf(buf + o, QUOTE_SIZE - o, "\\x%02x", c);
@@ -160,9 +129,9 @@ static bool list_next(struct list_iter *it, const char **ret_elem, size_t *ret_l
 	comma = memchr(it->p, ',', (size_t)(it->end - it->p));
 	s = it->p;
 	e = comma ? comma : it->end;
-	while (s < e && is_ows((unsigned char)*s))
+	while (s < e && http_is_ows((unsigned char)*s))
 		s++;
-	while (e > s && is_ows((unsigned char)e[-1]))
+	while (e > s && http_is_ows((unsigned char)e[-1]))
 		e--;
 	it->p = comma ? comma + 1 : it->end;
 	it->done = !comma;
@@ -176,7 +145,7 @@ static bool is_port(const char *s, size_t n)
 {
 	unsigned port = 0;
 
-	if (n == 0 || n > PORT_DIGITS_MAX || span(s, n, 0, is_digit) != n)
+	if (n == 0 || n > PORT_DIGITS_MAX || span(s, n, 0, http_is_digit) != n)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		port = port * 10 + (unsigned)(s[i] - '0');
@@ -226,7 +195,7 @@ static int next_line(const char *buf, size_t len, size_t limit, size_t *pos, siz
 		if (c == '\n')
 			return al_error_set(err, -EBADMSG,
 					    "Bare LF at offset %zu: lines must end in CRLF", i);
-		if (is_ctl(c))
+		if (http_is_ctl(c))
 			return al_error_set(err, -EBADMSG, "Control character 0x%02x at offset %zu",
 					    c, i);
 	}
@@ -245,7 +214,7 @@ static bool method_is(const struct netns_http_request *req, const char *method)
 /* absolute-form (RFC 9112 3.2.2), for http and https only: the proxy matches its authority. */
 static int check_absolute_form(const char *t, size_t n, struct al_error *err)
 {
-	size_t scheme_len = span(t, n, 0, is_alpha), a;
+	size_t scheme_len = span(t, n, 0, http_is_alpha), a;
 	char q[QUOTE_SIZE];
 
 	if (scheme_len + 3 > n || memcmp(t + scheme_len, "://", 3) != 0 ||
@@ -299,14 +268,14 @@ static int parse_request_line(const char *line, size_t n, struct netns_http_requ
 
 	if (n == 0)
 		return al_error_set(err, -EBADMSG, "Empty line before the request line");
-	m = span(line, n, 0, is_tchar);
+	m = span(line, n, 0, http_is_tchar);
 	if (m == 0 || m == n || line[m] != ' ')
 		return al_error_set(
 		    err, -EBADMSG,
 		    "Request line: the method is not a token followed by one space, "
 		    "at offset %zu \"%s\"",
 		    m, quote(line + m, n - m, q));
-	t = span(line, n, m + 1, is_vchar);
+	t = span(line, n, m + 1, http_is_vchar);
 	if (t == m + 1 || t == n || line[t] != ' ')
 		return al_error_set(err, -EBADMSG,
 				    "Request line: the target is not visible ASCII followed by one "
@@ -335,11 +304,11 @@ static int parse_field_line(const char *line, size_t n, size_t idx, struct netns
 	size_t colon, ows, v, e;
 	char q[QUOTE_SIZE];
 
-	if (is_ows((unsigned char)line[0]))
+	if (http_is_ows((unsigned char)line[0]))
 		return al_error_set(err, -EBADMSG,
 				    "Header %zu starts with whitespace (obs-fold is refused)", idx);
-	colon = span(line, n, 0, is_tchar);
-	ows = span(line, n, colon, is_ows);
+	colon = span(line, n, 0, http_is_tchar);
+	ows = span(line, n, colon, http_is_ows);
 	if (ows > colon && ows < n && line[ows] == ':')
 		return al_error_set(err, -EBADMSG, "Header %zu has whitespace before its ':'", idx);
 	if (colon == 0 || colon == n || line[colon] != ':')
@@ -348,8 +317,8 @@ static int parse_field_line(const char *line, size_t n, size_t idx, struct netns
 		    "Header %zu: the name is not a token followed by ':', at offset "
 		    "%zu \"%s\"",
 		    idx, colon, quote(line + colon, n - colon, q));
-	v = span(line, n, colon + 1, is_ows);
-	for (e = n; e > v && is_ows((unsigned char)line[e - 1]); e--)
+	v = span(line, n, colon + 1, http_is_ows);
+	for (e = n; e > v && http_is_ows((unsigned char)line[e - 1]); e--)
 		;
 	*h = (struct netns_http_header){
 	    .name = line, .name_len = colon, .value = line + v, .value_len = e - v};
@@ -384,7 +353,7 @@ static int parse_content_length(struct head_fields *f, const struct netns_http_h
 	while (list_next(&it, &s, &n)) {
 		uint64_t v = 0;
 
-		if (n == 0 || span(s, n, 0, is_digit) != n)
+		if (n == 0 || span(s, n, 0, http_is_digit) != n)
 			return al_error_set(err, -EBADMSG,
 					    "Content-Length \"%s\" is not a decimal number",
 					    quote(s, n, q));
@@ -578,7 +547,7 @@ static int skip_quoted_string(const char *buf, size_t n, size_t *pos)
 				break;
 			c = (unsigned char)buf[i];
 		}
-		if (is_ctl(c))
+		if (http_is_ctl(c))
 			return -EBADMSG;
 	}
 	return -EAGAIN;
@@ -593,24 +562,24 @@ static int skip_chunk_ext(const char *buf, size_t n, size_t *pos)
 	int r;
 
 	for (;;) {
-		j = span(buf, n, i, is_ows);
+		j = span(buf, n, i, http_is_ows);
 		if (j == n)
 			return -EAGAIN;
 		if (buf[j] != ';')
 			break;
-		i = span(buf, n, j + 1, is_ows);
-		j = span(buf, n, i, is_tchar);
+		i = span(buf, n, j + 1, http_is_ows);
+		j = span(buf, n, i, http_is_tchar);
 		if (j == n)
 			return -EAGAIN;
 		if (j == i)
 			return -EBADMSG;
 		i = j;
-		j = span(buf, n, i, is_ows);
+		j = span(buf, n, i, http_is_ows);
 		if (j == n)
 			return -EAGAIN;
 		if (buf[j] != '=')
 			continue;
-		i = span(buf, n, j + 1, is_ows);
+		i = span(buf, n, j + 1, http_is_ows);
 		if (i == n)
 			return -EAGAIN;
 		if (buf[i] == '"') {
@@ -619,7 +588,7 @@ static int skip_chunk_ext(const char *buf, size_t n, size_t *pos)
 				return r;
 			continue;
 		}
-		j = span(buf, n, i, is_tchar);
+		j = span(buf, n, i, http_is_tchar);
 		if (j == n)
 			return -EAGAIN;
 		if (j == i)

@@ -38,8 +38,7 @@ int netns_egress_proxy_fd(const struct netns_egress *e)
 	return e->proxy_ns;
 }
 
-/* A new network namespace, held by an fd; the calling thread stays in its own. */
-static int new_netns(int *ret)
+int netns_new(int *ret)
 {
 	_cleanup_close_ int own = -EBADF, fresh = -EBADF;
 	int r;
@@ -332,7 +331,7 @@ int netns_egress_new(int sandbox_netns, const uint16_t *tcp_ports, size_t n_port
 	if (!e)
 		return -ENOMEM;
 	e->proxy_ns = -EBADF;
-	r = new_netns(&e->proxy_ns);
+	r = netns_new(&e->proxy_ns);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to create the proxy's network namespace");
 	r = netns_nl_socket_in(e->proxy_ns, &sk_proxy);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "common/macro.h"
@@ -74,6 +75,39 @@ int netns_tls_parse_hello(const uint8_t *buf, size_t len, struct netns_tls_hello
 
 /* ---- http.c: HTTP/1.1 requests (RFC 9112), as the proxy reads them ---- */
 #define NETNS_HTTP_HEADERS_MAX 100
+
+/* RFC 9110's character classes, for the HTTP parser and the flow. */
+static inline bool http_is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline bool http_is_alpha(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static inline bool http_is_tchar(unsigned char c)
+{
+	return http_is_alpha(c) || http_is_digit(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static inline bool http_is_vchar(unsigned char c)
+{
+	return c > ' ' && c < 0x7f;
+}
+
+static inline bool http_is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* A control character other than HTAB (which field values may hold). */
+static inline bool http_is_ctl(unsigned char c)
+{
+	return (c < ' ' && c != '\t') || c == 0x7f;
+}
+
 #define NETNS_HTTP_HEAD_MAX (64 * 1024) /* request line and headers */
 
 struct netns_http_header {

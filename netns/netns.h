@@ -47,6 +47,10 @@ int netns_egress_new(int sandbox_netns, const uint16_t *tcp_ports, size_t n_port
 struct netns_egress *netns_egress_free(struct netns_egress *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_egress *, netns_egress_free);
 
+/* A new network namespace, held by the fd in *ret; the calling thread stays in its own (if it
+ * cannot step back, the process aborts: it would be stranded in the new one). */
+int netns_new(int *ret);
+
 /* The proxy netns (for the proxy's listening sockets), borrowed. */
 int netns_egress_proxy_fd(const struct netns_egress *e);
 

@@ -9,10 +9,10 @@
 #include "netns/netns-internal.h"
 #include "netns/netns.h"
 
-#define PROXY_CONNS_MAX 1024	/* connections at once; more are reset */
-#define PROXY_LISTENERS_MAX 64	/* ports */
-#define PROXY_CHUNK (16 * 1024) /* bytes read at a time into an inspected flow */
-#define PROXY_PIPES_KEPT 64	/* empty splice pipes kept for the next connections */
+#define PROXY_CONNS_MAX 1024	       /* connections at once; more are reset */
+#define PROXY_LISTENERS_MAX 64	       /* ports */
+#define PROXY_CHUNK (16 * 1024)	       /* bytes read at a time into an inspected flow */
+#define PROXY_PIPES_KEPT 64	       /* empty splice pipes kept for the next connections */
 #define PROXY_PIPE_BYTES (1024 * 1024) /* asked for each splice pipe; the default is 64 KiB */
 
 enum proxy_watch_type {

@@ -23,8 +23,8 @@
 #include "netns/proxy-internal.h"
 #include "policy/policy.h"
 
-#define TLS_RECORD 0x16		/* a TLS handshake record's first byte */
-#define SNIFF_RECORDS_MAX 8	/* records a ClientHello may come in */
+#define TLS_RECORD 0x16	    /* a TLS handshake record's first byte */
+#define SNIFF_RECORDS_MAX 8 /* records a ClientHello may come in */
 
 /* ---- the explicit proxy: CONNECT host:port, or GET http://host/... ---- */
 
@@ -118,7 +118,8 @@ static bool head_may_be_complete(struct conn *c)
 
 	c->head_scanned = n;
 	for (; i + 1 < n; i++)
-		if (p[i] == '\n' && (p[i + 1] == '\n' || (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+		if (p[i] == '\n' &&
+		    (p[i + 1] == '\n' || (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
 			return true;
 	return n >= NETNS_HTTP_HEAD_MAX;
 }
@@ -134,8 +135,8 @@ int proxy_read_head(struct conn *c)
 
 	/* The head is read (taken from the socket), not peeked again at every segment. */
 	while (netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX) {
-		n = recv(c->cfd, buf, MIN(sizeof(buf), NETNS_HTTP_HEAD_MAX - netns_buf_len(&c->cin)),
-			 0);
+		n = recv(c->cfd, buf,
+			 MIN(sizeof(buf), NETNS_HTTP_HEAD_MAX - netns_buf_len(&c->cin)), 0);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;

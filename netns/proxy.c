@@ -107,12 +107,13 @@ bool proxy_audit_admit(struct netns_proxy *p)
 	 * per refilled token. */
 	if (p->audit_tokens < (p->audit_dropped > 0 ? AUDIT_BURST / 2 * 1000 : 1000)) {
 		if (p->audit_dropped++ == 0)
-			(void)al_audit_event(p->o->audit, "audit",
-					     (const struct al_audit_field[]){
-						 AL_AUDIT_S("action", "drop"),
-						 AL_AUDIT_S("reason", "over the egress events' rate limit"),
-					     },
-					     2);
+			(void)al_audit_event(
+			    p->o->audit, "audit",
+			    (const struct al_audit_field[]){
+				AL_AUDIT_S("action", "drop"),
+				AL_AUDIT_S("reason", "over the egress events' rate limit"),
+			    },
+			    2);
 		return false;
 	}
 	p->audit_tokens -= 1000;

@@ -780,12 +780,13 @@ static void test_flow_turns_base64_echo_of_basic_credentials_back(void **state)
 	char *req = str_printf("GET /echo HTTP/1.1\r\nHost: " HOST "\r\n"
 			       "Authorization: Basic %s\r\n\r\n",
 			       in);
-	char *resp = str_printf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n{\"auth\":\"Basic %s\"}",
-				strlen(real) + 17, real);
+	char *resp =
+	    str_printf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n{\"auth\":\"Basic %s\"}",
+		       strlen(real) + 17, real);
 	/* The value alone, as an API that encodes what it got would show it. */
 	char *alone = b64(V_GH);
-	char *resp2 = str_printf("HTTP/1.1 200 OK\r\nX-Got: %s\r\nContent-Length: 0\r\n\r\n",
-				 alone);
+	char *resp2 =
+	    str_printf("HTTP/1.1 200 OK\r\nX-Got: %s\r\nContent-Length: 0\r\n\r\n", alone);
 	struct ft *t = ft_new();
 
 	(void)state;
