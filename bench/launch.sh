@@ -65,11 +65,21 @@ bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdi
 	--remount-ro / /bin/true)
 
 airlock_cmd="$airlock run -w $ws -- /bin/true"
+# With a network allow rule: the veth pair, the proxy netns and the egress proxy's process too
+# (nothing is sent: /bin/true does not connect).
+cat >"$tmp/egress.json" <<EOF
+{"workspace": {"root": "$ws"}, "network": {"rules": [{"destination": "example.org", "action": "allow"}]}}
+EOF
+egress_cmd="$airlock run -p $tmp/egress.json -- /bin/true"
 bwrap_cmd="bwrap ${bwrap_args[*]}"
 
 # Both must work before anything is timed.
 if ! out=$($airlock_cmd 2>&1); then
 	echo "launch.sh: airlock run -- /bin/true fails: $out" >&2
+	exit 1
+fi
+if ! out=$($egress_cmd 2>&1); then
+	echo "launch.sh: airlock run with egress fails: $out" >&2
 	exit 1
 fi
 if ! out=$($bwrap_cmd 2>&1); then
@@ -81,6 +91,7 @@ load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
 echo "launch.sh: hyperfine, $runs runs each after $warmup warm-up runs" >&2
 hyperfine -N --style basic --runs "$runs" --warmup "$warmup" --export-json "$tmp/hyperfine.json" \
 	-n "airlock run -- /bin/true" "$airlock_cmd" \
+	-n "airlock run (+ veth and egress proxy) -- /bin/true" "$egress_cmd" \
 	-n "bwrap (equivalent binds) /bin/true" "$bwrap_cmd" \
 	-n "/bin/true" "/bin/true" >&2
 
