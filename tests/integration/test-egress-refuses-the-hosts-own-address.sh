@@ -21,8 +21,9 @@ in_ns ip link set h0 up
 in_ns ip link set h1 up
 mkdir -p "$IT_TMP/www"
 echo "a service of the host" >"$IT_TMP/www/index.html"
-in_ns python3 -m http.server --bind 203.0.113.5 --directory "$IT_TMP/www" "$port" \
-	>"$IT_TMP/server.out" 2>&1 &
+# Not through in_ns: $! must be the server itself (nsenter execs it), for the kill at the end.
+nsenter --target "$holder" --net -- python3 -m http.server --bind 203.0.113.5 \
+	--directory "$IT_TMP/www" "$port" >"$IT_TMP/server.out" 2>&1 &
 server=$!
 server_ok() { in_ns curl -s -m 2 "http://203.0.113.5:$port/" >/dev/null; }
 assert_true "the host's service answers on its own address" wait_for 10 server_ok
