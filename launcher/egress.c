@@ -179,17 +179,7 @@ int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err)
 				    READY_TIMEOUT_MSEC / 1000);
 	r = r < 0 ? -errno : launcher_sync_recv(eg->ready[0], &m, NULL);
 	eg->ready[0] = al_close(eg->ready[0]);
-	if (r == -EPIPE)
-		return al_error_set(err, -ECHILD, "The egress proxy died while being set up");
-	if (r < 0)
-		return al_error_set_errno(err, r, "Failed to hear from the egress proxy");
-	if (m.type == LAUNCHER_SYNC_ERROR) {
-		*err = m.err;
-		return m.value < 0 ? m.value : -EIO;
-	}
-	if (m.type != LAUNCHER_SYNC_READY)
-		return al_error_set(err, -EBADMSG, "Unexpected message from the egress proxy");
-	return 0;
+	return launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "egress proxy", err);
 }
 
 struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg)

@@ -217,6 +217,11 @@ int launcher_sync_send(int fd, const struct launcher_sync_msg *m, int pass_fd);
 /* Receives one message (and a passed fd into *ret_fd when not NULL, else it is closed).
  * Returns 0, -EPIPE on EOF, -EBADMSG on a malformed message, or -errno. */
 int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd);
+/* Judges the first answer of a process being set up (who: "sandbox", "egress proxy"), which
+ * launcher_sync_recv() returned as r and m: 0 when it is of type want, else -errno with err
+ * filled (the process's own error when it sent one; -ECHILD when it died). */
+int launcher_sync_expect(int r, const struct launcher_sync_msg *m, uint32_t want, const char *who,
+			 struct al_error *err);
 
 uint64_t launcher_now_usec(void);
 

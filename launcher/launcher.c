@@ -439,14 +439,14 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 }
 
 /* As root, the sandbox's network namespace, and the egress proxy's process, which builds the veth
- * pair into it. Without egress this runs while the child builds its root; with egress, before
- * clone, so that the proxy's set-up (the longest step) overlaps with clone, the child's mounts
- * and the cgroups. Runs once. */
+ * pair into it. Without egress this runs while the child builds its root (handshake()); with
+ * egress, before clone, so that the proxy's set-up (the longest step) overlaps with clone, the
+ * child's mounts and the cgroups. */
 static int start_network(struct run *run, struct al_error *err)
 {
 	int r;
 
-	if (run->ctx.userns || run->netns_fd >= 0)
+	if (run->ctx.userns)
 		return 0;
 	r = netns_new(&run->netns_fd);
 	if (r < 0)
@@ -488,9 +488,11 @@ static int handshake(struct run *run, struct al_error *err)
 	launcher_stream_open_nonblocking(&run->out);
 	launcher_stream_open_nonblocking(&run->err);
 	launcher_stream_open_nonblocking(&run->in);
-	r = start_network(run, err);
-	if (r < 0)
-		return r;
+	if (!run->egress) {
+		r = start_network(run, err);
+		if (r < 0)
+			return r;
+	}
 	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
 	if (r < 0)
 		return r;
@@ -514,15 +516,10 @@ static int handshake(struct run *run, struct al_error *err)
 	r = wait_for_sandbox(run, &m, err);
 	if (r == -EINTR || r == -ETIMEDOUT)
 		return r;
-	if (r == -EPIPE)
-		return al_error_set(err, -ECHILD, "The sandbox died while being set up");
+	r = launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "sandbox", err);
 	if (r < 0)
-		return al_error_set_errno(err, r, "Failed to hear from the sandbox");
-	if (m.type == LAUNCHER_SYNC_ERROR) {
-		*err = m.err;
-		return m.value < 0 ? m.value : -EIO;
-	}
-	if (m.type != LAUNCHER_SYNC_READY || run->notify_fd < 0)
+		return r;
+	if (run->notify_fd < 0)
 		return al_error_set(err, -EBADMSG, "Unexpected message from the sandbox");
 	/* From here on airlock only reacts to messages: never wait in recvmsg(). */
 	r = al_fd_nonblock(run->sync_fd, true);

@@ -87,3 +87,19 @@ int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd)
 		passed = al_close(passed);
 	return 0;
 }
+
+int launcher_sync_expect(int r, const struct launcher_sync_msg *m, uint32_t want, const char *who,
+			 struct al_error *err)
+{
+	if (r == -EPIPE)
+		return al_error_set(err, -ECHILD, "The %s died while being set up", who);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hear from the %s", who);
+	if (m->type == LAUNCHER_SYNC_ERROR) {
+		*err = m->err;
+		return m->value < 0 ? m->value : -EIO;
+	}
+	if (m->type != want)
+		return al_error_set(err, -EBADMSG, "Unexpected message from the %s", who);
+	return 0;
+}

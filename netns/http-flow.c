@@ -83,13 +83,6 @@ static bool ascii_eq(const char *s, size_t n, const char *lower)
 	return ascii_eq_n(s, n, lower, strlen(lower));
 }
 
-static size_t span(const char *s, size_t n, size_t i, bool (*accept)(unsigned char))
-{
-	while (i < n && accept((unsigned char)s[i]))
-		i++;
-	return i;
-}
-
 /* "header <name>", the name lower-cased and cut short: where a surrogate was, for messages. */
 static const char *where_header(const char *name, size_t n, char buf[static WHERE_MAX])
 {
@@ -529,7 +522,7 @@ struct netns_http_flow {
 	size_t n_surrogates;
 	struct matcher surrogates; /* each surrogate */
 	struct matcher encoded;	   /* their base64 forms */
-	char *encoded_text;
+	uint8_t *encoded_text;
 	struct broker_secret **values; /* by surrogate, once resolved */
 	size_t n_values;
 
@@ -564,30 +557,43 @@ struct netns_http_flow {
 	int error;
 };
 
+/* Writes the characters of the base64 encoding of p (n bytes) that only p's bits decide when p
+ * starts k bytes (0-2) past a multiple of three in the encoded text, in the standard (*std) and
+ * the URL (*url) alphabets, at *text; returns how many there are (each). in and enc are room for
+ * n + 2 bytes and their encoding. */
+static size_t b64_form(const uint8_t *p, size_t n, size_t k, uint8_t *in, char *enc, uint8_t **std,
+		       uint8_t **url, uint8_t **text)
+{
+	size_t first = (8 * k + 5) / 6, end = 8 * (k + n) / 6, m = end > first ? end - first : 0;
+
+	memset(in, 0, k);
+	memcpy(in + k, p, n);
+	(void)b64_encode(in, k + n, enc);
+	*std = *text;
+	*url = *std + m;
+	memcpy(*std, enc + first, m);
+	for (size_t i = 0; i < m; i++)
+		(*url)[i] = (*std)[i] == '+' ? '-' : (*std)[i] == '/' ? '_' : (*std)[i];
+	*text = *url + m;
+	return m;
+}
+
 /* The base64 forms of a surrogate s (len bytes) in any longer text: at each of the three
  * alignments, the characters that only s's bits decide, in the standard and the URL alphabets.
  * Appends them to pats, their text at *text; in and enc are room for len + 2 bytes and their
  * encoding. */
 static void add_encoded_forms(const char *s, size_t len, size_t owner, uint8_t *in, char *enc,
-			      struct pattern *pats, size_t *n, char **text)
+			      struct pattern *pats, size_t *n, uint8_t **text)
 {
 	for (size_t k = 0; k < 3; k++) {
-		size_t first = (8 * k + 5) / 6, end = 8 * (k + len) / 6, m = end - first;
-		char *std = *text, *url = std + m;
+		uint8_t *std, *url;
+		size_t m = b64_form((const uint8_t *)s, len, k, in, enc, &std, &url, text);
 
-		if (end <= first || m < WINDOW_MAX)
+		if (m < WINDOW_MAX)
 			continue;
-		memset(in, 0, k);
-		memcpy(in + k, s, len);
-		(void)b64_encode(in, k + len, enc);
-		memcpy(std, enc + first, m);
-		pats[(*n)++] = (struct pattern){.bytes = (uint8_t *)std, .len = m, .owner = owner};
-		for (size_t i = 0; i < m; i++)
-			url[i] = std[i] == '+' ? '-' : std[i] == '/' ? '_' : std[i];
-		*text = url + m;
+		pats[(*n)++] = (struct pattern){.bytes = std, .len = m, .owner = owner};
 		if (memcmp(std, url, m) != 0)
-			pats[(*n)++] =
-			    (struct pattern){.bytes = (uint8_t *)url, .len = m, .owner = owner};
+			pats[(*n)++] = (struct pattern){.bytes = url, .len = m, .owner = owner};
 	}
 }
 
@@ -597,7 +603,7 @@ static int build_surrogate_matchers(struct netns_http_flow *f)
 	_cleanup_free_ uint8_t *in = NULL;
 	_cleanup_free_ char *in_enc = NULL;
 	size_t n_raw = 0, n_enc = 0, text = 0, longest = 0;
-	char *t;
+	uint8_t *t;
 	int r;
 
 	for (size_t i = 0; i < f->n_surrogates; i++)
@@ -817,7 +823,7 @@ static int put_basic(struct netns_http_flow *f, struct writer *w, const struct n
 
 	if (h->value_len < 6 || !ascii_eq(h->value, 5, "basic") || h->value[5] != ' ')
 		return 0;
-	i = span(h->value, h->value_len, 6, http_is_ows);
+	i = http_span(h->value, h->value_len, 6, http_is_ows);
 	d = malloc(h->value_len / 4 * 3 + 3);
 	if (!d)
 		return -ENOMEM;
@@ -967,7 +973,7 @@ static bool authority_is_flow(const struct netns_http_flow *f, const char *a, si
 		size_t digits = (size_t)(a + n - rest) - 1;
 
 		if (*rest != ':' || digits == 0 || digits > 5 ||
-		    span(rest + 1, digits, 0, http_is_digit) != digits)
+		    http_span(rest + 1, digits, 0, http_is_digit) != digits)
 			return false;
 		for (size_t i = 0; i < digits; i++)
 			port = port * 10 + (unsigned)(rest[1 + i] - '0');
@@ -1022,12 +1028,12 @@ static int parse_sidecar(struct netns_http_flow *f, const struct broker_secret *
 		const char *crlf = memmem(p + pos, s->len - pos, "\r\n", 2);
 		size_t end = crlf ? (size_t)(crlf - p) : s->len, colon, v, e;
 
-		colon = span(p, end, pos, http_is_tchar);
+		colon = http_span(p, end, pos, http_is_tchar);
 		if (!crlf || f->n_side == SIDECAR_LINES_MAX || colon == pos || colon == end ||
 		    p[colon] != ':')
 			return al_error_set(err, -EINVAL, "Sidecar header %zu is malformed",
 					    f->n_side + 1);
-		v = span(p, end, colon + 1, http_is_ows);
+		v = http_span(p, end, colon + 1, http_is_ows);
 		for (e = end; e > v && http_is_ows((unsigned char)p[e - 1]); e--)
 			;
 		for (size_t i = v; i < e; i++)
@@ -1534,12 +1540,12 @@ static int parse_status_line(const char *l, size_t n, struct response_head *rh,
 static int parse_field_line(const char *l, size_t n, struct netns_http_header *h,
 			    struct al_error *err)
 {
-	size_t colon = span(l, n, 0, http_is_tchar), v, e;
+	size_t colon = http_span(l, n, 0, http_is_tchar), v, e;
 
 	if (colon == 0 || colon == n || l[colon] != ':')
 		return al_error_set(err, -EBADMSG,
 				    "A response header is not a name, a colon and a value");
-	v = span(l, n, colon + 1, http_is_ows);
+	v = http_span(l, n, colon + 1, http_is_ows);
 	for (e = n; e > v && http_is_ows((unsigned char)l[e - 1]); e--)
 		;
 	*h = (struct netns_http_header){
@@ -1605,7 +1611,7 @@ static int on_length(struct response_head *rh, const char *s, size_t n, bool las
 {
 	uint64_t v = 0;
 
-	if (n == 0 || span(s, n, 0, http_is_digit) != n)
+	if (n == 0 || http_span(s, n, 0, http_is_digit) != n)
 		return al_error_set(err, -EBADMSG, "Content-Length is not a decimal number");
 	for (size_t i = 0; i < n; i++) {
 		v = v * 10 + (uint64_t)(s[i] - '0');
@@ -1622,7 +1628,7 @@ static int on_length(struct response_head *rh, const char *s, size_t n, bool las
 static int on_coding(struct response_head *rh, const char *s, size_t n, bool last,
 		     struct al_error *err)
 {
-	if (n == 0 || span(s, n, 0, http_is_tchar) != n)
+	if (n == 0 || http_span(s, n, 0, http_is_tchar) != n)
 		return al_error_set(err, -EBADMSG, "Transfer-Encoding is not a list of codings");
 	if (ascii_eq(s, n, "chunked") && !last)
 		return al_error_set(err, -EBADMSG, "Transfer-Encoding: chunked is not the last");
@@ -1633,7 +1639,7 @@ static int on_coding(struct response_head *rh, const char *s, size_t n, bool las
 static int on_option(struct response_head *rh, const char *s, size_t n, bool last,
 		     struct al_error *err)
 {
-	if (span(s, n, 0, http_is_tchar) != n)
+	if (http_span(s, n, 0, http_is_tchar) != n)
 		return al_error_set(err, -EBADMSG, "Connection is not a list of options");
 	if (ascii_eq(s, n, "close"))
 		rh->close = true;
@@ -1691,26 +1697,6 @@ static int parse_response_head(const char *buf, size_t len, struct response_head
 		return r;
 	rh->head_len = pos;
 	return judge_response(rh, err);
-}
-
-/* Writes the characters of the base64 encoding of p (n bytes) that only p's bits decide when p
- * starts k bytes into an encoded text (see add_encoded_forms()), in both alphabets, at *text;
- * returns how many there are (each). in and enc are room for n + 2 bytes and their encoding. */
-static size_t b64_form(const uint8_t *p, size_t n, size_t k, uint8_t *in, char *enc, uint8_t **std,
-		       uint8_t **url, uint8_t **text)
-{
-	size_t first = (8 * k + 5) / 6, end = 8 * (k + n) / 6, m = end > first ? end - first : 0;
-
-	memset(in, 0, k);
-	memcpy(in + k, p, n);
-	(void)b64_encode(in, k + n, enc);
-	*std = *text;
-	*url = *std + m;
-	memcpy(*std, enc + first, m);
-	for (size_t i = 0; i < m; i++)
-		(*url)[i] = (*std)[i] == '+' ? '-' : (*std)[i] == '/' ? '_' : (*std)[i];
-	*text = *url + m;
-	return m;
 }
 
 /* The patterns of real value v, owned by surrogate s: v itself, and its base64 forms at each
@@ -1889,7 +1875,7 @@ static bool is_encoded(const struct response_head *rh)
 
 		if (!ascii_eq(h->name, h->name_len, "content-encoding"))
 			continue;
-		a = span(h->value, h->value_len, 0, http_is_ows);
+		a = http_span(h->value, h->value_len, 0, http_is_ows);
 		for (b = h->value_len; b > a && http_is_ows((unsigned char)h->value[b - 1]); b--)
 			;
 		if (!ascii_eq(h->value + a, b - a, "identity"))

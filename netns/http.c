@@ -68,17 +68,9 @@ static bool is_ipv6_char(unsigned char c)
 	return is_hex_digit(c) || c == ':' || c == '.';
 }
 
-/* The index of the first byte in buf[i..n) that accept refuses, or n. */
-static size_t span(const char *buf, size_t n, size_t i, bool (*accept)(unsigned char))
-{
-	while (i < n && accept((unsigned char)buf[i]))
-		i++;
-	return i;
-}
-
 static bool is_token(const char *s, size_t n)
 {
-	return n > 0 && span(s, n, 0, http_is_tchar) == n;
+	return n > 0 && http_span(s, n, 0, http_is_tchar) == n;
 }
 
 /* ASCII only: strncasecmp() follows the locale. */
@@ -145,7 +137,7 @@ static bool is_port(const char *s, size_t n)
 {
 	unsigned port = 0;
 
-	if (n == 0 || n > PORT_DIGITS_MAX || span(s, n, 0, http_is_digit) != n)
+	if (n == 0 || n > PORT_DIGITS_MAX || http_span(s, n, 0, http_is_digit) != n)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		port = port * 10 + (unsigned)(s[i] - '0');
@@ -161,12 +153,12 @@ static bool is_authority(const char *s, size_t n, bool need_port)
 	size_t i;
 
 	if (n > 0 && s[0] == '[') {
-		i = span(s, n, 1, is_ipv6_char);
+		i = http_span(s, n, 1, is_ipv6_char);
 		if (i == n || s[i] != ']' || i - 1 > IPV6_LITERAL_MAX || !memchr(s, ':', i))
 			return false;
 		i++;
 	} else {
-		i = span(s, n, 0, is_host_char);
+		i = http_span(s, n, 0, is_host_char);
 		if (i == 0 || i > NETNS_DNS_NAME_MAX)
 			return false;
 	}
@@ -214,7 +206,7 @@ static bool method_is(const struct netns_http_request *req, const char *method)
 /* absolute-form (RFC 9112 3.2.2), for http and https only: the proxy matches its authority. */
 static int check_absolute_form(const char *t, size_t n, struct al_error *err)
 {
-	size_t scheme_len = span(t, n, 0, http_is_alpha), a;
+	size_t scheme_len = http_span(t, n, 0, http_is_alpha), a;
 	char q[QUOTE_SIZE];
 
 	if (scheme_len + 3 > n || memcmp(t + scheme_len, "://", 3) != 0 ||
@@ -268,14 +260,14 @@ static int parse_request_line(const char *line, size_t n, struct netns_http_requ
 
 	if (n == 0)
 		return al_error_set(err, -EBADMSG, "Empty line before the request line");
-	m = span(line, n, 0, http_is_tchar);
+	m = http_span(line, n, 0, http_is_tchar);
 	if (m == 0 || m == n || line[m] != ' ')
 		return al_error_set(
 		    err, -EBADMSG,
 		    "Request line: the method is not a token followed by one space, "
 		    "at offset %zu \"%s\"",
 		    m, quote(line + m, n - m, q));
-	t = span(line, n, m + 1, http_is_vchar);
+	t = http_span(line, n, m + 1, http_is_vchar);
 	if (t == m + 1 || t == n || line[t] != ' ')
 		return al_error_set(err, -EBADMSG,
 				    "Request line: the target is not visible ASCII followed by one "
@@ -307,8 +299,8 @@ static int parse_field_line(const char *line, size_t n, size_t idx, struct netns
 	if (http_is_ows((unsigned char)line[0]))
 		return al_error_set(err, -EBADMSG,
 				    "Header %zu starts with whitespace (obs-fold is refused)", idx);
-	colon = span(line, n, 0, http_is_tchar);
-	ows = span(line, n, colon, http_is_ows);
+	colon = http_span(line, n, 0, http_is_tchar);
+	ows = http_span(line, n, colon, http_is_ows);
 	if (ows > colon && ows < n && line[ows] == ':')
 		return al_error_set(err, -EBADMSG, "Header %zu has whitespace before its ':'", idx);
 	if (colon == 0 || colon == n || line[colon] != ':')
@@ -317,7 +309,7 @@ static int parse_field_line(const char *line, size_t n, size_t idx, struct netns
 		    "Header %zu: the name is not a token followed by ':', at offset "
 		    "%zu \"%s\"",
 		    idx, colon, quote(line + colon, n - colon, q));
-	v = span(line, n, colon + 1, http_is_ows);
+	v = http_span(line, n, colon + 1, http_is_ows);
 	for (e = n; e > v && http_is_ows((unsigned char)line[e - 1]); e--)
 		;
 	*h = (struct netns_http_header){
@@ -353,7 +345,7 @@ static int parse_content_length(struct head_fields *f, const struct netns_http_h
 	while (list_next(&it, &s, &n)) {
 		uint64_t v = 0;
 
-		if (n == 0 || span(s, n, 0, http_is_digit) != n)
+		if (n == 0 || http_span(s, n, 0, http_is_digit) != n)
 			return al_error_set(err, -EBADMSG,
 					    "Content-Length \"%s\" is not a decimal number",
 					    quote(s, n, q));
@@ -562,24 +554,24 @@ static int skip_chunk_ext(const char *buf, size_t n, size_t *pos)
 	int r;
 
 	for (;;) {
-		j = span(buf, n, i, http_is_ows);
+		j = http_span(buf, n, i, http_is_ows);
 		if (j == n)
 			return -EAGAIN;
 		if (buf[j] != ';')
 			break;
-		i = span(buf, n, j + 1, http_is_ows);
-		j = span(buf, n, i, http_is_tchar);
+		i = http_span(buf, n, j + 1, http_is_ows);
+		j = http_span(buf, n, i, http_is_tchar);
 		if (j == n)
 			return -EAGAIN;
 		if (j == i)
 			return -EBADMSG;
 		i = j;
-		j = span(buf, n, i, http_is_ows);
+		j = http_span(buf, n, i, http_is_ows);
 		if (j == n)
 			return -EAGAIN;
 		if (buf[j] != '=')
 			continue;
-		i = span(buf, n, j + 1, http_is_ows);
+		i = http_span(buf, n, j + 1, http_is_ows);
 		if (i == n)
 			return -EAGAIN;
 		if (buf[i] == '"') {
@@ -588,7 +580,7 @@ static int skip_chunk_ext(const char *buf, size_t n, size_t *pos)
 				return r;
 			continue;
 		}
-		j = span(buf, n, i, http_is_tchar);
+		j = http_span(buf, n, i, http_is_tchar);
 		if (j == n)
 			return -EAGAIN;
 		if (j == i)

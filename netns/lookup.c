@@ -62,6 +62,21 @@ int netns_lookup_pinned(const struct netns_lookup *l, const char *name, struct n
 	return -ENOENT;
 }
 
+bool netns_addr_from_sockaddr(const struct sockaddr *sa, struct netns_addr *ret)
+{
+	if (sa->sa_family == AF_INET) {
+		ret->family = AF_INET;
+		memcpy(ret->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		ret->family = AF_INET6;
+		memcpy(ret->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
 static void resolve(struct netns_lookup_answer *a, const char *name)
 {
 	const struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -78,18 +93,8 @@ static void resolve(struct netns_lookup_answer *a, const char *name)
 	}
 	for (const struct addrinfo *ai = res; ai && a->n < NETNS_LOOKUP_ADDRS_MAX;
 	     ai = ai->ai_next) {
-		struct netns_addr *out = &a->addrs[a->n];
-
-		if (ai->ai_family == AF_INET) {
-			out->family = AF_INET;
-			memcpy(out->addr, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
-		} else if (ai->ai_family == AF_INET6) {
-			out->family = AF_INET6;
-			memcpy(out->addr, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
-		} else {
-			continue;
-		}
-		a->n++;
+		if (netns_addr_from_sockaddr(ai->ai_addr, &a->addrs[a->n]))
+			a->n++;
 	}
 	freeaddrinfo(res);
 	if (a->n == 0)

@@ -102,6 +102,14 @@ static inline bool http_is_ows(unsigned char c)
 	return c == ' ' || c == '\t';
 }
 
+/* The index of the first byte in s[i..n) that accept refuses, or n. */
+static inline size_t http_span(const char *s, size_t n, size_t i, bool (*accept)(unsigned char))
+{
+	while (i < n && accept((unsigned char)s[i]))
+		i++;
+	return i;
+}
+
 /* A control character other than HTAB (which field values may hold). */
 static inline bool http_is_ctl(unsigned char c)
 {
@@ -361,6 +369,10 @@ struct netns_addr {
 	int family; /* AF_INET or AF_INET6 */
 	uint8_t addr[16];
 };
+
+struct sockaddr;
+/* sa as a netns_addr; false when it is neither IPv4 nor IPv6 (ret is left alone). */
+bool netns_addr_from_sockaddr(const struct sockaddr *sa, struct netns_addr *ret);
 
 struct netns_lookup_answer {
 	void *cookie;

@@ -94,7 +94,7 @@ struct netns_proxy {
 	bool has_sidecar;
 	int pipes[PROXY_PIPES_KEPT][2]; /* empty, for the next splice (proxy_pipe_get()) */
 	size_t n_pipes;
-	struct netns_addr *host_addrs; /* airlock's own netns's addresses (see is_host_addr()) */
+	struct netns_addr *host_addrs; /* the host's public addresses (see reaches_host()) */
 	size_t n_host_addrs;
 	struct conn *conns, *dead;
 	size_t n_conns;

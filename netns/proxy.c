@@ -84,24 +84,27 @@ static void format_addr(const struct netns_addr *a, char *buf, size_t size)
 		(void)snprintf(buf, size, "-");
 }
 
+static uint64_t now_msec(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* Whether one more audit event may be written: a token bucket (AUDIT_BURST events, refilled at
  * AUDIT_RATE a second), so that a sandbox flooding the proxy with queries or connections cannot
  * fill the host's disk through the audit file. Where events are dropped, one event says so, and
  * one says how many were when they are written again. */
 bool proxy_audit_admit(struct netns_proxy *p)
 {
-	struct timespec ts;
 	uint64_t now;
 
 	if (!p->o->audit)
 		return false;
-	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-	if (p->audit_ms == 0)
-		p->audit_tokens = AUDIT_BURST * 1000;
-	else
-		p->audit_tokens = MIN(p->audit_tokens + (now - p->audit_ms) * AUDIT_RATE,
-				      (uint64_t)AUDIT_BURST * 1000);
+	now = now_msec();
+	p->audit_tokens =
+	    MIN(p->audit_tokens + (now - p->audit_ms) * AUDIT_RATE, (uint64_t)AUDIT_BURST * 1000);
 	p->audit_ms = now;
 	/* Once dropping, until half the burst is back: one pair of notes per stretch, not one
 	 * per refilled token. */
@@ -348,8 +351,7 @@ static int list_host_addrs(struct netns_proxy *p)
 	if (getifaddrs(&ifa) < 0)
 		return -errno;
 	for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-		n += i->ifa_addr &&
-		     (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6);
+		n++;
 	p->host_addrs = calloc(MAX(n, (size_t)1), sizeof(*p->host_addrs));
 	if (!p->host_addrs) {
 		freeifaddrs(ifa);
@@ -358,32 +360,22 @@ static int list_host_addrs(struct netns_proxy *p)
 	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
 		struct netns_addr *a = &p->host_addrs[p->n_host_addrs];
 
-		if (!i->ifa_addr)
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET) {
-			a->family = AF_INET;
-			memcpy(a->addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		/* Special-use ones (loopback, private, ...) are opened only by their own rule. */
+		if (i->ifa_addr && netns_addr_from_sockaddr(i->ifa_addr, a) &&
+		    !netns_addr_special(a->family, a->addr))
 			p->n_host_addrs++;
-		} else if (i->ifa_addr->sa_family == AF_INET6) {
-			a->family = AF_INET6;
-			memcpy(a->addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-			p->n_host_addrs++;
-		}
 	}
 	freeifaddrs(ifa);
 	return 0;
 }
 
-/* Whether a is an address of the host (a public one: special ranges, loopback and private
- * among them, have their own rule) that v does not open: only a rule naming exactly that address
- * does, as a special range is opened only by a rule within it. */
+/* Whether a is one of the host's public addresses that v does not open: only a rule naming
+ * exactly that address does, as a special range is opened only by a rule within it. */
 static bool reaches_host(const struct netns_proxy *p, const struct netns_addr *a,
 			 const struct netns_verdict *v)
 {
 	size_t len = a->family == AF_INET ? 4 : 16;
 
-	if (netns_addr_special(a->family, a->addr))
-		return false;
 	for (size_t i = 0; i < p->n_host_addrs; i++)
 		if (p->host_addrs[i].family == a->family &&
 		    memcmp(p->host_addrs[i].addr, a->addr, len) == 0)
@@ -739,7 +731,12 @@ int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **re
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	*p = (struct netns_proxy){.o = o, .epoll_fd = -EBADF};
+	*p = (struct netns_proxy){
+	    .o = o,
+	    .epoll_fd = -EBADF,
+	    .audit_ms = now_msec(),
+	    .audit_tokens = (uint64_t)AUDIT_BURST * 1000,
+	};
 	p->dns = (struct proxy_watch){.type = WATCH_DNS, .fd = -EBADF};
 	if (inet_pton(AF_INET, NETNS_PROXY_ADDR, &p->proxy_addr) != 1)
 		return -EINVAL;

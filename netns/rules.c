@@ -101,16 +101,10 @@ static bool is_ip_literal(const char *name)
 	return inet_aton(name, &a4) == 1 || inet_pton(AF_INET6, name, &a6) == 1;
 }
 
-void netns_decide_name(const struct policy *p, const char *name, uint16_t port,
-		       struct netns_verdict *ret)
+/* The first rule naming name and port decides, else the default. */
+static void decide_by_rules(const struct policy *p, const char *name, uint16_t port,
+			    struct netns_verdict *ret)
 {
-	/* A raw address passes only by a CIDR rule, also when it comes as a name (CONNECT
-	 * 1.2.3.4.:443, a DNS query for it) under a default or wildcard allow. */
-	if (is_ip_literal(name)) {
-		*ret = (struct netns_verdict){.reason = "an address is not a name: raw addresses "
-							"pass only by a CIDR rule"};
-		return;
-	}
 	for (size_t i = 0; i < p->network.n_rules; i++) {
 		const struct policy_net_rule *r = &p->network.rules[i];
 
@@ -127,6 +121,19 @@ void netns_decide_name(const struct policy *p, const char *name, uint16_t port,
 				      .reason = p->network.default_action == POLICY_NET_ALLOW
 						    ? "allowed by default"
 						    : "denied by default"};
+}
+
+void netns_decide_name(const struct policy *p, const char *name, uint16_t port,
+		       struct netns_verdict *ret)
+{
+	/* A raw address passes only by a CIDR rule, also when it comes as a name (CONNECT
+	 * 1.2.3.4.:443, a DNS query for it) under a default or wildcard allow. */
+	if (is_ip_literal(name)) {
+		*ret = (struct netns_verdict){.reason = "an address is not a name: raw addresses "
+							"pass only by a CIDR rule"};
+		return;
+	}
+	decide_by_rules(p, name, port, ret);
 }
 
 void netns_decide_addr(const struct policy *p, const char *name, int family, const uint8_t *addr,
@@ -171,10 +178,12 @@ bool netns_name_may_connect(const struct policy *p, const char *name)
 	uint16_t other = 1;
 	struct netns_verdict v;
 
-	netns_decide_name(p, name, 80, &v);
+	if (is_ip_literal(name))
+		return false;
+	decide_by_rules(p, name, 80, &v);
 	if (v.allow)
 		return true;
-	netns_decide_name(p, name, 443, &v);
+	decide_by_rules(p, name, 443, &v);
 	if (v.allow)
 		return true;
 	for (size_t i = 0; i < p->network.n_rules; i++) {
@@ -182,13 +191,13 @@ bool netns_name_may_connect(const struct policy *p, const char *name)
 
 		if (r->port == 0)
 			continue;
-		netns_decide_name(p, name, r->port, &v);
+		decide_by_rules(p, name, r->port, &v);
 		if (v.allow)
 			return true;
 		if (r->port >= other && r->port < UINT16_MAX)
 			other = (uint16_t)(r->port + 1); /* past every port a rule names */
 	}
-	netns_decide_name(p, name, other, &v);
+	decide_by_rules(p, name, other, &v);
 	return v.allow;
 }
 
