@@ -297,7 +297,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_http_flow *, netns_http_flow_free);
 ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				struct netns_buf *out, struct al_error *err);
 /* The same for the upstream's bytes, appended to out for the sandbox. -EBADMSG for a response
- * that cannot be framed, -EPROTO for a response nothing asked for. */
+ * that cannot be framed, -EPROTO for a response nothing asked for (or a protocol switch), -EIO
+ * for a compressed response while credential values are held (it cannot be searched for them). */
 ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				 struct netns_buf *out, struct al_error *err);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.

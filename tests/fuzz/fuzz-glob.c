@@ -134,13 +134,11 @@ static size_t instantiate(const struct component *c, char *buf)
 }
 
 static void check_match(const char *pattern, const struct split *p, const char *path,
-			const struct split *s)
+			const struct split *s, const bool *m)
 {
-	_cleanup_free_ bool *m = xcalloc((p->n + 1) * (s->n + 1), sizeof(bool));
 	_cleanup_free_ char *below = NULL;
 	size_t w = s->n + 1, from = SIZE_MAX, o;
 
-	ref_table(p, s, m);
 	if (fusefs_glob_match(pattern, path) != m[p->n * w + s->n])
 		fail("match differs from the reference", pattern, path);
 
@@ -170,11 +168,21 @@ static void check_match(const char *pattern, const struct split *p, const char *
 		fail("match_below promised a path that does not match", pattern, below);
 }
 
-/* Ancestors, and "pattern/\**" against path. */
-static void check_ancestors(const char *pattern, const char *path)
+/* A match costs up to the product of the two component counts, and a path has up to two thousand
+ * ancestors: the matcher itself is run on as many of the nearest ancestors as this many component
+ * pairs allow (at least the parent); the others are read off the reference table. match_below,
+ * which is linear, is checked on all of them. */
+#define ANCESTORS_MATCH_BUDGET (1u << 16)
+
+/* Ancestors, and "pattern/\**" against path. m is the reference table of pattern against path:
+ * its last row says which ancestors (prefixes of the path) the pattern matches. */
+static void check_ancestors(const char *pattern, const struct split *p, const char *path,
+			    const struct split *s, const bool *m)
 {
 	_cleanup_free_ char *under = NULL, *prefix = strdup(path);
-	bool matched = fusefs_glob_match(pattern, path), any = matched;
+	size_t w = s->n + 1, j = s->n,
+	       n_matched = MAX(ANCESTORS_MATCH_BUDGET / ((p->n + 1) * w), (size_t)1);
+	bool matched = m[p->n * w + s->n], any = matched;
 
 	if (!prefix || asprintf(&under, "%s/**", pattern) < 0)
 		abort();
@@ -183,9 +191,13 @@ static void check_ancestors(const char *pattern, const char *path)
 			*slash = '\0';
 		else
 			prefix[0] = '\0';
+		if (j > 0) /* the root ("") is taken as its own ancestor */
+			j--;
 		if (matched && !fusefs_glob_match_below(pattern, prefix))
 			fail("a match has an ancestor not matched below", pattern, prefix);
-		any = any || fusefs_glob_match(pattern, prefix);
+		if (s->n - j <= n_matched && fusefs_glob_match(pattern, prefix) != m[p->n * w + j])
+			fail("match differs from the reference on an ancestor", pattern, prefix);
+		any = any || m[p->n * w + j];
 		if (!slash)
 			break;
 	}
@@ -289,6 +301,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	_cleanup_(fusefs_rules_freep) struct fusefs_rules *as_read = NULL, *as_deny = NULL;
 	_cleanup_free_ char *pattern = NULL, *quoted = NULL, *read_json = NULL, *deny_json = NULL;
 	_cleanup_free_ struct split *p = NULL, *s = NULL;
+	_cleanup_free_ bool *m = NULL;
 	const uint8_t *nl = memchr(data, '\n', size);
 	const char *path;
 
@@ -317,8 +330,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("the policy took a pattern with an empty, \".\" or \"..\" component", pattern,
 		     path);
 
-	check_match(pattern, p, path, s);
-	check_ancestors(pattern, path);
+	m = xcalloc((p->n + 1) * (s->n + 1), sizeof(bool));
+	ref_table(p, s, m);
+	check_match(pattern, p, path, s, m);
+	check_ancestors(pattern, p, path, s, m);
 	check_rules(as_read, pattern, p->n, path);
 	as_deny = rules_for(deny_json);
 	if (!as_deny)

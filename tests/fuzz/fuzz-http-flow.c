@@ -157,7 +157,7 @@ static void check_error(ssize_t r, const struct al_error *err, bool request)
 {
 	if (r == -EBADMSG || r == -EMSGSIZE || r == -EPROTO || r == -ENOMEM)
 		;
-	else if (!(request && (r == -EPERM || r == -EINVAL)))
+	else if (!(request && (r == -EPERM || r == -EINVAL)) && !(!request && r == -EIO))
 		__builtin_trap();
 	if (r != -ENOMEM && (err->code != r || err->msg[0] == '\0'))
 		__builtin_trap();
