@@ -137,3 +137,16 @@ int cli_broker(int argc, char **argv)
 	}
 	return 0;
 }
+
+int cli_broker_set_socket(struct broker_client_options *o, char **owned, const char *path)
+{
+	/* Also what keeps the socket's folder out of every bind: absolute. */
+	free(*owned);
+	*owned = realpath(path, NULL);
+	if (!*owned)
+		return log_error_errno(-errno, "--broker: %s: %m", path);
+	o->socket = *owned;
+	if (setenv("AIRLOCK_BROKER", *owned, 1) < 0)
+		return log_error_errno(-errno, "Failed to set AIRLOCK_BROKER: %m");
+	return 0;
+}

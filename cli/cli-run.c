@@ -7,10 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
+#include "agent/agent.h"
 #include "cli/cli.h"
-#include "common/json-util.h"
 #include "common/log.h"
 #include "common/parse-util.h"
 #include "launcher/launcher.h"
@@ -27,6 +25,7 @@ enum {
 	ARG_KEY_FILE,
 	ARG_RESOLVE,
 	ARG_UPSTREAM_CA,
+	ARG_ADMITTED,
 };
 
 /* Command-line overrides are applied in the order given, after the policy file is loaded. */
@@ -40,6 +39,7 @@ static bool arg_json;
 static bool arg_timing;
 static const char *arg_audit;
 static const char *arg_upstream_ca;
+static const char *arg_admitted;
 static struct broker_client_options arg_broker;
 static char *arg_broker_path;
 static uint64_t arg_kill_after_usec = 2 * 1000000ULL;
@@ -64,6 +64,8 @@ static void help(void)
 	    "                             loopback or private ADDRESS also needs --allow of it\n"
 	    "      --upstream-ca FILE     Verify intercepted upstreams against the CAs in FILE\n"
 	    "                             (PEM) instead of the host's store\n"
+	    "      --admitted FILE        The admitted set for policies of tier 3 and up\n"
+	    "                             (default " LAUNCHER_ADMITTED_DEFAULT ")\n"
 	    "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
 	    "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
 	    "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
@@ -117,10 +119,11 @@ static int parse_argv(int argc, char **argv)
 	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
 	    {"resolve", required_argument, NULL, ARG_RESOLVE},
 	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
+	    {"admitted", required_argument, NULL, ARG_ADMITTED},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	int c;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "+p:w:a:m:t:e:s:h", options, NULL)) >= 0) {
 		switch (c) {
@@ -152,14 +155,9 @@ static int parse_argv(int argc, char **argv)
 			arg_timing = true;
 			break;
 		case ARG_BROKER:
-			/* Also what keeps the socket's folder out of every bind: absolute. */
-			free(arg_broker_path);
-			arg_broker_path = realpath(optarg, NULL);
-			if (!arg_broker_path)
-				return log_error_errno(-errno, "--broker: %s: %m", optarg);
-			arg_broker.socket = arg_broker_path;
-			if (setenv("AIRLOCK_BROKER", arg_broker_path, 1) < 0)
-				return log_error_errno(-errno, "Failed to set AIRLOCK_BROKER: %m");
+			r = cli_broker_set_socket(&arg_broker, &arg_broker_path, optarg);
+			if (r < 0)
+				return r;
 			break;
 		case ARG_NO_BROKER:
 			arg_broker.embedded = true;
@@ -172,6 +170,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_UPSTREAM_CA:
 			arg_upstream_ca = optarg;
+			break;
+		case ARG_ADMITTED:
+			arg_admitted = optarg;
 			break;
 		case 'h':
 			help();
@@ -232,114 +233,6 @@ static int load_policy(struct policy **ret)
 	return 0;
 }
 
-/* JSON strings must be UTF-8; program output need not be. Invalid bytes become U+FFFD. NUL bytes
- * are kept (JSON escapes them), so the result's length is returned in *ret_len. */
-static char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
-{
-	char *out = malloc(len * 3 + 1), *o = out;
-	size_t i = 0;
-
-	if (!out)
-		return NULL;
-	while (i < len) {
-		unsigned char c = (unsigned char)s[i];
-		size_t n = c < 0x80	      ? 1
-			   : (c >> 5) == 0x6  ? 2
-			   : (c >> 4) == 0xe  ? 3
-			   : (c >> 3) == 0x1e ? 4
-					      : 0;
-		bool ok = n > 0 && i + n <= len;
-
-		for (size_t k = 1; ok && k < n; k++)
-			ok = ((unsigned char)s[i + k] >> 6) == 0x2;
-		if (ok && n > 1) {
-			uint32_t cp = c & (0x7f >> n);
-
-			for (size_t k = 1; k < n; k++)
-				cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3f);
-			/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
-			ok = !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) &&
-			     !(n == 4 && cp < 0x10000) && !(cp >= 0xd800 && cp <= 0xdfff) &&
-			     cp <= 0x10ffff;
-		}
-		if (ok) {
-			memcpy(o, s + i, n);
-			o += n;
-			i += n;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	*o = '\0';
-	*ret_len = (size_t)(o - out);
-	return out;
-}
-
-static struct json_object *json_output(const struct launcher_buffer *b)
-{
-	size_t len = 0;
-	_cleanup_free_ char *s = utf8_sanitize(b->data ? b->data : "", b->len, &len);
-
-	return s ? json_object_new_string_len(s, (int)len) : NULL;
-}
-
-static int print_json(const struct policy *p, const struct launcher_result *res)
-{
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	struct json_object *v, *l, *steps;
-	_cleanup_free_ char *text = NULL;
-	int r = 0;
-
-	if (!o)
-		return -ENOMEM;
-	r |= al_json_add(o, "stdout", json_output(&res->out));
-	r |= al_json_add(o, "stderr", json_output(&res->err));
-	r |= al_json_add(o, "stdout_truncated", json_object_new_boolean(res->out.truncated));
-	r |= al_json_add(o, "stderr_truncated", json_object_new_boolean(res->err.truncated));
-	r |= al_json_add(o, "exit_code", json_object_new_int(res->exit_code));
-	if (res->signal)
-		r |= al_json_add(o, "signal", json_object_new_int(res->signal));
-	else
-		r |= json_object_object_add(o, "signal", NULL);
-	r |= al_json_add(o, "timed_out", json_object_new_boolean(res->timed_out));
-	r |= al_json_add(o, "oom_killed", json_object_new_boolean(res->oom_killed));
-	r |= al_json_add(o, "duration_ms",
-			 json_object_new_double((double)res->duration_usec / 1000.0));
-	r |= al_json_add(o, "policy_hash", json_object_new_string(res->policy_hash));
-	v = json_object_new_array();
-	for (size_t i = 0; v && i < res->n_violations; i++) {
-		struct json_object *e = json_object_new_object();
-
-		if (!e || al_json_add(e, "kind", json_object_new_string(res->violations[i].kind)) ||
-		    al_json_add(e, "detail", json_object_new_string(res->violations[i].detail)) ||
-		    al_json_add(e, "count",
-				json_object_new_int64((int64_t)res->violations[i].count)) ||
-		    json_object_array_add(v, e) < 0)
-			r = -ENOMEM;
-	}
-	r |= al_json_add(o, "violations", v);
-	l = json_object_new_array();
-	if (l && json_object_array_add(l, json_object_new_string("src:airlock")) < 0)
-		r = -ENOMEM;
-	for (size_t i = 0; l && i < p->labels.n; i++)
-		if (json_object_array_add(l, json_object_new_string(p->labels.items[i])) < 0)
-			r = -ENOMEM;
-	r |= al_json_add(o, "labels", l);
-	if (arg_timing) {
-		steps = json_object_new_object();
-		for (size_t i = 0; steps && i < res->n_steps; i++)
-			r |= al_json_add(steps, res->steps[i].name,
-					 json_object_new_int64((int64_t)res->steps[i].usec));
-		r |= al_json_add(o, "steps", steps);
-	}
-	if (r != 0 || al_json_to_string(o, &text) < 0)
-		return -ENOMEM;
-	puts(text);
-	return fflush(stdout) == 0 ? 0 : -errno;
-}
-
 static void print_timing(const struct launcher_result *res)
 {
 	char line[512];
@@ -381,6 +274,7 @@ int cli_run(int argc, char **argv)
 	    .timing = arg_timing,
 	    .upstream_ca = arg_upstream_ca,
 	    .broker = arg_broker,
+	    .admitted_path = arg_admitted,
 	};
 	r = launcher_run(p, &opts, &res, &err);
 	if (r < 0) {
@@ -390,7 +284,7 @@ int cli_run(int argc, char **argv)
 	if (res.exec_error < 0)
 		report_exec_failure(opts.argv[0], res.exit_code);
 	if (arg_json) {
-		r = print_json(p, &res);
+		r = agent_result_print(stdout, p, &res, arg_timing ? AGENT_RESULT_STEPS : 0);
 		if (r < 0)
 			log_error_errno(r, "Failed to print the result: %m");
 	} else if (arg_timing) {

@@ -16,31 +16,35 @@
 
 static void help(void)
 {
-	printf("Usage: airlock [OPTIONS] COMMAND [ARGS...]\n"
-	       "\n"
-	       "Run untrusted programs in a Linux sandbox.\n"
-	       "\n"
-	       "Commands:\n"
-	       "  run [OPTIONS] [--] CMD [ARG...]  Run CMD in a sandbox (see airlock run --help)\n"
-	       "  fs [OPTIONS] ROOT MOUNTPOINT     Mount ROOT through the workspace filesystem\n"
-	       "  secret put|ls|rm|bind ...        Manage the vault's secrets\n"
-	       "  broker [status|sessions]         Run the credential broker daemon, or ask it\n"
-	       "  policy check FILE                Validate a policy file\n"
-	       "  policy hash [FILE]               Print the BLAKE2b-256 hash of a policy\n"
-	       "  policy show [FILE]               Print a policy in canonical form\n"
-	       "  doctor [--json]                  Probe the kernel features airlock needs\n"
-	       "  version                          Print the version\n"
-	       "  help                             Print this help\n"
-	       "\n"
-	       "Options:\n"
-	       "  -v, --verbose            Log debug messages to stderr\n"
-	       "      --log-level LEVEL    err, warning, notice, info or debug (or AIRLOCK_LOG)\n"
-	       "  -h, --help               Print this help\n"
-	       "      --version            Print the version\n"
-	       "\n"
-	       "Without a policy, run uses the embedded default: the current folder as the\n"
-	       "read-write workspace, no network, no credentials, restricted seccomp and default\n"
-	       "limits (memory 2Gi, pids 1024, /tmp 512Mi). airlock policy show prints it.\n");
+	printf(
+	    "Usage: airlock [OPTIONS] COMMAND [ARGS...]\n"
+	    "\n"
+	    "Run untrusted programs in a Linux sandbox.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  run [OPTIONS] [--] CMD [ARG...]  Run CMD in a sandbox (see airlock run --help)\n"
+	    "  exec [--request FILE]            Run one JSON request in a sandbox, print a JSON\n"
+	    "                                   result (see airlock exec --help)\n"
+	    "  capabilities [--json]            What this machine can enforce, which languages\n"
+	    "  fs [OPTIONS] ROOT MOUNTPOINT     Mount ROOT through the workspace filesystem\n"
+	    "  secret put|ls|rm|bind ...        Manage the vault's secrets\n"
+	    "  broker [status|sessions]         Run the credential broker daemon, or ask it\n"
+	    "  policy check FILE                Validate a policy file\n"
+	    "  policy hash [FILE]               Print the BLAKE2b-256 hash of a policy\n"
+	    "  policy show [FILE]               Print a policy in canonical form\n"
+	    "  doctor [--json]                  Probe the kernel features airlock needs\n"
+	    "  version                          Print the version\n"
+	    "  help                             Print this help\n"
+	    "\n"
+	    "Options:\n"
+	    "  -v, --verbose            Log debug messages to stderr\n"
+	    "      --log-level LEVEL    err, warning, notice, info or debug (or AIRLOCK_LOG)\n"
+	    "  -h, --help               Print this help\n"
+	    "      --version            Print the version\n"
+	    "\n"
+	    "Without a policy, run uses the embedded default: the current folder as the\n"
+	    "read-write workspace, no network, no credentials, restricted seccomp and default\n"
+	    "limits (memory 2Gi, pids 1024, /tmp 512Mi). airlock policy show prints it.\n");
 }
 
 /* airlock may be started by anything: undo what a careless parent left behind that would break
@@ -117,6 +121,10 @@ int main(int argc, char **argv)
 	optind = 0; /* getopt_long restarts (and re-initializes) for the subcommand */
 	if (streq(verb, "run"))
 		return cli_run(argc, argv);
+	if (streq(verb, "exec"))
+		return cli_exec(argc, argv);
+	if (streq(verb, "capabilities"))
+		return cli_capabilities(argc, argv);
 	if (streq(verb, "policy"))
 		return cli_policy(argc, argv);
 	if (streq(verb, "doctor"))

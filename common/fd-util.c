@@ -45,15 +45,11 @@ int al_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+int al_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -EBADF;
 	_cleanup_free_ char *buf = NULL;
 	size_t size = 4096, len = 0;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		char *n;
 		ssize_t k;
@@ -84,6 +80,16 @@ int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t 
 		*ret_len = len;
 	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return al_read_fd(fd, max, ret, ret_len);
 }
 
 int al_write_file_at(int dirfd, const char *path, const char *s)

@@ -37,6 +37,9 @@ static inline void fclosep(FILE **f)
  * Async-signal-safe. */
 int al_write_all(int fd, const void *buf, size_t len);
 
+/* Reads what is left of fd (up to max bytes, else -EFBIG) into a malloc'd, NUL-terminated buffer.
+ */
+int al_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* Reads a whole file (at most max bytes, else -EFBIG) relative to dirfd into a NUL-terminated
  * malloc'd buffer. ret_len may be NULL. */
 int al_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);

@@ -686,3 +686,42 @@ int launcher_doctor(FILE *out, bool json)
 		print_text(out, d, kernel, missing);
 	return missing;
 }
+
+static bool doctor_ok(const struct doctor *d, const char *feature)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (startswith(d->checks[i].feature, feature))
+			return d->checks[i].status == DOCTOR_OK;
+	return false;
+}
+
+void launcher_capabilities(struct launcher_capabilities *ret)
+{
+	struct doctor d = {0};
+	enum launcher_cgroup_version v = launcher_cgroup_detect();
+	int abi = launcher_landlock_abi();
+
+	check_doctor(&d);
+	*ret = (struct launcher_capabilities){
+	    .user_ns = doctor_ok(&d, "user namespaces"),
+	    .mount_ns = doctor_ok(&d, "mount namespace"),
+	    .pid_ns = doctor_ok(&d, "pid namespace"),
+	    .net_ns = doctor_ok(&d, "network namespace"),
+	    .ipc_ns = doctor_ok(&d, "ipc namespace"),
+	    .uts_ns = doctor_ok(&d, "uts namespace"),
+	    .cgroup_ns = doctor_ok(&d, "cgroup namespace"),
+	    .seccomp = doctor_ok(&d, "seccomp filter"),
+	    .landlock_abi = abi > 0 && doctor_ok(&d, "landlock") ? abi : 0,
+	    .cgroup_version = v == LAUNCHER_CGROUP_V2	? 2
+			      : v == LAUNCHER_CGROUP_V1 ? 1
+							: 0,
+	    .cgroup_limits = doctor_ok(&d, "cgroup memory and pids limits"),
+	    .fuse = doctor_ok(&d, "FUSE"),
+	};
+	cgroup_controllers(v, ret->cgroup_controllers, sizeof(ret->cgroup_controllers));
+	/* The egress proxy's veth pair and network namespaces are made as root only. */
+	ret->network_policy = geteuid() == 0 && ret->net_ns;
+	ret->tls_interception = ret->network_policy;
+	for (size_t i = 0; i < d.n; i++)
+		ret->missing += d.checks[i].status == DOCTOR_MISSING;
+}

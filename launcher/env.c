@@ -7,7 +7,6 @@
 #include "launcher/launcher-internal.h"
 #include "netns/netns.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEFAULT_HOME "/tmp"
 #define DEFAULT_LANG "C.UTF-8"
 #define INHERITED_VALUE_MAX 64
@@ -63,7 +62,7 @@ int launcher_env_build(const struct policy *p, char ***ret)
 		const char *name;
 		const char *fallback;
 	} base[] = {
-	    {"PATH", DEFAULT_PATH},
+	    {"PATH", LAUNCHER_DEFAULT_PATH},
 	    {"HOME", DEFAULT_HOME},
 	    {"LANG", DEFAULT_LANG},
 	    {"TERM", NULL},

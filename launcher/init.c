@@ -5,6 +5,7 @@
  * forward signals, terminate on request, report the command's end. When it exits, the kernel
  * kills every process left in the pid namespace. */
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -51,9 +52,23 @@ static bool reap(pid_t cmd, int *status)
 	}
 }
 
-_noreturn_ static void report_and_exit(int sync_fd, int status)
+/* The result file, for airlock to read: opened here, in the sandbox's view and with its rights,
+ * never following a link; anything but a regular file is airlock's to refuse. */
+static int open_result(const struct launcher_context *ctx)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS};
+	const char *path = ctx->opts->result_path;
+	int fd;
+
+	if (!path)
+		return -EBADF;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+_noreturn_ static void report_and_exit(const struct launcher_context *ctx, int sync_fd, int status,
+				       uint32_t flags)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .flags = flags};
 
 	if (WIFSIGNALED(status)) {
 		m.signal = WTERMSIG(status);
@@ -63,18 +78,67 @@ _noreturn_ static void report_and_exit(int sync_fd, int status)
 	}
 	/* Whatever the command left running ends with it, before airlock hears the status. */
 	(void)kill(-1, SIGKILL);
+	(void)launcher_sync_send(sync_fd, &m, flags ? -EBADF : open_result(ctx));
+	_exit(0);
+}
+
+_noreturn_ static void report_exec_failure(int sync_fd, int r, uint32_t flags)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r};
+
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	m = (struct launcher_sync_msg){
+	    .type = LAUNCHER_SYNC_STATUS,
+	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
+	    .flags = flags,
+	};
 	(void)launcher_sync_send(sync_fd, &m, -EBADF);
 	_exit(0);
 }
 
-_noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd)
+/* pid 1 keeps no stdio once the command runs: its output must reach EOF when it is done. */
+static void drop_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	(void)dup2(fd, STDIN_FILENO);
+	(void)dup2(fd, STDOUT_FILENO);
+	(void)dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		(void)al_close(fd);
+}
+
+/* The prelude ended with status: the command starts if it succeeded. Returns the command's pid. */
+static pid_t after_prelude(const struct launcher_context *ctx, int sync_fd, int status)
+{
+	pid_t cmd;
+	int r;
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		report_and_exit(ctx, sync_fd, status, LAUNCHER_STATUS_PRELUDE);
+	r = launcher_sandbox_spawn(ctx, ctx->argv, false, &cmd);
+	if (r < 0)
+		report_exec_failure(sync_fd, r, 0);
+	drop_stdio();
+	return cmd;
+}
+
+_noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
+				   pid_t cmd)
 {
 	struct pollfd pfd[2] = {
 	    {.fd = sigfd, .events = POLLIN},
 	    {.fd = sync_fd, .events = POLLIN},
 	};
+	bool in_prelude = ctx->opts->prelude;
 	int status = 0;
 
+	if (cmd < 0)
+		report_exec_failure(sync_fd, cmd, in_prelude ? LAUNCHER_STATUS_PRELUDE : 0);
+	if (!in_prelude)
+		drop_stdio();
 	for (;;) {
 		struct signalfd_siginfo si;
 		struct launcher_sync_msg m;
@@ -86,9 +150,11 @@ _noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd)
 		}
 		if (pfd[0].revents & POLLIN) {
 			if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGCHLD) {
-					if (reap(cmd, &status))
-						report_and_exit(sync_fd, status);
+				if (si.ssi_signo == SIGCHLD && reap(cmd, &status)) {
+					if (!in_prelude)
+						report_and_exit(ctx, sync_fd, status, 0);
+					in_prelude = false;
+					cmd = after_prelude(ctx, sync_fd, status);
 				} else if (is_forwarded((int)si.ssi_signo)) {
 					(void)kill(cmd, (int)si.ssi_signo);
 				}

@@ -191,7 +191,8 @@ enum launcher_sync_type {
 	LAUNCHER_SYNC_READY,	   /* child -> parent: sandbox built (+ seccomp listener fd) */
 	LAUNCHER_SYNC_ERROR,	   /* child -> parent: setup failed, see err */
 	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */
-	LAUNCHER_SYNC_STATUS,	   /* init -> parent: the command ended: value = code, signal */
+	LAUNCHER_SYNC_STATUS,	   /* init -> parent: the command ended: value = code, signal,
+				    * flags; + the result file's fd when there is one */
 	LAUNCHER_SYNC_TERMINATE,   /* parent -> init: SIGTERM every process (timeout) */
 	LAUNCHER_SYNC_FUSE,	   /* child -> parent: a FUSE connection to serve (+ its fd);
 				    * value = LAUNCHER_FUSE_WORKSPACE or _SECRETS */
@@ -203,10 +204,12 @@ enum {
 };
 
 #define LAUNCHER_SYNC_STEPS 8
+#define LAUNCHER_STATUS_PRELUDE 1u /* STATUS: the prelude failed, the command did not run */
 struct launcher_sync_msg {
 	uint32_t type;
 	int32_t value;
 	int32_t signal;
+	uint32_t flags;
 	uint32_t n_steps;
 	struct launcher_step steps[LAUNCHER_SYNC_STEPS];
 	struct al_error err;
@@ -330,14 +333,23 @@ int launcher_loopback_up(void);
 /* The body of the cloned child: never returns. Builds the sandbox, reports READY or ERROR, then
  * becomes the sandbox's pid 1 (init) and forks the command. */
 _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx);
+/* Starts argv (looked up on the sandbox's PATH) in the workspace with the command's environment
+ * and a clean signal state; a prelude gets /dev/null as stdin and its stdout goes to stderr.
+ * Returns 0 or the exec error as -errno. */
+int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv, bool prelude,
+			   pid_t *ret);
 
 /* ---- init.c (the sandbox's pid 1) ---- */
 
 /* Reaps every process of the pid namespace, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/
  * SIGUSR2/SIGWINCH to the command, handles LAUNCHER_SYNC_TERMINATE, and when the command ends
- * sends LAUNCHER_SYNC_STATUS and exits (which kills whatever is left in the namespace).
- * sigfd is a signalfd for the forwarded signals and SIGCHLD (which are blocked). */
-_noreturn_ void launcher_init_main(int sync_fd, int sigfd, pid_t cmd);
+ * sends LAUNCHER_SYNC_STATUS (with the result file, see launcher_options) and exits (which kills
+ * whatever is left in the namespace). sigfd is a signalfd for the forwarded signals and SIGCHLD
+ * (which are blocked). cmd is the command, or the prelude when ctx has one: init then starts the
+ * command once the prelude exited 0. Until the command is started, init's stdio are the
+ * command's; then /dev/null. */
+_noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
+				   pid_t cmd);
 
 /* ---- stream.c: moving bytes between airlock's stdio and the sandbox without ever blocking ---- */
 

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -275,14 +276,19 @@ static int spawn(struct run *run, struct al_error *err)
 	/* A terminal is not handed to the sandbox: it could change its modes, write escape
 	 * sequences past the capture, or read what is typed after it ends. Its input is copied
 	 * into a pipe instead. Other stdin (a file, a pipe) is passed as is. */
-	if (r >= 0 && isatty(STDIN_FILENO)) {
+	if (r >= 0 && run->ctx.opts->stdin_fd > 0) {
+		/* The caller's own input for the command: passed as is, airlock's stays. */
+		in[0] = fcntl(run->ctx.opts->stdin_fd, F_DUPFD_CLOEXEC, 3);
+		if (in[0] < 0)
+			r = -errno;
+	} else if (r >= 0 && isatty(STDIN_FILENO)) {
 		r = RET_NERRNO(pipe2(in, O_CLOEXEC));
 		/* In the background, reading the terminal would stop airlock (and its timeout)
 		 * with SIGTTIN: ignored, the read fails with EIO, which ends the input. */
 		(void)signal(SIGTTIN, SIG_IGN);
 		(void)signal(SIGTTOU, SIG_IGN);
 	}
-	launcher_stream_init(&run->in, in[0] >= 0 ? STDIN_FILENO : -EBADF, false, in[1], true, NULL,
+	launcher_stream_init(&run->in, in[1] >= 0 ? STDIN_FILENO : -EBADF, false, in[1], true, NULL,
 			     0);
 	run->ctx.stdin_r = in[0];
 	if (r < 0)
@@ -572,11 +578,35 @@ static bool violation_is_audited(uint64_t count)
 	return count == 1;
 }
 
+/* The result file init passed along with the status: kept when it is a regular file. */
+static void read_output(struct run *run, int fd)
+{
+	struct launcher_buffer *b = &run->result->output;
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		log_debug("The result file is not a regular file: ignored");
+		return;
+	}
+	free(b->data);
+	*b = (struct launcher_buffer){0};
+	r = al_read_fd(fd, LAUNCHER_OUTPUT_MAX, &b->data, &b->len);
+	if (r == -EFBIG)
+		b->truncated = true;
+	else if (r < 0)
+		log_debug_errno(r, "Failed to read the result file: %m");
+}
+
 static void on_sync(struct run *run)
 {
 	struct launcher_sync_msg m;
+	int fd = -EBADF;
 
-	while (launcher_sync_recv(run->sync_fd, &m, NULL) >= 0) {
+	while (launcher_sync_recv(run->sync_fd, &m, &fd) >= 0) {
+		if (fd >= 0 && m.type == LAUNCHER_SYNC_STATUS)
+			read_output(run, fd);
+		fd = al_close(fd);
 		if (m.type == LAUNCHER_SYNC_EXEC_FAILED) {
 			run->exec_failed = true;
 			run->exec_error = m.value;
@@ -770,6 +800,7 @@ static void finish(struct run *run)
 	struct launcher_result *res = run->result;
 	int st = run->init_status;
 
+	res->prelude_failed = run->got_status && (run->status.flags & LAUNCHER_STATUS_PRELUDE);
 	if (run->exec_failed) {
 		res->exec_error = run->exec_error < 0 ? run->exec_error : -EIO;
 		res->exit_code =
@@ -833,13 +864,21 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	    .netns_fd = -EBADF,
 	    .fuse_fd = -EBADF,
 	};
+	const struct policy *base;
 	int r;
 
 	*ret = (struct launcher_result){0};
 	run.t_start = run.t_last = launcher_now_usec();
-	r = policy_hash_hex(p, ret->policy_hash);
+	base = opts->base_policy ? opts->base_policy : p;
+	if (base->tier != p->tier)
+		return al_error_set(err, -EINVAL, "The run parameters changed the policy's tier");
+	r = policy_hash_hex(base, ret->policy_hash);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to hash the policy");
+	r = policy_check_admitted(
+	    base, opts->admitted_path ? opts->admitted_path : LAUNCHER_ADMITTED_DEFAULT, err);
+	if (r < 0)
+		return r;
 	/* Signals are blocked before clone: one arriving during setup waits in the signalfd. */
 	r = start_supervision(&run, err);
 	if (r >= 0)
@@ -896,6 +935,7 @@ void launcher_result_done(struct launcher_result *r)
 {
 	free(r->out.data);
 	free(r->err.data);
+	free(r->output.data);
 	free(r->violations);
 	*r = (struct launcher_result){0};
 }

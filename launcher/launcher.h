@@ -15,6 +15,18 @@
 #define LAUNCHER_EXIT_NOEXEC 126
 #define LAUNCHER_EXIT_NOTFOUND 127
 #define LAUNCHER_CAPTURE_MAX (1024 * 1024)
+#define LAUNCHER_OUTPUT_MAX (1024 * 1024) /* bytes of the result file kept */
+#define LAUNCHER_FILES_DIR "/run/airlock" /* where launcher_options.files appear */
+#define LAUNCHER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define LAUNCHER_ADMITTED_DEFAULT "/etc/airlock/admitted"
+
+/* A file airlock places, read-only, in the sandbox's own root at LAUNCHER_FILES_DIR/name (code to
+ * run, its input): nothing is written on the host. name is one path component. */
+struct launcher_file {
+	const char *name;
+	const char *data;
+	size_t len;
+};
 
 struct launcher_options {
 	char *const *argv; /* command to run; argv[0] looked up on the sandbox's PATH */
@@ -26,6 +38,23 @@ struct launcher_options {
 	/* Where the policy's credentials come from: the daemon's socket or the embedded broker
 	 * with its vault (audit and label are the run's own). */
 	struct broker_client_options broker;
+	const struct launcher_file *files;
+	size_t n_files;
+	/* Run first in the same sandbox (a compiler, say): when it does not exit 0, argv is not
+	 * run and the result is its status, with prelude_failed set. NULL: none. */
+	char *const *prelude;
+	/* A path in the sandbox the command may write (in /tmp): once it ended, what the file
+	 * holds (up to LAUNCHER_OUTPUT_MAX bytes) is the result's output. NULL: none. */
+	const char *result_path;
+	/* Policies of tier 3 and up run only when their hash is listed in this file (NULL:
+	 * LAUNCHER_ADMITTED_DEFAULT); see policy_check_admitted(). */
+	const char *admitted_path;
+	/* The policy as its author wrote it, when the caller added run parameters of its own (a
+	 * request's timeout, memory, env): its hash is the one admitted, audited and reported.
+	 * NULL: the policy run. */
+	const struct policy *base_policy;
+	/* > 0: the command's stdin (borrowed), instead of airlock's own. */
+	int stdin_fd;
 };
 
 struct launcher_violation {
@@ -52,8 +81,10 @@ struct launcher_result {
 	int exec_error; /* -errno when the command could not be executed, else 0 */
 	bool timed_out;
 	bool oom_killed;
+	bool prelude_failed; /* the status is the prelude's: the command did not run */
 	uint64_t duration_usec;
 	struct launcher_buffer out, err;
+	struct launcher_buffer output; /* the result file's bytes; data NULL when it was absent */
 	struct launcher_violation *violations;
 	size_t n_violations;
 	struct launcher_step steps[LAUNCHER_STEP_MAX];
@@ -69,6 +100,21 @@ void launcher_result_done(struct launcher_result *r);
  * unsandboxed. */
 int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		 struct launcher_result *ret, struct al_error *err);
+
+/* What this machine can enforce, each probed by trying it (as launcher_doctor() does). */
+struct launcher_capabilities {
+	bool user_ns, mount_ns, pid_ns, net_ns, ipc_ns, uts_ns, cgroup_ns;
+	bool seccomp;	  /* filters with user notification (violations are seen) */
+	int landlock_abi; /* 0: no landlock (no "executables" allow list) */
+	int cgroup_version;
+	char cgroup_controllers[256]; /* space-separated */
+	bool cgroup_limits;	      /* memory and pids limits can be applied */
+	bool fuse;
+	bool network_policy;   /* egress rules: veth pair, proxy netns (needs root) */
+	bool tls_interception; /* credential swap inside HTTPS */
+	int missing;	       /* required features that are missing: nothing runs */
+};
+void launcher_capabilities(struct launcher_capabilities *ret);
 
 /* Prints a report of the kernel features airlock needs, each probed by trying it, with a one-line
  * fix for each missing one. Returns the number of missing required features. */

@@ -412,6 +412,39 @@ static int setup_proc(struct al_error *err)
 /* With an executables allow list, nothing the sandbox can write may be executed or mapped
  * executable: landlock checks execve() only, so a program written to /tmp could otherwise still be
  * loaded by the ELF interpreter ("ld.so /tmp/prog"). */
+/* The files of launcher_options.files, in the root tmpfs at LAUNCHER_FILES_DIR (read-only with
+ * the rest of the root once it is entered). */
+static int setup_files(const struct launcher_options *opts, struct al_error *err)
+{
+	_cleanup_close_ int dir = -EBADF;
+	int r;
+
+	if (opts->n_files == 0)
+		return 0;
+	if ((mkdir(LAUNCHER_NEWROOT "/run", 0755) < 0 && errno != EEXIST) ||
+	    mkdir(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR, 0755) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create %s", LAUNCHER_FILES_DIR);
+	dir = open(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR,
+		   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return al_error_set_errno(err, -errno, "Failed to open %s", LAUNCHER_FILES_DIR);
+	for (size_t i = 0; i < opts->n_files; i++) {
+		const struct launcher_file *f = &opts->files[i];
+		_cleanup_close_ int fd = -EBADF;
+
+		fd = openat(dir, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0444);
+		if (fd < 0)
+			return al_error_set_errno(err, -errno, "Failed to create %s/%s",
+						  LAUNCHER_FILES_DIR, f->name);
+		r = al_write_all(fd, f->data, f->len);
+		if (r < 0)
+			return al_error_set_errno(err, r, "Failed to write %s/%s",
+						  LAUNCHER_FILES_DIR, f->name);
+	}
+	return 0;
+}
+
 static bool has_allow_list(const struct policy *p)
 {
 	return p->executables.n > 0;
@@ -676,6 +709,8 @@ int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *e
 		r = setup_proc(err);
 	if (r >= 0)
 		r = setup_tmp(ctx->policy, err);
+	if (r >= 0)
+		r = setup_files(ctx->opts, err);
 	if (r >= 0)
 		r = setup_workspace(ctx, ws, secrets, err);
 	if (r >= 0)

@@ -98,11 +98,11 @@ static int set_limits(const struct policy *p, struct al_error *err)
 	return 0;
 }
 
-/* Starts the command with posix_spawnp(): glibc's vfork-style clone shares init's memory until
- * the exec instead of copying the page tables of a fork of airlock, and reports exec errors
- * itself. PATH is searched in the sandbox's environment: posix_spawnp() reads environ, which
- * init has no other use for. Returns 0 or the exec error as -errno. */
-static int spawn_command(const struct launcher_context *ctx, pid_t *ret)
+/* posix_spawnp(): glibc's vfork-style clone shares init's memory until the exec instead of
+ * copying the page tables of a fork of airlock, and reports exec errors itself. PATH is searched
+ * in the sandbox's environment: posix_spawnp() reads environ, which init has no other use for. */
+int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv, bool prelude,
+			   pid_t *ret)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -129,26 +129,18 @@ static int spawn_command(const struct launcher_context *ctx, pid_t *ret)
 		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	if (r == 0)
 		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
+	/* A compiler must not eat the program's input, nor mix into its output. */
+	if (r == 0 && prelude)
+		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (r == 0 && prelude)
+		r = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
 	if (r == 0) {
 		environ = ctx->envp;
-		r = posix_spawnp(ret, ctx->argv[0], &fa, &attr, ctx->argv, ctx->envp);
+		r = posix_spawnp(ret, argv[0], &fa, &attr, argv, ctx->envp);
 	}
 	(void)posix_spawn_file_actions_destroy(&fa);
 	(void)posix_spawnattr_destroy(&attr);
 	return -r;
-}
-
-_noreturn_ static void report_exec_failure(int sync_fd, int r)
-{
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r};
-
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	m = (struct launcher_sync_msg){
-	    .type = LAUNCHER_SYNC_STATUS,
-	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
-	};
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	_exit(0);
 }
 
 static int install_stdio(const struct launcher_context *ctx, struct al_error *err)
@@ -264,18 +256,10 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	if (r < 0)
 		_exit(LAUNCHER_EXIT_FAILED);
 
-	r = spawn_command(ctx, &cmd);
-	if (r < 0)
-		report_exec_failure(sync_fd, r);
-	/* pid 1 keeps no stdio: the command's output must reach EOF when the command is done. */
-	r = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (r >= 0) {
-		(void)dup2(r, STDIN_FILENO);
-		(void)dup2(r, STDOUT_FILENO);
-		(void)dup2(r, STDERR_FILENO);
-		if (r > STDERR_FILENO)
-			(void)al_close(r);
-	}
 	(void)prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
-	launcher_init_main(sync_fd, sigfd, cmd);
+	r = launcher_sandbox_spawn(ctx, ctx->opts->prelude ? ctx->opts->prelude : ctx->argv,
+				   ctx->opts->prelude, &cmd);
+	if (r < 0)
+		cmd = r;
+	launcher_init_main(ctx, sync_fd, sigfd, cmd);
 }

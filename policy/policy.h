@@ -179,6 +179,17 @@ int policy_set_seccomp(struct policy *p, const char *level, struct al_error *err
  * serialize the same. Returns a malloc'd string. */
 int policy_to_canonical_json(const struct policy *p, char **ret);
 
+/* Admission (DESIGN.md): a policy of tier POLICY_TIER_ADMITTED or more runs only when its hash is
+ * listed in the admitted set at path: one hash (lower-case hex) per line, optionally followed by
+ * blanks and a comment; blank lines and lines starting with '#' are skipped. The file must belong
+ * to root (or the caller) and be writable by no one else. Returns 0 when p may run, -EPERM with
+ * err naming the policy's hash when it may not, -EINVAL for a malformed set (line named). */
+#define POLICY_TIER_ADMITTED 3
+int policy_check_admitted(const struct policy *p, const char *path, struct al_error *err);
+/* The parser of the admitted set: whether hash is listed in text. */
+int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret,
+		       struct al_error *err);
+
 /* BLAKE2b-256 over the canonical serialization. */
 int policy_hash(const struct policy *p, uint8_t ret[POLICY_HASH_SIZE]);
 int policy_hash_hex(const struct policy *p, char ret[POLICY_HASH_HEX_SIZE]);

@@ -31,7 +31,7 @@ assert_eq true "$(json_get "$res" 'isinstance(d["duration_ms"], (int, float)) an
 	"duration_ms is a non-negative number"
 assert_eq "[]" "$(json_get "$res" 'd["violations"]')" "violations is an empty array"
 labels=$(json_get "$res" '" ".join(d["labels"])')
-assert_contains " $labels " " src:airlock " "labels has src:airlock"
+assert_contains " $labels " " src:env:airlock " "labels has src:env:airlock"
 assert_contains " $labels " " it-label " "labels has the policy's label"
 hash=$(json_get "$res" 'd["policy_hash"]')
 assert_match '^[0-9a-f]{64}$' "$hash" "policy_hash is 64 hex digits"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Enforces STYLE.md section 4 on every C source of the tree:
 #  - quoted includes start at the repository root and name a file that exists;
-#  - dependencies point one way: common <- policy <- {fusefs, netns, broker} <- launcher <- cli;
+#  - dependencies point one way: common <- policy <- {fusefs, netns, broker} <- launcher <- agent
+#    <- cli;
 #    fusefs and netns never include each other nor broker internals: only broker/client.h;
 #  - <mod>/*-internal.h is included only by that module's own .c files (and its other internal
 #    headers) and by tests/unit/<mod>/ and tests/integration/<mod>/ (root tests of a module's
@@ -15,7 +16,7 @@ root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 # shellcheck source=tests/lint/lib-files.sh
 . "$(dirname "$0")/lib-files.sh"
 
-modules="common policy fusefs netns broker launcher cli"
+modules="common policy fusefs netns broker launcher agent cli"
 
 # The modules that a module may include from (STYLE.md section 4). fusefs and netns may reach
 # the broker, but only through broker/client.h (checked separately).
@@ -26,7 +27,8 @@ declare -A may_use=(
 	[netns]="common policy broker"
 	[broker]="common policy"
 	[launcher]="common policy fusefs netns broker"
-	[cli]="common policy fusefs netns broker launcher"
+	[agent]="common policy fusefs netns broker launcher"
+	[cli]="common policy fusefs netns broker launcher agent"
 )
 
 # Third-party libraries: a pattern over the <...> include and the files allowed to use it.
@@ -35,8 +37,9 @@ declare -A may_use=(
 #  - common/json-util.h and netns/nl-util.h are the adapters' own headers (they declare the
 #    adapters' cleanup helpers, which need the library's types); common/audit.c writes the audit
 #    stream's JSON lines, so that no other module needs json-c to emit an event;
-#  - launcher/doctor.c and cli/ print JSON output (`doctor --json`, `run --json`), so they build
-#    it with json-c rather than hand-escaping strings.
+#  - launcher/doctor.c and cli/ print JSON output (`doctor --json`), so they build it with json-c
+#    rather than hand-escaping strings; agent/ reads exec requests and writes results (JSON is
+#    its whole interface).
 # An include of the adapter header counts as a use of its library (json-util.h is json-c).
 lib_names=(libseccomp libnl libfuse libsodium openssl json-c)
 declare -A lib_pattern=(
@@ -57,7 +60,7 @@ declare -A lib_allowed=(
 	[libfuse]='fusefs/'
 	[libsodium]='broker/ policy/'
 	[openssl]='netns/tls.c'
-	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c cli/'
+	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ cli/'
 )
 
 # Headers generated into the build folder that sources may include without a folder.

@@ -1,0 +1,109 @@
+#pragma once
+
+/* The agent-facing API: an exec request (one JSON object) is parsed into a struct agent_request,
+ * run in a fresh sandbox through the launcher, and answered with one JSON result object. Errors
+ * are results too, with a kind. Also the capabilities report. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "broker/client.h"
+#include "common/error.h"
+#include "common/macro.h"
+
+#define AGENT_REQUEST_MAX (16 * 1024 * 1024) /* bytes of one request */
+#define AGENT_FILES_MAX 1024		     /* entries of "files" */
+#define AGENT_ARGV_MAX 4096		     /* entries of "argv" */
+#define AGENT_TIMEOUT_MAX_USEC (24ULL * 3600 * 1000000)
+#define AGENT_RESULT_PATH "/tmp/airlock-result.json" /* $AIRLOCK_RESULT in the sandbox */
+
+enum agent_language {
+	AGENT_LANGUAGE_COMMAND,
+	AGENT_LANGUAGE_PYTHON,
+	AGENT_LANGUAGE_JAVASCRIPT,
+	AGENT_LANGUAGE_TYPESCRIPT,
+	AGENT_LANGUAGE_RUST,
+	AGENT_LANGUAGE_SHELL,
+	AGENT_LANGUAGE_MAX,
+};
+
+enum agent_error_kind {
+	AGENT_ERROR_NONE,
+	AGENT_ERROR_INVALID_REQUEST,
+	AGENT_ERROR_UNSUPPORTED_LANGUAGE,
+	AGENT_ERROR_UNSUPPORTED_POLICY,
+	AGENT_ERROR_SETUP_FAILED,
+};
+
+struct agent_file {
+	char *path; /* relative to the workspace root, no "." or ".." component */
+	char *data;
+	size_t len;
+	bool executable;
+};
+
+struct agent_env_var {
+	char *name;
+	char *value;
+};
+
+struct agent_request {
+	enum agent_language language;
+	char *code; /* every language but command */
+	size_t code_len;
+	char **argv; /* NULL-terminated: the command, or the program's arguments */
+	size_t argc;
+	char *stdin_data; /* NULL: none (the input, if any, is given on stdin instead) */
+	size_t stdin_len;
+	char *input; /* "input", serialized, or NULL */
+	struct agent_env_var *env;
+	size_t n_env;
+	uint64_t timeout_usec; /* required */
+	char *memory;	       /* as written ("512Mi"), checked by the policy; NULL: the policy's */
+	struct agent_file *files;
+	size_t n_files;
+	char *policy_json; /* an inline "policy" object, serialized */
+	char *policy_path; /* "policy" as a path */
+	char *workspace;   /* host folder; NULL: the policy's, or a fresh one without a policy */
+};
+
+/* Parses and checks one request (len bytes, no NUL needed). Unknown fields, wrong types, a
+ * missing timeout or code are refused with -EINVAL and err naming the field. */
+int agent_request_parse(const char *buf, size_t len, struct agent_request **ret,
+			struct al_error *err);
+struct agent_request *agent_request_free(struct agent_request *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_request *, agent_request_free);
+
+const char *agent_language_to_string(enum agent_language l);
+int agent_language_from_string(const char *s, enum agent_language *ret);
+const char *agent_error_kind_to_string(enum agent_error_kind k);
+
+struct agent_exec_options {
+	const char *admitted_path; /* NULL: the launcher's default */
+	const char *upstream_ca;
+	const struct broker_client_options *broker; /* NULL: the defaults */
+};
+
+/* Runs req and writes one JSON result object (a line) to out. Returns the error kind of the
+ * result (AGENT_ERROR_NONE when the program ran, whatever its exit code), or -errno when not
+ * even a result could be written. */
+int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out);
+/* Writes the result of a request that could not be parsed. */
+int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *message);
+
+/* The JSON result of a launcher run, as one line on out: stdout, stderr (with their truncated
+ * flags), exit_code, signal, timed_out, oom_killed, duration_ms, policy_hash, violations, labels,
+ * and what flags add. */
+#define AGENT_RESULT_STEPS 1u	      /* "steps": per-step timings */
+#define AGENT_RESULT_ERROR_FIELD 2u   /* "error": null */
+#define AGENT_RESULT_OUTPUT_FIELD 4u  /* "output": the result file's JSON */
+#define AGENT_RESULT_COMPILE_FIELD 8u /* "compile_error" */
+struct policy;
+struct launcher_result;
+int agent_result_print(FILE *out, const struct policy *p, const struct launcher_result *res,
+		       unsigned flags);
+
+/* Writes the capabilities report (JSON) to out. */
+int agent_capabilities_print(FILE *out);

@@ -1,0 +1,235 @@
+/* The languages of exec requests: which runtime each needs, where the sandbox would find it, and
+ * the command (and, for a compiled language, the prelude) that runs the request's code. A runtime
+ * is looked for as the sandbox will see it: on the sandbox's PATH, through what the policy makes
+ * visible (the host's /usr, /bin, /sbin and /lib*, or the image, plus the policy's mounts), so a
+ * program found only in a host folder the sandbox does not see (~/.cargo/bin) is not "present". */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent-internal.h"
+#include "common/path-util.h"
+#include "launcher/launcher.h"
+
+#define RUST_BINARY "/tmp/airlock-main"
+
+static const struct agent_language_info languages[AGENT_LANGUAGE_MAX] = {
+    [AGENT_LANGUAGE_COMMAND] = {.file = NULL},
+    [AGENT_LANGUAGE_PYTHON] = {.runtimes = {"python3"}, .file = "main.py"},
+    [AGENT_LANGUAGE_JAVASCRIPT] = {.runtimes = {"node", "nodejs"}, .file = "main.js"},
+    [AGENT_LANGUAGE_TYPESCRIPT] = {.runtimes = {"tsx", "ts-node", "bun", "deno"},
+				   .file = "main.ts"},
+    [AGENT_LANGUAGE_RUST] = {.runtimes = {"rustc"}, .helpers = {"cc"}, .file = "main.rs"},
+    [AGENT_LANGUAGE_SHELL] = {.runtimes = {"sh"}, .file = "main.sh"},
+};
+
+const struct agent_language_info *agent_language_info(enum agent_language l)
+{
+	return l < AGENT_LANGUAGE_MAX ? &languages[l] : NULL;
+}
+
+static bool is_system_path(const char *path)
+{
+	static const char *const trees[] = {"/usr",   "/bin",	"/sbin",  "/lib",
+					    "/lib32", "/lib64", "/libx32"};
+
+	for (size_t i = 0; i < ELEMENTSOF(trees); i++)
+		if (al_path_is_within(path, trees[i]))
+			return true;
+	return false;
+}
+
+/* Where the sandbox's sandbox_path is on the host, or false when the sandbox does not see the host
+ * there. */
+static bool host_path(const struct policy *p, const char *sandbox_path, char *buf, size_t size)
+{
+	for (size_t i = p->n_mounts; i-- > 0;) {
+		const struct policy_mount *m = &p->mounts[i];
+
+		if (al_path_is_within(sandbox_path, m->target))
+			return (size_t)snprintf(buf, size, "%s%s", m->source,
+						sandbox_path + strlen(m->target)) < size;
+	}
+	if (p->image)
+		return (size_t)snprintf(buf, size, "%s%s", p->image, sandbox_path) < size;
+	return is_system_path(sandbox_path) &&
+	       (size_t)snprintf(buf, size, "%s", sandbox_path) < size;
+}
+
+/* Whether a canonical host path is one the sandbox sees (what a symbolic link led to). */
+static bool is_visible(const struct policy *p, const char *real)
+{
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (al_path_is_within(real, p->mounts[i].source))
+			return true;
+	return p->image ? al_path_is_within(real, p->image) : is_system_path(real);
+}
+
+static const char *sandbox_path_env(const struct policy *p)
+{
+	for (size_t i = 0; i < p->n_env; i++)
+		if (streq(p->env[i].name, "PATH"))
+			return p->env[i].value;
+	return LAUNCHER_DEFAULT_PATH;
+}
+
+int agent_runtime_find(const struct policy *p, const char *name, char *ret, size_t size)
+{
+	const char *path = sandbox_path_env(p);
+
+	for (const char *d = path; *d;) {
+		size_t n = strcspn(d, ":");
+		char sandbox[PATH_MAX], host[PATH_MAX], real[PATH_MAX];
+		struct stat st;
+
+		if (n > 0 && d[0] == '/' &&
+		    (size_t)snprintf(sandbox, sizeof(sandbox), "%.*s/%s", (int)n, d, name) <
+			sizeof(sandbox) &&
+		    host_path(p, sandbox, host, sizeof(host)) && realpath(host, real) &&
+		    is_visible(p, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (st.st_mode & 0111) && strlen(sandbox) < size) {
+			memcpy(ret, sandbox, strlen(sandbox) + 1);
+			return 0;
+		}
+		d += n;
+		d += *d == ':';
+	}
+	return -ENOENT;
+}
+
+static bool is_listed(const struct policy *p, const char *sandbox_path)
+{
+	for (size_t i = 0; i < p->executables.n; i++)
+		if (streq(p->executables.items[i], sandbox_path))
+			return true;
+	return false;
+}
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = reallocarray(*v, *n + 2, sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+/* The runtime's command line before the file: tsx/ts-node run a file; bun and deno "run" it. */
+static int push_runner(char ***v, size_t *n, const char *runtime)
+{
+	const char *base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
+	int r;
+
+	r = strv_push(v, n, runtime);
+	if (r >= 0 && (streq(base, "bun") || streq(base, "deno")))
+		r = strv_push(v, n, "run");
+	/* Deno's own permission prompts would stop a non-interactive run; airlock confines it. */
+	if (r >= 0 && streq(base, "deno"))
+		r = strv_push(v, n, "--allow-all");
+	return r;
+}
+
+void agent_plan_done(struct agent_plan *plan)
+{
+	for (char **v = plan->argv; v && *v; v++)
+		free(*v);
+	free(plan->argv);
+	for (char **v = plan->prelude; v && *v; v++)
+		free(*v);
+	free(plan->prelude);
+	*plan = (struct agent_plan){0};
+}
+
+/* The runtime of a language that has several possible ones: the first present. */
+static int find_runtime(const struct agent_language_info *info, const struct policy *p, char *rt,
+			size_t size, enum agent_language l, struct al_error *err)
+{
+	char missing[256] = "";
+	size_t m = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(info->runtimes) && info->runtimes[i]; i++) {
+		if (agent_runtime_find(p, info->runtimes[i], rt, size) >= 0)
+			return 0;
+		m += (size_t)snprintf(missing + MIN(m, sizeof(missing) - 1),
+				      sizeof(missing) - MIN(m, sizeof(missing) - 1), "%s%s",
+				      i ? ", " : "", info->runtimes[i]);
+	}
+	return al_error_set(
+	    err, -ENOENT,
+	    "%s needs %s%s on the sandbox's PATH (%s), as the sandbox sees it; none "
+	    "is there",
+	    agent_language_to_string(l), strchr(missing, ',') ? "one of " : "", missing,
+	    sandbox_path_env(p));
+}
+
+int agent_plan(const struct agent_request *req, const struct policy *p, struct agent_plan *ret,
+	       struct al_error *err)
+{
+	const struct agent_language_info *info = &languages[req->language];
+	char rt[PATH_MAX], file[PATH_MAX], helper[PATH_MAX];
+	struct agent_plan plan = {0};
+	size_t n = 0, np = 0;
+	int r;
+
+	if (req->language == AGENT_LANGUAGE_COMMAND) {
+		for (size_t i = 0; i < req->argc; i++) {
+			r = strv_push(&plan.argv, &n, req->argv[i]);
+			if (r < 0)
+				goto fail;
+		}
+		*ret = plan;
+		return 0;
+	}
+	r = find_runtime(info, p, rt, sizeof(rt), req->language, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(info->helpers) && info->helpers[i]; i++)
+		if (agent_runtime_find(p, info->helpers[i], helper, sizeof(helper)) < 0)
+			return al_error_set(err, -ENOENT,
+					    "%s needs %s (the linker) on the sandbox's PATH, as "
+					    "the sandbox sees it; it is not there",
+					    agent_language_to_string(req->language),
+					    info->helpers[i]);
+	if (p->executables.n > 0 && (!is_listed(p, rt) || req->language == AGENT_LANGUAGE_RUST))
+		return al_error_set(
+		    err, -EPERM, "executables: the policy's allow list does not let %s run%s",
+		    agent_language_to_string(req->language),
+		    req->language == AGENT_LANGUAGE_RUST ? " (it runs the program it compiles)"
+							 : "");
+	(void)snprintf(file, sizeof(file), "%s/%s", LAUNCHER_FILES_DIR, info->file);
+	if (req->language == AGENT_LANGUAGE_RUST) {
+		static const char *const compile[] = {"--edition", "2021", "-o", RUST_BINARY};
+
+		r = strv_push(&plan.prelude, &np, rt);
+		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(compile); i++)
+			r = strv_push(&plan.prelude, &np, compile[i]);
+		if (r >= 0)
+			r = strv_push(&plan.prelude, &np, file);
+		if (r >= 0)
+			r = strv_push(&plan.argv, &n, RUST_BINARY);
+	} else {
+		r = push_runner(&plan.argv, &n, rt);
+		if (r >= 0)
+			r = strv_push(&plan.argv, &n, file);
+	}
+	for (size_t i = 0; r >= 0 && i < req->argc; i++)
+		r = strv_push(&plan.argv, &n, req->argv[i]);
+	if (r < 0)
+		goto fail;
+	plan.file = info->file;
+	*ret = plan;
+	return 0;
+fail:
+	agent_plan_done(&plan);
+	return r;
+}

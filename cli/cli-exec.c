@@ -1,0 +1,189 @@
+#define LOG_MODULE "cli"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "launcher/launcher.h"
+
+enum {
+	ARG_REQUEST = 0x100,
+	ARG_ADMITTED,
+	ARG_UPSTREAM_CA,
+	ARG_BROKER,
+	ARG_NO_BROKER,
+	ARG_VAULT,
+	ARG_KEY_FILE,
+	ARG_JSON,
+};
+
+static const char *arg_request;
+static const char *arg_admitted;
+static const char *arg_upstream_ca;
+static struct broker_client_options arg_broker;
+static char *arg_broker_path;
+
+static void help(void)
+{
+	printf("Usage: airlock exec [OPTIONS] < REQUEST.json\n"
+	       "\n"
+	       "Run one request (a JSON object) in a fresh sandbox and print one JSON result.\n"
+	       "Request fields: language (command, python, javascript, typescript, rust, shell),\n"
+	       "code or argv, timeout (required), stdin, input, env, memory, files, policy,\n"
+	       "workspace. See docs/AGENT-API.md.\n"
+	       "\n"
+	       "Options:\n"
+	       "      --request FILE     Read the request from FILE instead of stdin\n"
+	       "      --admitted FILE    The admitted set for policies of tier 3 and up\n"
+	       "                         (default " LAUNCHER_ADMITTED_DEFAULT ")\n"
+	       "      --upstream-ca FILE Verify intercepted upstreams against the CAs in FILE\n"
+	       "      --broker SOCKET    The credential broker daemon to ask\n"
+	       "      --no-broker        Read credentials in this process\n"
+	       "      --vault FILE       Without a daemon: the vault\n"
+	       "      --key-file FILE    Without a daemon: the vault's key file\n"
+	       "  -h, --help             Print this help\n"
+	       "\n"
+	       "Exit status: 0 when the program ran (its own status is in the result), 125 when\n"
+	       "the result is an error (its kind and message are in the result).\n");
+}
+
+static int parse_argv(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"request", required_argument, NULL, ARG_REQUEST},
+	    {"admitted", required_argument, NULL, ARG_ADMITTED},
+	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
+	    {"broker", required_argument, NULL, ARG_BROKER},
+	    {"no-broker", no_argument, NULL, ARG_NO_BROKER},
+	    {"vault", required_argument, NULL, ARG_VAULT},
+	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_REQUEST:
+			arg_request = optarg;
+			break;
+		case ARG_ADMITTED:
+			arg_admitted = optarg;
+			break;
+		case ARG_UPSTREAM_CA:
+			arg_upstream_ca = optarg;
+			break;
+		case ARG_BROKER:
+			r = cli_broker_set_socket(&arg_broker, &arg_broker_path, optarg);
+			if (r < 0)
+				return r;
+			break;
+		case ARG_NO_BROKER:
+			arg_broker.embedded = true;
+			break;
+		case ARG_VAULT:
+			arg_broker.vault = optarg;
+			break;
+		case ARG_KEY_FILE:
+			arg_broker.key_file = optarg;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"; the request is JSON",
+				       argv[optind]);
+	return 1;
+}
+
+/* The request's bytes; the error's message in err. */
+static int read_request(char **ret, size_t *ret_len, struct al_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (arg_request) {
+		fd = open(arg_request, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return al_error_set_errno(err, -errno, "--request: %s", arg_request);
+	} else if (isatty(STDIN_FILENO)) {
+		return al_error_set(err, -EINVAL,
+				    "No request: give it on stdin or with --request FILE");
+	}
+	r = al_read_fd(fd >= 0 ? fd : STDIN_FILENO, AGENT_REQUEST_MAX, ret, ret_len);
+	if (r == -EFBIG)
+		return al_error_set(err, r, "The request is larger than %d bytes",
+				    AGENT_REQUEST_MAX);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to read the request");
+	return 0;
+}
+
+int cli_exec(int argc, char **argv)
+{
+	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
+	_cleanup_free_ char *buf = NULL;
+	struct agent_exec_options o;
+	struct al_error err = {0};
+	size_t len = 0;
+	int r;
+
+	r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? LAUNCHER_EXIT_FAILED : 0;
+	r = read_request(&buf, &len, &err);
+	if (r >= 0)
+		r = agent_request_parse(buf, len, &req, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		(void)agent_exec_print_error(stdout, AGENT_ERROR_INVALID_REQUEST, err.msg);
+		return LAUNCHER_EXIT_FAILED;
+	}
+	o = (struct agent_exec_options){
+	    .admitted_path = arg_admitted,
+	    .upstream_ca = arg_upstream_ca,
+	    .broker = &arg_broker,
+	};
+	r = agent_exec(req, &o, stdout);
+	free(arg_broker_path);
+	if (r < 0)
+		return log_error_errno(r, "Failed to write the result: %m"), LAUNCHER_EXIT_FAILED;
+	return r == AGENT_ERROR_NONE ? 0 : LAUNCHER_EXIT_FAILED;
+}
+
+int cli_capabilities(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"json", no_argument, NULL, ARG_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		if (c == 'h') {
+			printf("Usage: airlock capabilities [--json]\n"
+			       "\n"
+			       "Print what this machine can enforce (JSON), and which languages\n"
+			       "airlock exec can run.\n");
+			return 0;
+		}
+		if (c != ARG_JSON)
+			return CLI_EXIT_FAILURE;
+	}
+	r = agent_capabilities_print(stdout);
+	if (r < 0)
+		return log_error_errno(r, "Failed to print the capabilities: %m"), CLI_EXIT_FAILURE;
+	return 0;
+}
