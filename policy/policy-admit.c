@@ -39,6 +39,7 @@ static int check_trusted(int fd, const char *path, struct al_error *err)
 int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret,
 		       struct al_error *err)
 {
+	bool found = false;
 	size_t line = 0;
 
 	for (const char *p = text, *end = text + len; p < end;) {
@@ -57,14 +58,12 @@ int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret
 						    "line %zu is not a policy hash (64 lower-case "
 						    "hex digits, then an optional comment)",
 						    line);
-			if (memcmp(p, hash, w) == 0) {
-				*ret = true;
-				return 0;
-			}
+			/* Read on to the end: a malformed set is refused whole. */
+			found = found || memcmp(p, hash, w) == 0;
 		}
 		p += n + (nl ? 1 : 0);
 	}
-	*ret = false;
+	*ret = found;
 	return 0;
 }
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# airlock exec answers every refusal with a result: an error of one kind (invalid_request,
+# unsupported_language, unsupported_policy, setup_failed) and a message naming the problem, exit
+# status 125, one "airlock:" line on stderr at most, and nothing run or left behind. Also
+# `airlock capabilities --json`, which says in advance what the machine can enforce.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+REQ=$IT_TMP/request.json
+RES=$IT_TMP/al.out
+MARKER=$IT_TMP/ran
+
+ex()
+{
+	printf '%s' "$1" >"$REQ"
+	al_run exec --request "$REQ"
+}
+
+# refused KIND MESSAGE-PART WHAT: the last result is an error of KIND whose message contains
+# MESSAGE-PART, and nothing ran.
+refused()
+{
+	assert_eq 125 "$AL_RC" "$3: exit status 125"
+	assert_eq "$1" "$(json_get "$RES" 'd["error"]["kind"]')" "$3: kind $1"
+	assert_contains "$(json_get "$RES" 'd["error"]["message"]')" "$2" "$3: the message names it"
+	assert_eq '["src:env:airlock"]' "$(json_get "$RES" 'd["labels"]')" "$3: labelled"
+	assert_false "$3: nothing ran" test -e "$MARKER"
+}
+
+touch_marker="import pathlib; pathlib.Path('$MARKER').touch()"
+
+ex '{"language": "python", "code": "print(1)"}'
+refused invalid_request "timeout" "a request without a timeout"
+ex '{"language": "python", "code": "print(1)", "timeout": 5, "tmieout": 5}'
+refused invalid_request "tmieout: unknown field" "an unknown field"
+ex '{"language": "cobol", "code": "x", "timeout": 5}'
+refused invalid_request "language" "an unknown language"
+ex '{"language": "python", "code": "print(1)", "timeout": 5'
+refused invalid_request "JSON" "malformed JSON"
+ex '{"language": "command", "code": "print(1)", "timeout": 5}'
+refused invalid_request "argv" "a command without argv"
+ex '{"language": "shell", "code": "true", "timeout": 5, "files": [{"path": "../escape", "content": "x"}]}'
+refused invalid_request "files[0].path" "a file outside the workspace"
+ex '{"language": "shell", "code": "true", "timeout": 5, "memory": "lots"}'
+refused invalid_request "memory" "a bad memory size"
+ex '{"language": "shell", "code": "true", "timeout": 5, "env": {"AIRLOCK_RESULT": "/etc/passwd"}}'
+refused invalid_request "AIRLOCK_" "airlock's own variables"
+ex '{"language": "shell", "code": "true", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "resources": {"memory": "lots"}}}'
+refused invalid_request "policy" "an invalid inline policy"
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' >"$REQ"
+al_run exec --request "$REQ"
+refused invalid_request "larger than" "an oversize request"
+
+# a language whose runtime the sandbox would not see
+ex '{"language": "typescript", "code": "console.log(1)", "timeout": 5}'
+refused unsupported_language "tsx" "typescript without a runner"
+ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/nowhere"}}}'
+refused unsupported_language "python3" "python absent from the sandbox's PATH"
+
+# a policy that cannot be enforced, or that forbids the runtime
+ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"}, "isolation": [{"type": "gvisor"}]}}'
+refused unsupported_policy "gvisor" "an isolation this machine cannot enforce"
+ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"}, "executables": ["/bin/sh"]}}'
+refused unsupported_policy "executables" "an allow list without the runtime"
+ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"}, "tier": 3}}'
+refused unsupported_policy "not admitted" "a tier 3 policy that is not admitted"
+
+# a sandbox that cannot be set up: the mount's source is checked when the sandbox is built
+ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"},
+                "mounts": [{"source": "'"$IT_TMP/no-such-folder"'", "target": "/opt/v", "mode": "ro"}]}}'
+refused setup_failed "no-such-folder" "a mount whose source does not exist"
+
+# capabilities: what this machine can enforce, probed; the languages present
+al_run capabilities --json
+assert_eq 0 "$AL_RC" "capabilities --json exits 0"
+assert_eq "True True True True True True" \
+	"$(json_get "$RES" '" ".join(str(d["namespaces"][k]) for k in ["user", "mount", "pid", "net", "ipc", "uts"])')" \
+	"capabilities: the namespaces"
+assert_eq "True True True True" \
+	"$(json_get "$RES" '"%s %s %s %s" % (d["seccomp"], d["fuse"], d["network_policy"], d["tls_interception"])')" \
+	"capabilities: seccomp, FUSE, network policy and TLS interception (as root)"
+assert_eq true "$(json_get "$RES" 'd["cgroups"]["version"] in (1, 2) and "memory" in d["cgroups"]["controllers"] and d["cgroups"]["limits"]')" \
+	"capabilities: cgroup version, controllers and limits"
+assert_eq true "$(json_get "$RES" 'd["landlock_abi"] is None or d["landlock_abi"] >= 1')" "capabilities: landlock ABI"
+assert_eq "/usr/bin/python3 True" "$(json_get "$RES" '"%s %s" % (d["languages"]["python"], d["languages"]["command"])')" \
+	"capabilities: the languages, with the runtime the sandbox would use"
+assert_eq null "$(json_get "$RES" 'd["languages"]["typescript"]')" "capabilities: typescript absent (no runner)"
+assert_eq true "$(json_get "$RES" 'isinstance(d["persistent_sessions"], bool)')" "capabilities: persistent sessions"
+
+it_finish

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# airlock exec: one JSON request in, one JSON result out, for each language (python, javascript,
+# rust compiled in the sandbox, shell, command, typescript through a runner the policy makes
+# visible), with stdin, input, env, files, argv, the result file, timeout, memory and output caps.
+# A non-zero exit is a result, not an error; labels come from airlock and the policy only.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+REQ=$IT_TMP/request.json
+RES=$IT_TMP/al.out
+
+# ex JSON: runs the request; the result is in $RES.
+ex()
+{
+	printf '%s' "$1" >"$REQ"
+	al_run exec --request "$REQ"
+}
+
+get()
+{
+	json_get "$RES" "$1"
+}
+
+# python: stdin is the input when no stdin is given, the input is also a file, env is set,
+# files are placed in the (fresh) workspace, argv reaches the program, and the result file's JSON
+# is the output.
+ex '{"language": "python", "timeout": 30,
+     "code": "import json, os, sys\ndata = json.load(sys.stdin)\nprint(data[\"n\"] * 2, sys.argv[1:], os.environ[\"GREETING\"])\nprint(open(\"data/in.txt\").read(), end=\"\")\nwith open(os.environ[\"AIRLOCK_RESULT\"], \"w\") as f: json.dump({\"sum\": sum(json.load(open(os.environ[\"AIRLOCK_INPUT\"]))[\"list\"]), \"cwd\": os.getcwd()}, f)\nprint(\"err\", file=sys.stderr)",
+     "input": {"n": 21, "list": [1, 2, 3]}, "argv": ["a", "b"], "env": {"GREETING": "hello"},
+     "files": [{"path": "data/in.txt", "content": "from a file\n"}]}'
+assert_eq 0 "$AL_RC" "python: airlock exec exits 0"
+assert_eq null "$(get 'd["error"]')" "python: no error"
+assert_eq "$(printf "42 ['a', 'b'] hello\nfrom a file")" "$(get 'd["stdout"]')" "python: stdout"
+assert_eq "err" "$(get 'd["stderr"].strip()')" "python: stderr"
+assert_eq '{"cwd": "/workspace", "sum": 6}' "$(get 'd["output"]')" "python: the result file is the output"
+assert_eq 0 "$(get 'd["exit_code"]')" "python: exit code"
+assert_eq '["src:env:airlock"]' "$(get 'd["labels"]')" "python: labels"
+assert_eq 64 "$(get 'len(d["policy_hash"])')" "python: policy hash"
+assert_eq true "$(get 'isinstance(d["duration_ms"], float) and d["duration_ms"] > 0')" "python: duration_ms"
+assert_eq "[] False False False None" \
+	"$(get '"%s %s %s %s %s" % (d["violations"], d["timed_out"], d["oom_killed"], d["stdout_truncated"], d["signal"])')" \
+	"python: no violation, no timeout, no OOM, nothing cut, no signal"
+
+# explicit stdin wins over the input; base64 files; executable files
+ex '{"language": "shell", "timeout": "10s", "stdin": "line one\nline two\n", "input": {"x": 1},
+     "code": "wc -l; ./bin/tool; cat blob | od -An -tx1 | tr -d \" \\n\"; echo",
+     "files": [{"path": "bin/tool", "content": "#!/bin/sh\necho tool ran\n", "executable": true},
+               {"path": "blob", "base64": "AAEC/w=="}]}'
+assert_eq "$(printf '2\ntool ran\n000102ff')" "$(get 'd["stdout"]')" "shell: stdin, an executable file and a binary file"
+
+# javascript: a non-zero exit code is a result
+ex '{"language": "javascript", "timeout": 30, "code": "console.log(process.argv.slice(2).join(\",\")); process.exit(3)", "argv": ["x", "y"]}'
+assert_eq 0 "$AL_RC" "javascript: exit 3 is still a result (airlock exec exits 0)"
+assert_eq 3 "$(get 'd["exit_code"]')" "javascript: exit code 3"
+assert_eq "x,y" "$(get 'd["stdout"].strip()')" "javascript: argv"
+
+# rust: compiled with rustc inside the sandbox, then run
+ex '{"language": "rust", "timeout": 120, "argv": ["7"], "code": "fn main() { let n: u32 = std::env::args().nth(1).unwrap().parse().unwrap(); println!(\"{}\", n * 6); std::process::exit(2); }"}'
+assert_eq "42" "$(get 'd["stdout"].strip()')" "rust: compiled and run in the sandbox"
+assert_eq "2 false" "$(get '"%d %s" % (d["exit_code"], str(d["compile_error"]).lower())')" "rust: its exit code, no compile error"
+ex '{"language": "rust", "timeout": 120, "code": "fn main() { let x: u32 = \"s\"; }"}'
+assert_eq 0 "$AL_RC" "rust: a compile error is a result"
+assert_eq true "$(get 'd["compile_error"]')" "rust: compile_error is set"
+assert_ne 0 "$(get 'd["exit_code"]')" "rust: the compiler's non-zero status"
+assert_contains "$(get 'd["stderr"]')" "error[E0308]" "rust: the compiler's message is in stderr"
+assert_eq "" "$(get 'd["stdout"]')" "rust: nothing ran"
+
+# command: argv looked up on the sandbox's PATH; a missing one is exit code 127, as with run
+ex '{"language": "command", "timeout": 10, "argv": ["printf", "%s-%s", "a b", "c"]}'
+assert_eq "a b-c" "$(get 'd["stdout"]')" "command: argv passed as is"
+ex '{"language": "command", "timeout": 10, "argv": ["no-such-program-here"]}'
+assert_eq 127 "$(get 'd["exit_code"]')" "command: not found is exit code 127"
+
+# typescript: with a runner the policy makes visible (a stand-in tsx that runs node)
+mkdir -p "$IT_TMP/tsbin"
+printf '#!/bin/sh\necho "runner: tsx $1" >&2\nexec node "$@"\n' >"$IT_TMP/tsbin/tsx"
+chmod 755 "$IT_TMP/tsbin/tsx"
+ex '{"language": "typescript", "timeout": 30, "code": "console.log(6 * 7)",
+     "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/opt/ts/bin:/usr/bin:/bin"},
+                "mounts": [{"source": "'"$IT_TMP/tsbin"'", "target": "/opt/ts/bin", "mode": "ro"}],
+                "labels": ["team:agents"]}}'
+assert_eq 42 "$(get 'd["stdout"].strip()')" "typescript: run by the runner found on the policy's PATH"
+assert_eq "runner: tsx /run/airlock/main.ts" "$(get 'd["stderr"].strip()')" "typescript: the runner got the code's file"
+assert_eq '["src:env:airlock", "team:agents"]' "$(get 'd["labels"]')" "labels: airlock's, then the policy's"
+
+# a program cannot change the labels (nor any other field) through its output or result file
+ex '{"language": "python", "timeout": 30, "code": "import json, os\njson.dump({\"labels\": [\"src:evil\"], \"exit_code\": 0}, open(os.environ[\"AIRLOCK_RESULT\"], \"w\"))\nprint(json.dumps({\"labels\": [\"src:evil\"]}))\nraise SystemExit(5)"}'
+assert_eq '["src:env:airlock"]' "$(get 'd["labels"]')" "labels stay airlock's whatever the program writes"
+assert_eq 5 "$(get 'd["exit_code"]')" "the exit code stays the program's"
+assert_eq '{"exit_code": 0, "labels": ["src:evil"]}' "$(get 'd["output"]')" "what it wrote is only the output"
+
+# a result file that is not JSON
+ex '{"language": "shell", "timeout": 10, "code": "echo not json > \"$AIRLOCK_RESULT\""}'
+assert_eq "null the result file is not JSON" "$(get '"%s %s" % ("null" if d["output"] is None else d["output"], d.get("output_error"))')" "output: a result file that is not JSON is reported"
+
+# timeout, memory and the 1 MiB output cap
+ex '{"language": "python", "timeout": 1, "code": "import time\nprint(\"started\", flush=True)\ntime.sleep(60)"}'
+assert_eq "true 124 started" "$(get '"%s %d %s" % (str(d["timed_out"]).lower(), d["exit_code"], d["stdout"].strip())')" "timeout: timed_out, exit 124, output kept"
+ex '{"language": "python", "timeout": 60, "memory": "64Mi", "code": "b = []\nwhile True: b.append(bytearray(16 << 20))"}'
+assert_eq true "$(get 'd["oom_killed"]')" "memory: the request's limit OOM-kills"
+ex '{"language": "python", "timeout": 60, "code": "import sys\nsys.stdout.write(\"x\" * (3 << 20))"}'
+assert_eq "true 1048576" "$(get '"%s %d" % (str(d["stdout_truncated"]).lower(), len(d["stdout"]))')" "stdout: capped at 1 MiB with the flag"
+
+# a workspace named by the request is used (and kept)
+mkdir -p "$IT_TMP/own"
+ex '{"language": "shell", "timeout": 10, "workspace": "'"$IT_TMP/own"'", "code": "echo kept > note; ls", "files": [{"path": "given", "content": "g"}]}'
+assert_eq "$(printf 'given\nnote')" "$(get 'd["stdout"].strip()')" "workspace: the request's folder, with its files"
+assert_eq kept "$(cat "$IT_TMP/own/note")" "workspace: what the program wrote stays there"
+
+it_finish
