@@ -107,4 +107,22 @@ ex '{"language": "shell", "timeout": 10, "workspace": "'"$IT_TMP/own"'", "code":
 assert_eq "$(printf 'given\nnote')" "$(get 'd["stdout"].strip()')" "workspace: the request's folder, with its files"
 assert_eq kept "$(cat "$IT_TMP/own/note")" "workspace: what the program wrote stays there"
 
+# airlock exec killed with SIGKILL: its sandbox dies with it; the fresh workspace it could not
+# remove is removed by the next exec (as a killed run's cgroups are by the next run).
+printf '{"language": "shell", "timeout": 120, "code": "echo > ready; sleep 300.%s"}' "$RANDOM" >"$REQ"
+"$ITRUN" -p "$IT_TMP/exec.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" exec --request "$REQ" \
+	>"$IT_TMP/kill.out" 2>&1 &
+runner=$!
+if wait_for 20 sh -c 'ls /tmp/airlock-exec-*/ready' >/dev/null 2>&1; then
+	it_pass "the killed exec's program started"
+else
+	it_fail "the killed exec's program started" "$(cat "$IT_TMP/kill.out")"
+fi
+stale=$(dirname "$(ls /tmp/airlock-exec-*/ready 2>/dev/null | head -n 1)")
+kill -KILL "$(cat "$IT_TMP/exec.pid")"
+wait "$runner"
+assert_true "the killed exec left its workspace ($stale)" test -d "$stale"
+ex '{"language": "shell", "timeout": 10, "code": "true"}'
+assert_false "the next exec removed it" test -e "$stale"
+
 it_finish
