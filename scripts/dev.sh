@@ -9,6 +9,7 @@
 #                          (the workspace filesystem against native ext4 and bindfs),
 #                          bench/broker.sh (resolve latency against an echo server) and
 #                          bench/proxy.sh (the egress proxy against direct, tinyproxy, squid)
+#                          and bench/exec.sh (airlock exec requests/s against bubblewrap)
 #
 # `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
 # build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
@@ -137,6 +138,7 @@ cmd_bench()
 	AIRLOCK=$repo/build/cli/airlock bench/fs.sh
 	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
 	AIRLOCK=$repo/build/cli/airlock bench/proxy.sh
+	AIRLOCK=$repo/build/cli/airlock bench/exec.sh
 }
 
 # ---- test ----

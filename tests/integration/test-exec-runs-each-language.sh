@@ -107,6 +107,20 @@ ex '{"language": "shell", "timeout": 10, "workspace": "'"$IT_TMP/own"'", "code":
 assert_eq "$(printf 'given\nnote')" "$(get 'd["stdout"].strip()')" "workspace: the request's folder, with its files"
 assert_eq kept "$(cat "$IT_TMP/own/note")" "workspace: what the program wrote stays there"
 
+# examples/provider.py: {argv, cwd, vars, secrets} -> {stdout, stderr, exitCode}, the secret a
+# credential whose surrogate is all the program sees
+real=ghp_realrealrealrealrealrealrealreal1234
+printf '{"argv": ["/bin/sh", "-c", "echo $GREET; echo $GITHUB_TOKEN; pwd; ls; exit 4"], "cwd": "%s", "vars": {"GREET": "hi"}, "secrets": {"GITHUB_TOKEN": {"value": "%s", "hosts": ["api.github.com"]}}}' \
+	"$IT_TMP/own" "$real" >"$IT_TMP/call.json"
+AIRLOCK=$AIRLOCK "$ITRUN" -t "$IT_WATCHDOG" -- "$IT_PY" "$IT_SOURCE_ROOT/examples/provider.py" \
+	<"$IT_TMP/call.json" >"$IT_TMP/provider.out" 2>"$IT_TMP/provider.err"
+assert_eq "4 hi /workspace" \
+	"$(json_get "$IT_TMP/provider.out" '"%d %s %s" % (d["exitCode"], d["stdout"].split()[0], d["stdout"].split()[2])')" \
+	"provider: exit code, vars and the workspace (cwd)"
+assert_match '^ghp_[A-Za-z0-9]{36}$' "$(json_get "$IT_TMP/provider.out" 'd["stdout"].split()[1]')" \
+	"provider: the program holds a token of the secret's shape"
+assert_not_contains "$(cat "$IT_TMP/provider.out")" "$real" "provider: never the real value"
+
 # airlock exec killed with SIGKILL: its sandbox dies with it; the fresh workspace it could not
 # remove is removed by the next exec (as a killed run's cgroups are by the next run).
 printf '{"language": "shell", "timeout": 120, "code": "echo > ready; sleep 300.%s"}' "$RANDOM" >"$REQ"
