@@ -90,6 +90,10 @@ struct agent_exec_options {
  * result (AGENT_ERROR_NONE when the program ran, whatever its exit code), or -errno when not
  * even a result could be written. */
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out);
+/* Runs req in persistent session id (launcher_session_exec()) and writes its result, as
+ * agent_exec() does. Only command, python, javascript and shell: the code goes on the runtime's
+ * command line; policy, workspace, memory and files are the session's. */
+int agent_session_exec(const char *id, const struct agent_request *req, FILE *out);
 /* Writes the result of a request that could not be parsed. */
 int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *message);
 

@@ -15,6 +15,7 @@ int cli_secret(int argc, char **argv);
 int cli_broker(int argc, char **argv);
 int cli_exec(int argc, char **argv);
 int cli_capabilities(int argc, char **argv);
+int cli_session(int argc, char **argv);
 
 /* --broker SOCKET of run and exec: the canonical path into *owned (freed first) and o->socket,
  * and $AIRLOCK_BROKER for the sandbox's own airlock calls. Logs its error. */

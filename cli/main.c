@@ -123,6 +123,8 @@ int main(int argc, char **argv)
 		return cli_run(argc, argv);
 	if (streq(verb, "exec"))
 		return cli_exec(argc, argv);
+	if (streq(verb, "session"))
+		return cli_session(argc, argv);
 	if (streq(verb, "capabilities"))
 		return cli_capabilities(argc, argv);
 	if (streq(verb, "policy"))

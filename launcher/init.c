@@ -118,7 +118,7 @@ static pid_t after_prelude(const struct launcher_context *ctx, int sync_fd, int 
 
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		report_and_exit(ctx, sync_fd, status, LAUNCHER_STATUS_PRELUDE);
-	r = launcher_sandbox_spawn(ctx, ctx->argv, false, &cmd);
+	r = launcher_sandbox_spawn(ctx, &(struct launcher_spawn){.argv = ctx->argv}, &cmd);
 	if (r < 0)
 		report_exec_failure(sync_fd, r, 0);
 	drop_stdio();
@@ -135,6 +135,10 @@ _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_
 	bool in_prelude = ctx->opts->prelude;
 	int status = 0;
 
+	if (ctx->opts->session) {
+		drop_stdio();
+		launcher_init_session_main(ctx, sync_fd, sigfd);
+	}
 	if (cmd < 0)
 		report_exec_failure(sync_fd, cmd, in_prelude ? LAUNCHER_STATUS_PRELUDE : 0);
 	if (!in_prelude)

@@ -196,6 +196,13 @@ enum launcher_sync_type {
 	LAUNCHER_SYNC_TERMINATE,   /* parent -> init: SIGTERM every process (timeout) */
 	LAUNCHER_SYNC_FUSE,	   /* child -> parent: a FUSE connection to serve (+ its fd);
 				    * value = LAUNCHER_FUSE_WORKSPACE or _SECRETS */
+	LAUNCHER_SYNC_EXEC,	   /* parent -> session init: run exec id (+ fds: the request, see
+				    * launcher_exec_payload, then stdin, stdout, stderr) */
+	LAUNCHER_SYNC_EXEC_SIGNAL, /* parent -> session init: signal (value) exec id's group */
+	LAUNCHER_SYNC_CHECKPOINT,  /* parent -> session init: copy the workspace into the fd's
+				    * folder, every process stopped; the answer has the same type,
+				    * value 0 or -errno, flags = entries not copied, err */
+	LAUNCHER_SYNC_RESTORE,	   /* the same, the other way: the workspace becomes the fd's */
 };
 
 enum {
@@ -210,6 +217,7 @@ struct launcher_sync_msg {
 	int32_t value;
 	int32_t signal;
 	uint32_t flags;
+	uint32_t id; /* a session's exec: EXEC, EXEC_SIGNAL, and its EXEC_FAILED and STATUS */
 	uint32_t n_steps;
 	struct launcher_step steps[LAUNCHER_SYNC_STEPS];
 	struct al_error err;
@@ -217,6 +225,10 @@ struct launcher_sync_msg {
 
 /* Sends m, and pass_fd with SCM_RIGHTS when >= 0. Async-signal-safe. */
 int launcher_sync_send(int fd, const struct launcher_sync_msg *m, int pass_fd);
+/* The same with n fds (at most AL_FDS_MAX), and receiving up to max of them into fds (the rest
+ * -EBADF). */
+int launcher_sync_send_fds(int fd, const struct launcher_sync_msg *m, const int *fds, size_t n);
+int launcher_sync_recv_fds(int fd, struct launcher_sync_msg *m, int *fds, size_t max);
 /* Receives one message (and a passed fd into *ret_fd when not NULL, else it is closed).
  * Returns 0, -EPIPE on EOF, -EBADMSG on a malformed message, or -errno. */
 int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd);
@@ -227,6 +239,10 @@ int launcher_sync_expect(int r, const struct launcher_sync_msg *m, uint32_t want
 			 struct al_error *err);
 
 uint64_t launcher_now_usec(void);
+
+/* The result file init passed: into b (up to LAUNCHER_OUTPUT_MAX, else b->truncated) when it is
+ * a regular file. */
+void launcher_read_output(int fd, struct launcher_buffer *b);
 
 /* ---- daemon.c: airlock's helper processes ---- */
 
@@ -333,10 +349,16 @@ int launcher_loopback_up(void);
 /* The body of the cloned child: never returns. Builds the sandbox, reports READY or ERROR, then
  * becomes the sandbox's pid 1 (init) and forks the command. */
 _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx);
-/* Starts argv (looked up on the sandbox's PATH) in the workspace with the command's environment
- * and a clean signal state; a prelude gets /dev/null as stdin and its stdout goes to stderr.
- * Returns 0 or the exec error as -errno. */
-int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv, bool prelude,
+struct launcher_spawn {
+	char *const *argv; /* looked up on the sandbox's PATH */
+	char *const *envp; /* NULL: the command's (ctx->envp) */
+	const int *stdio;  /* NULL: init's own 0, 1, 2; else three fds */
+	bool prelude;	   /* stdin /dev/null, stdout to stderr */
+	bool new_group;	   /* a process group of its own */
+};
+/* Starts a program in the workspace with a clean signal state. Returns 0 or the exec error as
+ * -errno. */
+int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct launcher_spawn *sp,
 			   pid_t *ret);
 
 /* ---- init.c (the sandbox's pid 1) ---- */
@@ -350,6 +372,75 @@ int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv
  * command's; then /dev/null. */
 _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
 				   pid_t cmd);
+
+/* ---- init-session.c (a session's pid 1) ---- */
+
+#define LAUNCHER_SESSION_EXECS_MAX 64 /* commands running at once in one session */
+#define LAUNCHER_EXEC_STRINGS_MAX 65536
+
+/* launcher_init_main() for a session: runs the commands of LAUNCHER_SYNC_EXEC messages (the
+ * payload: NUL-terminated strings argc, argv..., envc, env..., then the result file's path or
+ * ""), reports each one's STATUS (with its id and result file) or EXEC_FAILED, signals one
+ * command's process group on EXEC_SIGNAL, and stops or continues every process on FREEZE. */
+_noreturn_ void launcher_init_session_main(const struct launcher_context *ctx, int sync_fd,
+					   int sigfd);
+
+/* ---- session.c: the supervisor's side, called from launcher_run()'s loop ---- */
+
+enum {
+	LAUNCHER_SESSION_EXEC = 1, /* + fds: payload, stdin, stdout, stderr */
+	LAUNCHER_SESSION_STOP,
+	LAUNCHER_SESSION_CHECKPOINT,
+	LAUNCHER_SESSION_RESTORE,
+};
+
+struct launcher_session_request {
+	uint32_t op;
+	uint32_t reserved;
+	uint64_t timeout_usec, kill_grace_usec;
+	char name[LAUNCHER_CHECKPOINT_NAME_MAX];
+};
+
+struct launcher_session_reply {
+	int32_t error; /* 0 or -errno (err says why) */
+	int32_t exit_code, signal, exec_error;
+	bool timed_out, oom_killed;
+	uint64_t duration_usec;
+	uint32_t n_violations;
+	struct launcher_violation violations[LAUNCHER_SESSION_VIOLATIONS_MAX];
+	char policy_hash[POLICY_HASH_HEX_SIZE];
+	struct al_error err;
+}; /* + the result file's fd, after an exec */
+
+struct launcher_cgroup;
+struct launcher_session_view {
+	int sync_fd;
+	const struct launcher_context *ctx;
+	const struct launcher_result *result;
+	struct launcher_cgroup *cgroup;
+};
+
+#define LAUNCHER_SESSION_PFDS (3 + 64)
+void launcher_session_on_ready(struct launcher_session *s, const struct launcher_session_view *v);
+size_t launcher_session_fill(struct launcher_session *s, struct pollfd *pfd);
+void launcher_session_handle(struct launcher_session *s, const struct pollfd *pfd,
+			     const struct launcher_session_view *v);
+/* Takes the messages of init that are the session's (true), with fd (borrowed). */
+bool launcher_session_on_sync(struct launcher_session *s, const struct launcher_sync_msg *m, int fd,
+			      const struct launcher_session_view *v);
+bool launcher_session_ended(const struct launcher_session *s);
+
+/* ---- tree.c ---- */
+
+struct launcher_tree_stats {
+	uint32_t copied, failed;
+	char first[128]; /* the first failure: "name: error" */
+};
+/* Copies what src_dir holds into dst_dir (files, folders, links as links; modes); what cannot be
+ * copied is counted in st. */
+void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st);
+/* Removes what dir holds (what cannot be removed is counted in st). */
+void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st);
 
 /* ---- stream.c: moving bytes between airlock's stdio and the sandbox without ever blocking ---- */
 

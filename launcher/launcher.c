@@ -229,6 +229,14 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 	r = list_secret_files(run);
 	if (r < 0)
 		return r;
+	/* A session's commands write to their callers' pipes directly: nothing redacts them. */
+	for (size_t i = 0; opts->session && i < p->n_credentials; i++)
+		if (p->credentials[i].expose)
+			return al_error_set(
+			    err, -EOPNOTSUPP,
+			    "credentials[%zu]: \"expose\" cannot be used in a session "
+			    "(its output is not redacted); use a surrogate",
+			    i);
 	if (p->executables.n > 0) {
 		abi = launcher_landlock_abi();
 		if (abi < 1)
@@ -578,10 +586,8 @@ static bool violation_is_audited(uint64_t count)
 	return count == 1;
 }
 
-/* The result file init passed along with the status: kept when it is a regular file. */
-static void read_output(struct run *run, int fd)
+void launcher_read_output(int fd, struct launcher_buffer *b)
 {
-	struct launcher_buffer *b = &run->result->output;
 	struct stat st;
 	int r;
 
@@ -598,14 +604,30 @@ static void read_output(struct run *run, int fd)
 		log_debug_errno(r, "Failed to read the result file: %m");
 }
 
+static struct launcher_session_view session_view(struct run *run)
+{
+	return (struct launcher_session_view){
+	    .sync_fd = run->sync_fd,
+	    .ctx = &run->ctx,
+	    .result = run->result,
+	    .cgroup = run->cgroup,
+	};
+}
+
 static void on_sync(struct run *run)
 {
+	struct launcher_session *session = run->ctx.opts->session;
+	struct launcher_session_view v = session_view(run);
 	struct launcher_sync_msg m;
 	int fd = -EBADF;
 
 	while (launcher_sync_recv(run->sync_fd, &m, &fd) >= 0) {
+		if (session && launcher_session_on_sync(session, &m, fd, &v)) {
+			fd = al_close(fd);
+			continue;
+		}
 		if (fd >= 0 && m.type == LAUNCHER_SYNC_STATUS)
-			read_output(run, fd);
+			launcher_read_output(fd, &run->result->output);
 		fd = al_close(fd);
 		if (m.type == LAUNCHER_SYNC_EXEC_FAILED) {
 			run->exec_failed = true;
@@ -733,7 +755,9 @@ static void on_net_violation(struct run *run)
 
 static void supervise(struct run *run)
 {
-	struct pollfd pfd[PFD_MAX];
+	struct launcher_session *session = run->ctx.opts->session;
+	struct pollfd pfd[PFD_MAX + LAUNCHER_SESSION_PFDS];
+	size_t n_pfd = PFD_MAX;
 
 	for (;;) {
 		/* The output is delivered in full after the sandbox ends, however slowly it is
@@ -763,7 +787,9 @@ static void supervise(struct run *run)
 		    .fd = launcher_egress_violations_fd(run->egress), .events = POLLIN};
 		pfd[PFD_FS_VIOLATION] = (struct pollfd){
 		    .fd = launcher_workspace_violations_fd(run->ws), .events = POLLIN};
-		if (poll(pfd, PFD_MAX, -1) < 0) {
+		if (session)
+			n_pfd = PFD_MAX + launcher_session_fill(session, pfd + PFD_MAX);
+		if (poll(pfd, n_pfd, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_debug_errno(-errno, "poll() failed: %m");
@@ -792,6 +818,17 @@ static void supervise(struct run *run)
 			on_exit_of_helper(run, launcher_workspace_daemon(run->ws), &run->fs_died);
 		if (pfd[PFD_NET].revents)
 			on_exit_of_helper(run, launcher_egress_daemon(run->egress), &run->net_died);
+		if (session && !run->reaped) {
+			struct launcher_session_view v = session_view(run);
+
+			launcher_session_handle(session, pfd + PFD_MAX, &v);
+			/* Ended (asked, TTL, owner gone): the sandbox goes with everything in it.
+			 */
+			if (launcher_session_ended(session) && !run->killed) {
+				run->killed = true;
+				(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
+			}
+		}
 	}
 }
 
@@ -892,8 +929,14 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		r = spawn(&run, err);
 	if (r >= 0)
 		r = handshake(&run, err);
-	if (r >= 0 && p->resources.timeout_usec > 0)
+	/* A session's commands have timeouts of their own; the session, a TTL. */
+	if (r >= 0 && p->resources.timeout_usec > 0 && !opts->session)
 		r = arm_timer(run.timer_fd, p->resources.timeout_usec);
+	if (r >= 0 && opts->session) {
+		struct launcher_session_view v = session_view(&run);
+
+		launcher_session_on_ready(opts->session, &v);
+	}
 	if (r < 0) {
 		run_done(&run);
 		return r;

@@ -2,9 +2,11 @@
 
 /* Composes and runs a sandbox for a policy. */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "broker/client.h"
 #include "common/error.h"
@@ -53,6 +55,9 @@ struct launcher_options {
 	 * request's timeout, memory, env): its hash is the one admitted, audited and reported.
 	 * NULL: the policy run. */
 	const struct policy *base_policy;
+	/* A persistent session (launcher_session_new()): argv is not run; commands come through the
+	 * session's control socket until it ends. NULL: a run. */
+	struct launcher_session *session;
 	/* > 0: the command's stdin (borrowed), instead of airlock's own. */
 	int stdin_fd;
 };
@@ -100,6 +105,73 @@ void launcher_result_done(struct launcher_result *r);
  * unsandboxed. */
 int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		 struct launcher_result *ret, struct al_error *err);
+
+/* ---- persistent sessions (session.c, session-client.c) ---- */
+
+#define LAUNCHER_SESSION_ID_MAX 32
+#define LAUNCHER_CHECKPOINT_NAME_MAX 64
+#define LAUNCHER_SESSION_VIOLATIONS_MAX 32
+
+struct launcher_session;
+
+struct launcher_session_options {
+	uint64_t ttl_usec; /* the session ends this long after it started; 0: never */
+	pid_t owner;	   /* the session ends when this process does; 0: none */
+	int ready_fd;	   /* gets the session's id once it serves, then is closed (owned) */
+};
+
+/* Picks an id and makes the session's state folder (its control socket, info, checkpoints) under
+ * launcher_session_base(), removing the folders of sessions whose supervisor died. The sandbox
+ * is made by launcher_run() with options.session set; it returns when the session ended. */
+int launcher_session_new(const struct launcher_session_options *o, struct launcher_session **ret,
+			 struct al_error *err);
+/* Removes the state folder (with its checkpoints). Accepts NULL; returns NULL. */
+struct launcher_session *launcher_session_free(struct launcher_session *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_session *, launcher_session_free);
+const char *launcher_session_id(const struct launcher_session *s);
+/* The session could not start: message goes to the ready fd (after a '!'), if it is still open. */
+void launcher_session_fail(struct launcher_session *s, const char *message);
+
+/* Where sessions keep their state: /var/lib/airlock/sessions for root, else
+ * $XDG_STATE_HOME/airlock/sessions or ~/.local/state/airlock/sessions. */
+int launcher_session_base(char *buf, size_t size);
+bool launcher_session_id_is_valid(const char *id);
+void launcher_session_remove_stale(const char *base);
+void launcher_session_remove_dir(const char *dir);
+int launcher_session_probe(const char *dir);
+
+struct launcher_session_info {
+	char id[LAUNCHER_SESSION_ID_MAX];
+	pid_t pid;		    /* the supervisor */
+	long long started, expires; /* seconds since the epoch; expires 0: no TTL */
+	char policy_hash[POLICY_HASH_HEX_SIZE];
+	char workspace[PATH_MAX];
+};
+int launcher_session_read_info(const char *dir, struct launcher_session_info *ret);
+
+/* A command for a session (`airlock session exec`). */
+struct launcher_session_exec {
+	char *const *argv;
+	char *const *env;      /* NAME=VALUE pairs over the session's environment, or NULL */
+	int stdin_fd;	       /* the command's stdin (borrowed); < 0: /dev/null */
+	uint64_t timeout_usec; /* 0: none */
+	uint64_t kill_grace_usec;
+	const char *result_path; /* as launcher_options.result_path, or NULL */
+	bool capture;		 /* into the result (1 MiB each) instead of airlock's stdout/err */
+};
+
+/* Runs x in session id and waits for its end: 0 with the result (exit_code, signal, timed_out,
+ * oom_killed, duration, output, the violations seen meanwhile, policy_hash), or -errno with err
+ * (-ENOENT: no such session). */
+int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
+			  struct launcher_result *ret, struct al_error *err);
+/* Stops a session: asks its supervisor, else (it does not answer) kills it and removes its
+ * state. */
+int launcher_session_stop(const char *id, struct al_error *err);
+/* A consistent copy of the session's workspace under name (replacing one of that name), and the
+ * workspace made that copy again. */
+int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err);
+int launcher_session_restore(const char *id, const char *name, struct al_error *err);
 
 /* What this machine can enforce, each probed by trying it (as launcher_doctor() does). */
 struct launcher_capabilities {

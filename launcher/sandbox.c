@@ -101,12 +101,14 @@ static int set_limits(const struct policy *p, struct al_error *err)
 /* posix_spawnp(): glibc's vfork-style clone shares init's memory until the exec instead of
  * copying the page tables of a fork of airlock, and reports exec errors itself. PATH is searched
  * in the sandbox's environment: posix_spawnp() reads environ, which init has no other use for. */
-int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv, bool prelude,
+int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct launcher_spawn *sp,
 			   pid_t *ret)
 {
+	char *const *envp = sp->envp ? sp->envp : ctx->envp;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, all;
+	short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
 	int r;
 
 	(void)sigemptyset(&none);
@@ -125,18 +127,23 @@ int launcher_sandbox_spawn(const struct launcher_context *ctx, char *const *argv
 	r = posix_spawnattr_setsigmask(&attr, &none);
 	if (r == 0)
 		r = posix_spawnattr_setsigdefault(&attr, &all);
+	/* A session's exec leads a process group of its own: its timeout ends all of it. */
+	if (r == 0 && sp->new_group)
+		flags |= POSIX_SPAWN_SETPGROUP;
 	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		r = posix_spawnattr_setflags(&attr, flags);
 	if (r == 0)
 		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
+	for (int i = 0; r == 0 && sp->stdio && i < 3; i++)
+		r = posix_spawn_file_actions_adddup2(&fa, sp->stdio[i], i);
 	/* A compiler must not eat the program's input, nor mix into its output. */
-	if (r == 0 && prelude)
+	if (r == 0 && sp->prelude)
 		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0 && prelude)
+	if (r == 0 && sp->prelude)
 		r = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
 	if (r == 0) {
-		environ = ctx->envp;
-		r = posix_spawnp(ret, argv[0], &fa, &attr, argv, ctx->envp);
+		environ = (char **)envp;
+		r = posix_spawnp(ret, sp->argv[0], &fa, &attr, sp->argv, envp);
 	}
 	(void)posix_spawn_file_actions_destroy(&fa);
 	(void)posix_spawnattr_destroy(&attr);
@@ -257,9 +264,17 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		_exit(LAUNCHER_EXIT_FAILED);
 
 	(void)prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
-	r = launcher_sandbox_spawn(ctx, ctx->opts->prelude ? ctx->opts->prelude : ctx->argv,
-				   ctx->opts->prelude, &cmd);
-	if (r < 0)
-		cmd = r;
+	if (ctx->opts->session) {
+		cmd = 0; /* commands come later, one EXEC message each */
+	} else {
+		struct launcher_spawn sp = {
+		    .argv = ctx->opts->prelude ? ctx->opts->prelude : ctx->argv,
+		    .prelude = ctx->opts->prelude,
+		};
+
+		r = launcher_sandbox_spawn(ctx, &sp, &cmd);
+		if (r < 0)
+			cmd = r;
+	}
 	launcher_init_main(ctx, sync_fd, sigfd, cmd);
 }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "common/fd-util.h"
+#include "common/socket-util.h"
 #include "launcher/launcher-internal.h"
 
 uint64_t launcher_now_usec(void)
@@ -15,77 +16,43 @@ uint64_t launcher_now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+int launcher_sync_send_fds(int fd, const struct launcher_sync_msg *m, const int *fds, size_t n)
+{
+	return al_send_fds(fd, m, sizeof(*m), fds, n);
+}
+
 int launcher_sync_send(int fd, const struct launcher_sync_msg *m, int pass_fd)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} control = {0};
-	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n;
+	return launcher_sync_send_fds(fd, m, &pass_fd, pass_fd >= 0 ? 1 : 0);
+}
 
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
+int launcher_sync_recv_fds(int fd, struct launcher_sync_msg *m, int *fds, size_t max)
+{
+	ssize_t n = al_recv_fds(fd, m, sizeof(*m), fds, max);
 
-		mh.msg_control = control.buf;
-		mh.msg_controllen = sizeof(control.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	if (n >= 0 && ((size_t)n != sizeof(*m) || m->n_steps > LAUNCHER_SYNC_STEPS)) {
+		for (size_t i = 0; i < max; i++)
+			fds[i] = al_close(fds[i]);
+		n = -EBADMSG;
 	}
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
-	return (size_t)n == sizeof(*m) ? 0 : -EIO;
+		return (int)n;
+	m->err.msg[sizeof(m->err.msg) - 1] = '\0';
+	for (uint32_t i = 0; i < m->n_steps; i++)
+		m->steps[i].name[sizeof(m->steps[i].name) - 1] = '\0';
+	return 0;
 }
 
 int launcher_sync_recv(int fd, struct launcher_sync_msg *m, int *ret_fd)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} control = {0};
-	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {
-	    .msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = control.buf,
-	    .msg_controllen = sizeof(control.buf),
-	};
-	int passed = -EBADF;
-	ssize_t n;
+	int passed = -EBADF, r;
 
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&passed, CMSG_DATA(c), sizeof(int));
-	if (n == 0) {
-		passed = al_close(passed);
-		return -EPIPE;
-	}
-	if ((size_t)n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    m->n_steps > LAUNCHER_SYNC_STEPS) {
-		passed = al_close(passed);
-		return -EBADMSG;
-	}
-	m->err.msg[sizeof(m->err.msg) - 1] = '\0';
-	for (uint32_t i = 0; i < m->n_steps; i++)
-		m->steps[i].name[sizeof(m->steps[i].name) - 1] = '\0';
-	if (ret_fd)
+	r = launcher_sync_recv_fds(fd, m, &passed, 1);
+	if (r >= 0 && ret_fd)
 		*ret_fd = passed;
 	else
-		passed = al_close(passed);
-	return 0;
+		(void)al_close(passed);
+	return r;
 }
 
 int launcher_sync_expect(int r, const struct launcher_sync_msg *m, uint32_t want, const char *who,

@@ -1,0 +1,403 @@
+#define LOG_MODULE "cli"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "common/parse-util.h"
+#include "launcher/launcher.h"
+
+#define DEFAULT_TTL_USEC (3600ULL * 1000000)
+
+enum {
+	ARG_TTL = 0x100,
+	ARG_OWNER,
+	ARG_ADMITTED,
+	ARG_JSON,
+	ARG_REQUEST,
+	ARG_KILL_AFTER,
+};
+
+static void help(void)
+{
+	printf(
+	    "Usage: airlock session COMMAND ...\n"
+	    "\n"
+	    "A sandbox kept alive across commands: its workspace, processes and network\n"
+	    "state are shared by every command run in it.\n"
+	    "\n"
+	    "  start [-p POLICY] [-w DIR] [-m SIZE] [--ttl DURATION] [--owner PID]\n"
+	    "        [--admitted FILE]           Start a session; prints its id. It ends after\n"
+	    "                                    --ttl (1h; 0 = never) or when its owner ends\n"
+	    "                                    (default: the caller; --owner 0 = none)\n"
+	    "  exec ID [-t DURATION] [-e K=V]... [--json] -- CMD [ARG...]\n"
+	    "                                    Run CMD in the session (exit status as run)\n"
+	    "  exec ID --request FILE|-          Run a JSON request (as airlock exec), print the\n"
+	    "                                    JSON result\n"
+	    "  ls [--json]                       List this user's sessions\n"
+	    "  stop ID                           End a session (always tears it down)\n"
+	    "  checkpoint ID NAME                Keep a consistent copy of its workspace\n"
+	    "  restore ID NAME                   Make its workspace that copy again\n");
+}
+
+/* ---- start ---- */
+
+struct start_args {
+	const char *policy, *workspace, *memory, *admitted;
+	uint64_t ttl_usec;
+	pid_t owner;
+};
+
+static int parse_start(int argc, char **argv, struct start_args *a)
+{
+	static const struct option options[] = {
+	    {"policy", required_argument, NULL, 'p'},
+	    {"workspace", required_argument, NULL, 'w'},
+	    {"memory", required_argument, NULL, 'm'},
+	    {"ttl", required_argument, NULL, ARG_TTL},
+	    {"owner", required_argument, NULL, ARG_OWNER},
+	    {"admitted", required_argument, NULL, ARG_ADMITTED},
+	    {},
+	};
+	int c;
+
+	*a = (struct start_args){.ttl_usec = DEFAULT_TTL_USEC, .owner = getppid()};
+	while ((c = getopt_long(argc, argv, "p:w:m:", options, NULL)) >= 0) {
+		switch (c) {
+		case 'p':
+			a->policy = optarg;
+			break;
+		case 'w':
+			a->workspace = optarg;
+			break;
+		case 'm':
+			a->memory = optarg;
+			break;
+		case ARG_TTL:
+			if (al_parse_duration(optarg, &a->ttl_usec) < 0)
+				return log_error_errno(-EINVAL, "--ttl: \"%s\" is not a duration",
+						       optarg);
+			break;
+		case ARG_OWNER:
+			a->owner = (pid_t)atoi(optarg);
+			if (a->owner < 0 || (a->owner == 0 && !streq(optarg, "0")))
+				return log_error_errno(-EINVAL, "--owner: \"%s\" is not a pid",
+						       optarg);
+			break;
+		case ARG_ADMITTED:
+			a->admitted = optarg;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"", argv[optind]);
+	return 0;
+}
+
+static int load_start_policy(const struct start_args *a, struct policy **ret)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	struct al_error err = {0};
+	int r;
+
+	r = a->policy ? policy_load_file(a->policy, &p, &err) : policy_new_default(&p);
+	if (r >= 0 && a->workspace)
+		r = policy_set_workspace(p, a->workspace, &err);
+	if (r >= 0 && a->memory)
+		r = policy_set_memory(p, a->memory, &err);
+	if (r < 0)
+		return log_error_errno(r, "%s%s%s", a->policy && !err.msg[0] ? a->policy : "",
+				       err.msg[0] ? "" : ": ", err.msg[0] ? err.msg : strerror(-r));
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+/* The supervisor: detached from the caller's session and stdio, it serves until the end. */
+_noreturn_ static void serve(const struct policy *p, const struct start_args *a, int ready)
+{
+	static char *const argv[] = {(char *)"airlock-session", NULL};
+	_cleanup_(launcher_session_freep) struct launcher_session *s = NULL;
+	struct launcher_session_options so = {
+	    .ttl_usec = a->ttl_usec, .owner = a->owner, .ready_fd = ready};
+	struct launcher_result res = {0};
+	struct launcher_options lo = {.argv = argv,
+				      .capture = true,
+				      .admitted_path = a->admitted,
+				      .kill_grace_usec = 1000000};
+	struct al_error err = {0};
+	int fd, r;
+
+	(void)setsid();
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)dup2(fd, STDIN_FILENO);
+		(void)dup2(fd, STDOUT_FILENO);
+		(void)dup2(fd, STDERR_FILENO);
+		(void)al_close(fd);
+	}
+	r = launcher_session_new(&so, &s, &err);
+	if (r < 0) {
+		(void)al_write_all(ready, "!", 1);
+		(void)al_write_all(ready, err.msg, strlen(err.msg));
+		_exit(LAUNCHER_EXIT_FAILED);
+	}
+	lo.session = s;
+	r = launcher_run(p, &lo, &res, &err);
+	if (r < 0)
+		launcher_session_fail(s, err.msg[0] ? err.msg : strerror(-r));
+	launcher_result_done(&res);
+	s = launcher_session_free(s);
+	_exit(r < 0 ? LAUNCHER_EXIT_FAILED : 0);
+}
+
+static int session_start(int argc, char **argv)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	_cleanup_free_ char *answer = NULL;
+	struct start_args a;
+	int pipefd[2];
+	size_t len = 0;
+	pid_t pid;
+	int r;
+
+	r = parse_start(argc, argv, &a);
+	if (r < 0)
+		return LAUNCHER_EXIT_FAILED;
+	r = load_start_policy(&a, &p);
+	if (r < 0)
+		return LAUNCHER_EXIT_FAILED;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return log_error_errno(-errno, "Failed to create a pipe: %m"), LAUNCHER_EXIT_FAILED;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return log_error_errno(-errno, "Failed to fork: %m"), LAUNCHER_EXIT_FAILED;
+	if (pid == 0) {
+		(void)al_close(pipefd[0]);
+		/* A grandchild: the session outlives this command, adopted by init. */
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0 ? LAUNCHER_EXIT_FAILED : 0);
+		serve(p, &a, pipefd[1]);
+	}
+	(void)al_close(pipefd[1]);
+	(void)waitpid(pid, NULL, 0);
+	r = al_read_fd(pipefd[0], 4096, &answer, &len);
+	(void)al_close(pipefd[0]);
+	if (r < 0 || len == 0)
+		return log_error("The session's supervisor died while starting"),
+		       LAUNCHER_EXIT_FAILED;
+	if (answer[0] == '!')
+		return log_error("%s", answer + 1), LAUNCHER_EXIT_FAILED;
+	printf("%s\n", answer);
+	return 0;
+}
+
+/* ---- exec ---- */
+
+static int session_exec_request(const char *id, const char *path)
+{
+	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	struct al_error err = {0};
+	size_t len = 0;
+	int r;
+
+	fd = streq(path, "-") ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	r = fd < 0 ? al_error_set_errno(&err, -errno, "--request: %s", path)
+		   : al_read_fd(fd, AGENT_REQUEST_MAX, &buf, &len);
+	if (r == -EFBIG)
+		(void)al_error_set(&err, r, "The request is larger than %d bytes",
+				   AGENT_REQUEST_MAX);
+	else if (r < 0 && !err.msg[0])
+		(void)al_error_set_errno(&err, r, "Failed to read the request");
+	if (r >= 0)
+		r = agent_request_parse(buf, len, &req, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		(void)agent_exec_print_error(stdout, AGENT_ERROR_INVALID_REQUEST, err.msg);
+		return LAUNCHER_EXIT_FAILED;
+	}
+	r = agent_session_exec(id, req, stdout);
+	if (r < 0)
+		return log_error_errno(r, "Failed to write the result: %m"), LAUNCHER_EXIT_FAILED;
+	return r == AGENT_ERROR_NONE ? 0 : LAUNCHER_EXIT_FAILED;
+}
+
+static int session_exec(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"timeout", required_argument, NULL, 't'},
+	    {"env", required_argument, NULL, 'e'},
+	    {"json", no_argument, NULL, ARG_JSON},
+	    {"request", required_argument, NULL, ARG_REQUEST},
+	    {"kill-after", required_argument, NULL, ARG_KILL_AFTER},
+	    {},
+	};
+	struct launcher_session_exec x = {.stdin_fd = STDIN_FILENO, .kill_grace_usec = 2000000};
+	_cleanup_free_ char **env = NULL;
+	struct launcher_result res = {0};
+	const char *request = NULL, *id;
+	struct al_error err = {0};
+	size_t n_env = 0;
+	bool json = false;
+	int c, r;
+
+	if (argc < 2 || argv[1][0] == '-')
+		return log_error("Missing session id: airlock session exec ID -- CMD"),
+		       LAUNCHER_EXIT_FAILED;
+	id = argv[1];
+	argc--, argv++;
+	while ((c = getopt_long(argc, argv, "+t:e:", options, NULL)) >= 0) {
+		switch (c) {
+		case 't':
+			if (al_parse_duration(optarg, &x.timeout_usec) < 0)
+				return log_error("--timeout: \"%s\" is not a duration", optarg),
+				       LAUNCHER_EXIT_FAILED;
+			break;
+		case ARG_KILL_AFTER:
+			if (al_parse_duration(optarg, &x.kill_grace_usec) < 0)
+				return log_error("--kill-after: \"%s\" is not a duration", optarg),
+				       LAUNCHER_EXIT_FAILED;
+			break;
+		case 'e': {
+			char **e = reallocarray(env, n_env + 2, sizeof(*env));
+
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return log_error("--env: \"%s\" is not NAME=VALUE", optarg),
+				       LAUNCHER_EXIT_FAILED;
+			if (!e)
+				return log_error("Out of memory"), LAUNCHER_EXIT_FAILED;
+			env = e;
+			env[n_env++] = optarg;
+			env[n_env] = NULL;
+			break;
+		}
+		case ARG_JSON:
+			json = true;
+			break;
+		case ARG_REQUEST:
+			request = optarg;
+			break;
+		default:
+			return LAUNCHER_EXIT_FAILED;
+		}
+	}
+	if (request)
+		return session_exec_request(id, request);
+	if (optind >= argc)
+		return log_error("Missing command: airlock session exec ID -- CMD"),
+		       LAUNCHER_EXIT_FAILED;
+	x.argv = argv + optind;
+	x.env = env;
+	x.capture = json;
+	if (isatty(STDIN_FILENO))
+		x.stdin_fd = -EBADF; /* a terminal is not handed to the sandbox */
+	r = launcher_session_exec(id, &x, &res, &err);
+	if (r < 0)
+		return log_error("%s", err.msg), LAUNCHER_EXIT_FAILED;
+	if (json)
+		r = agent_result_print(stdout, NULL, &res, AGENT_RESULT_ERROR_FIELD);
+	if (res.exec_error < 0)
+		log_error("%s: %s", x.argv[0],
+			  res.exec_error == -ENOENT ? "command not found" : "cannot execute");
+	r = r < 0 ? LAUNCHER_EXIT_FAILED : res.exit_code;
+	launcher_result_done(&res);
+	return r;
+}
+
+/* ---- ls, stop, checkpoint, restore ---- */
+
+static int session_ls(int argc, char **argv)
+{
+	bool json = argc > 1 && streq(argv[1], "--json");
+	char base[PATH_MAX], dir[PATH_MAX + 300];
+	bool first = true;
+	DIR *d;
+
+	if (launcher_session_base(base, sizeof(base)) < 0)
+		return log_error("No folder for session state (set HOME)"), CLI_EXIT_FAILURE;
+	launcher_session_remove_stale(base);
+	d = opendir(base);
+	if (json)
+		printf("[");
+	else
+		printf("%-12s %-8s %-20s %-16s %s\n", "ID", "PID", "STARTED", "POLICY",
+		       "WORKSPACE");
+	for (struct dirent *de; d && (de = readdir(d));) {
+		struct launcher_session_info info;
+		char when[32];
+		time_t t;
+
+		if (!launcher_session_id_is_valid(de->d_name))
+			continue;
+		(void)snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
+		if (launcher_session_probe(dir) < 0 || launcher_session_read_info(dir, &info) < 0)
+			continue;
+		t = (time_t)info.started;
+		(void)strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		if (json)
+			printf("%s{\"id\":\"%s\",\"pid\":%d,\"started\":\"%s\",\"expires\":%lld,"
+			       "\"policy_hash\":\"%s\",\"workspace\":\"%s\"}",
+			       first ? "" : ",", info.id, (int)info.pid, when, info.expires,
+			       info.policy_hash, info.workspace);
+		else
+			printf("%-12s %-8d %-20s %-16.16s %s\n", info.id, (int)info.pid, when,
+			       info.policy_hash, info.workspace);
+		first = false;
+	}
+	if (json)
+		printf("]\n");
+	if (d)
+		(void)closedir(d);
+	return 0;
+}
+
+int cli_session(int argc, char **argv)
+{
+	struct al_error err = {0};
+	const char *verb = argc > 1 ? argv[1] : NULL;
+	int r;
+
+	if (!verb || streq(verb, "-h") || streq(verb, "--help")) {
+		help();
+		return verb ? 0 : CLI_EXIT_FAILURE;
+	}
+	argc--, argv++;
+	optind = 0;
+	if (streq(verb, "start"))
+		return session_start(argc, argv);
+	if (streq(verb, "exec"))
+		return session_exec(argc, argv);
+	if (streq(verb, "ls"))
+		return session_ls(argc, argv);
+	if (streq(verb, "stop") && argc == 2)
+		r = launcher_session_stop(argv[1], &err);
+	else if (streq(verb, "checkpoint") && argc == 3)
+		r = launcher_session_checkpoint(argv[1], argv[2], &err);
+	else if (streq(verb, "restore") && argc == 3)
+		r = launcher_session_restore(argv[1], argv[2], &err);
+	else
+		return log_error("Unknown or incomplete command: airlock session %s; see airlock "
+				 "session --help",
+				 verb),
+		       CLI_EXIT_FAILURE;
+	if (r < 0)
+		return log_error("%s", err.msg), LAUNCHER_EXIT_FAILED;
+	return 0;
+}

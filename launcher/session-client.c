@@ -1,0 +1,290 @@
+#define LOG_MODULE "launcher"
+
+/* The other end of a session's control socket: `airlock session exec|stop|checkpoint|restore`.
+ * A command's stdio are this process's pipes, handed to the session's pid 1 through the socket:
+ * its output comes here directly, capped like a run's. */
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "common/socket-util.h"
+#include "launcher/launcher-internal.h"
+
+#define STOP_WAIT_MSEC 10000
+/* After the command ended, its output is read as long as it keeps coming this fast: a process it
+ * left running in the session may hold its stdout open for ever. */
+#define DRAIN_IDLE_MSEC 100
+
+static int session_dir(const char *id, char *buf, size_t size, struct al_error *err)
+{
+	char base[PATH_MAX];
+	int r;
+
+	if (!launcher_session_id_is_valid(id))
+		return al_error_set(err, -EINVAL, "\"%s\" is not a session id", id);
+	r = launcher_session_base(base, sizeof(base));
+	if (r < 0)
+		return al_error_set_errno(err, r, "No folder for session state");
+	if ((size_t)snprintf(buf, size, "%s/%s", base, id) >= size)
+		return al_error_set(err, -ENAMETOOLONG, "Session path too long");
+	return 0;
+}
+
+static int connect_session(const char *id, int *ret, struct al_error *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[PATH_MAX];
+	int fd, r;
+
+	r = session_dir(id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/control", dir) >=
+	    sizeof(sa.sun_path))
+		return al_error_set(err, -ENAMETOOLONG, "Session path too long");
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		(void)al_close(fd);
+		if (r == -ENOENT || r == -ECONNREFUSED)
+			return al_error_set(err, -ENOENT, "No session %s", id);
+		return al_error_set_errno(err, r, "Failed to reach session %s", id);
+	}
+	*ret = fd;
+	return 0;
+}
+
+static int push(int fd, const char *s)
+{
+	return al_write_all(fd, s, strlen(s) + 1);
+}
+
+/* The request's strings for the session's pid 1 (see launcher_init_session_main()). */
+static int make_payload(const struct launcher_session_exec *x, int *ret)
+{
+	_cleanup_close_ int fd = memfd_create("airlock-exec", MFD_CLOEXEC);
+	char num[32];
+	size_t n = 0;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	while (x->argv[n])
+		n++;
+	(void)snprintf(num, sizeof(num), "%zu", n);
+	r = push(fd, num);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = push(fd, x->argv[i]);
+	n = 0;
+	while (x->env && x->env[n])
+		n++;
+	(void)snprintf(num, sizeof(num), "%zu", n);
+	if (r >= 0)
+		r = push(fd, num);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = push(fd, x->env[i]);
+	if (r >= 0)
+		r = push(fd, x->result_path ? x->result_path : "");
+	if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
+		r = -errno;
+	if (r < 0)
+		return r;
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+static void fill_result(const struct launcher_session_reply *rep, struct launcher_result *res)
+{
+	res->exit_code = rep->exit_code;
+	res->signal = rep->signal;
+	res->exec_error = rep->exec_error;
+	res->timed_out = rep->timed_out;
+	res->oom_killed = rep->oom_killed;
+	res->duration_usec = rep->duration_usec;
+	(void)snprintf(res->policy_hash, sizeof(res->policy_hash), "%s", rep->policy_hash);
+	res->violations = calloc(MAX(rep->n_violations, 1u), sizeof(*res->violations));
+	if (!res->violations)
+		return;
+	res->n_violations = MIN(rep->n_violations, (uint32_t)LAUNCHER_SESSION_VIOLATIONS_MAX);
+	memcpy(res->violations, rep->violations, res->n_violations * sizeof(*res->violations));
+}
+
+/* Moves output until the reply came and the output ended (or went quiet after the reply). */
+static int pump(int sock, struct launcher_stream *out, struct launcher_stream *err,
+		struct launcher_session_reply *rep, int *result_fd)
+{
+	bool replied = false;
+
+	for (;;) {
+		struct pollfd pfd[5];
+		int n;
+
+		if (replied && launcher_stream_done(out) && launcher_stream_done(err))
+			return 0;
+		pfd[0] = (struct pollfd){.fd = replied ? -1 : sock, .events = POLLIN};
+		launcher_stream_poll(out, &pfd[1], &pfd[2]);
+		launcher_stream_poll(err, &pfd[3], &pfd[4]);
+		n = poll(pfd, ELEMENTSOF(pfd), replied ? DRAIN_IDLE_MSEC : -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0; /* quiet since the end: what is left is a background process's */
+		launcher_stream_handle(out, pfd[1].revents, pfd[2].revents);
+		launcher_stream_handle(err, pfd[3].revents, pfd[4].revents);
+		if (pfd[0].revents) {
+			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
+
+			if (k < 0)
+				return k == -EPIPE ? -ECONNRESET : (int)k;
+			if ((size_t)k != sizeof(*rep))
+				return -EBADMSG;
+			rep->err.msg[sizeof(rep->err.msg) - 1] = '\0';
+			rep->policy_hash[sizeof(rep->policy_hash) - 1] = '\0';
+			replied = true;
+		}
+	}
+}
+
+int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
+			  struct launcher_result *ret, struct al_error *err)
+{
+	struct launcher_session_request req = {
+	    .op = LAUNCHER_SESSION_EXEC,
+	    .timeout_usec = x->timeout_usec,
+	    .kill_grace_usec = x->kill_grace_usec,
+	};
+	struct launcher_session_reply rep = {0};
+	_cleanup_close_ int sock = -EBADF, payload = -EBADF, in = -EBADF, result = -EBADF;
+	int out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, fds[4];
+	struct launcher_stream s_out, s_err;
+	int r;
+
+	*ret = (struct launcher_result){0};
+	r = connect_session(id, &sock, err);
+	if (r < 0)
+		return r;
+	r = make_payload(x, &payload);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to write the request");
+	in = x->stdin_fd >= 0 ? fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3)
+			      : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		r = -errno;
+		(void)al_close(out[0]), (void)al_close(out[1]);
+		return al_error_set_errno(err, r, "Failed to create the command's stdio");
+	}
+	launcher_stream_init(&s_out, out[0], true, STDOUT_FILENO, false,
+			     x->capture ? &ret->out : NULL, LAUNCHER_CAPTURE_MAX);
+	launcher_stream_init(&s_err, errp[0], true, STDERR_FILENO, false,
+			     x->capture ? &ret->err : NULL, LAUNCHER_CAPTURE_MAX);
+	launcher_stream_open_nonblocking(&s_out);
+	launcher_stream_open_nonblocking(&s_err);
+	fds[0] = payload, fds[1] = in, fds[2] = out[1], fds[3] = errp[1];
+	r = al_send_fds(sock, &req, sizeof(req), fds, ELEMENTSOF(fds));
+	/* Only the command may hold the write ends now: its end is their EOF. */
+	(void)al_close(out[1]);
+	(void)al_close(errp[1]);
+	if (r >= 0)
+		r = pump(sock, &s_out, &s_err, &rep, &result);
+	launcher_stream_close(&s_out);
+	launcher_stream_close(&s_err);
+	if (r < 0)
+		return al_error_set_errno(err, r, "The session ended during the command");
+	if (rep.error < 0) {
+		*err = rep.err;
+		return rep.error;
+	}
+	fill_result(&rep, ret);
+	if (result >= 0)
+		launcher_read_output(result, &ret->output);
+	return 0;
+}
+
+/* One request without fds, one reply. */
+static int simple_request(const char *id, const struct launcher_session_request *req,
+			  struct al_error *err)
+{
+	struct launcher_session_reply rep = {0};
+	_cleanup_close_ int sock = -EBADF;
+	int fd = -EBADF, r;
+	ssize_t k;
+
+	r = connect_session(id, &sock, err);
+	if (r < 0)
+		return r;
+	r = al_send_fds(sock, req, sizeof(*req), NULL, 0);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to reach session %s", id);
+	k = al_recv_fds(sock, &rep, sizeof(rep), &fd, 1);
+	(void)al_close(fd);
+	if (k < 0 || (size_t)k != sizeof(rep))
+		return al_error_set(err, -ECONNRESET, "Session %s did not answer", id);
+	rep.err.msg[sizeof(rep.err.msg) - 1] = '\0';
+	if (rep.error < 0) {
+		*err = rep.err;
+		if (!err->msg[0])
+			(void)al_error_set_errno(err, rep.error, "Session %s refused", id);
+		return rep.error;
+	}
+	return 0;
+}
+
+int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err)
+{
+	struct launcher_session_request req = {.op = LAUNCHER_SESSION_CHECKPOINT};
+
+	if (strlen(name) >= sizeof(req.name))
+		return al_error_set(err, -EINVAL, "The checkpoint name is too long");
+	(void)snprintf(req.name, sizeof(req.name), "%s", name);
+	return simple_request(id, &req, err);
+}
+
+int launcher_session_restore(const char *id, const char *name, struct al_error *err)
+{
+	struct launcher_session_request req = {.op = LAUNCHER_SESSION_RESTORE};
+
+	if (strlen(name) >= sizeof(req.name))
+		return al_error_set(err, -EINVAL, "The checkpoint name is too long");
+	(void)snprintf(req.name, sizeof(req.name), "%s", name);
+	return simple_request(id, &req, err);
+}
+
+int launcher_session_stop(const char *id, struct al_error *err)
+{
+	struct launcher_session_request req = {.op = LAUNCHER_SESSION_STOP};
+	struct launcher_session_info info;
+	char dir[PATH_MAX];
+	struct stat st;
+	int r;
+
+	r = session_dir(id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	if (lstat(dir, &st) < 0)
+		return al_error_set(err, -ENOENT, "No session %s", id);
+	r = simple_request(id, &req, err);
+	/* Asked or not, the session is gone when its folder is: its supervisor removes it last. */
+	for (int waited = 0; r >= 0 && waited < STOP_WAIT_MSEC; waited += 10) {
+		if (lstat(dir, &st) < 0)
+			return 0;
+		(void)usleep(10000);
+	}
+	/* It does not answer, or does not end: it is killed (its sandbox dies with it). */
+	if (launcher_session_read_info(dir, &info) >= 0 && info.pid > 0)
+		(void)kill(info.pid, SIGKILL);
+	launcher_session_remove_dir(dir);
+	return 0;
+}

@@ -1,0 +1,150 @@
+#define LOG_MODULE "launcher"
+
+/* Copying and clearing folder trees by fds: a session's checkpoint and restore, run by its pid 1
+ * inside the sandbox, through the workspace's own mount. Links are copied as links and never
+ * followed; what cannot be copied is counted, and the copy goes on. */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "launcher/launcher-internal.h"
+
+#define TREE_DEPTH_MAX 256
+
+static void count_failure(struct launcher_tree_stats *st, int r, const char *name)
+{
+	if (st->failed++ == 0)
+		(void)snprintf(st->first, sizeof(st->first), "%.64s: %.50s", name, strerror(-r));
+}
+
+static int copy_data(int from, int to)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(from, buf, sizeof(buf));
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		r = al_write_all(to, buf, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+}
+
+static int copy_file(int src_dir, int dst_dir, const char *name, const struct stat *s)
+{
+	_cleanup_close_ int from = -EBADF, to = -EBADF;
+	int r;
+
+	from = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (from < 0)
+		return -errno;
+	to = openat(dst_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    s->st_mode & 07777);
+	if (to < 0)
+		return -errno;
+	r = copy_data(from, to);
+	if (r >= 0 && fchmod(to, s->st_mode & 07777) < 0)
+		r = -errno;
+	return r;
+}
+
+static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
+		      struct launcher_tree_stats *st)
+{
+	struct stat s;
+	char target[4096];
+	ssize_t n;
+
+	if (fstatat(src_dir, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(s.st_mode)) {
+		_cleanup_close_ int from = -EBADF, to = -EBADF;
+
+		if (depth >= TREE_DEPTH_MAX)
+			return -ELOOP;
+		if (mkdirat(dst_dir, name, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		from = openat(src_dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		to = openat(dst_dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (from < 0 || to < 0)
+			return -errno;
+		launcher_tree_copy(from, to, depth + 1, st);
+		return fchmod(to, s.st_mode & 07777) < 0 ? -errno : 0;
+	}
+	if (S_ISLNK(s.st_mode)) {
+		n = readlinkat(src_dir, name, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		(void)unlinkat(dst_dir, name, 0);
+		return symlinkat(target, dst_dir, name) < 0 ? -errno : 0;
+	}
+	if (S_ISREG(s.st_mode))
+		return copy_file(src_dir, dst_dir, name, &s);
+	return -EOPNOTSUPP; /* fifos, sockets, devices: nothing to keep */
+}
+
+void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st)
+{
+	int fd = fcntl(src_dir, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		(void)al_close(fd);
+		count_failure(st, -errno, ".");
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		int r;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		r = copy_entry(src_dir, dst_dir, de->d_name, depth, st);
+		if (r < 0)
+			count_failure(st, r, de->d_name);
+		else
+			st->copied++;
+	}
+	(void)closedir(d);
+}
+
+void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st)
+{
+	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		(void)al_close(fd);
+		count_failure(st, -errno, ".");
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		struct stat s;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (fstatat(dir, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(s.st_mode) && depth < TREE_DEPTH_MAX) {
+			_cleanup_close_ int sub = openat(
+			    dir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0)
+				launcher_tree_clear(sub, depth + 1, st);
+		}
+		if (unlinkat(dir, de->d_name, S_ISDIR(s.st_mode) ? AT_REMOVEDIR : 0) < 0)
+			count_failure(st, -errno, de->d_name);
+	}
+	(void)closedir(d);
+}
