@@ -115,7 +115,7 @@ int agent_capabilities_print(FILE *out)
 	r |= al_json_add(o, "fuse", json_object_new_boolean(c.fuse));
 	r |= al_json_add(o, "network_policy", json_object_new_boolean(c.network_policy));
 	r |= al_json_add(o, "tls_interception", json_object_new_boolean(c.tls_interception));
-	r |= al_json_add(o, "persistent_sessions", json_object_new_boolean(false));
+	r |= al_json_add(o, "persistent_sessions", json_object_new_boolean(true));
 	r |= al_json_add(o, "languages", languages_json());
 	if (r != 0 || al_json_to_string(o, &text) < 0)
 		return -ENOMEM;

@@ -444,6 +444,9 @@ static int remove_stale_in(const char *parent)
 		else
 			log_debug("Failed to remove stale cgroup %s: %m", dir);
 	}
+	/* The shared parent too, as the last run out does (runs re-create it if need be). */
+	if (n > 0)
+		(void)rmdir(parent);
 	return n;
 }
 

@@ -235,15 +235,6 @@ static void write_info(struct launcher_session *s, const struct launcher_session
 		(void)rename(tmp, path);
 }
 
-void launcher_session_on_ready(struct launcher_session *s, const struct launcher_session_view *v)
-{
-	write_info(s, v);
-	if (s->ready_fd >= 0) {
-		(void)al_write_all(s->ready_fd, s->id, strlen(s->id));
-		s->ready_fd = al_close(s->ready_fd);
-	}
-}
-
 static uint64_t next_deadline(const struct launcher_session *s)
 {
 	uint64_t d = s->ttl_deadline;
@@ -266,6 +257,16 @@ static void arm(struct launcher_session *s)
 		its.it_value.tv_nsec = (long)(in % 1000000) * 1000;
 	}
 	(void)timerfd_settime(s->timer_fd, 0, &its, NULL);
+}
+
+void launcher_session_on_ready(struct launcher_session *s, const struct launcher_session_view *v)
+{
+	write_info(s, v);
+	arm(s);
+	if (s->ready_fd >= 0) {
+		(void)al_write_all(s->ready_fd, s->id, strlen(s->id));
+		s->ready_fd = al_close(s->ready_fd);
+	}
 }
 
 size_t launcher_session_fill(struct launcher_session *s, struct pollfd *pfd)
@@ -658,6 +659,7 @@ void launcher_session_remove_stale(const char *base)
 {
 	DIR *d = opendir(base);
 	char path[PATH_MAX];
+	bool removed = false;
 
 	if (!d)
 		return;
@@ -672,8 +674,13 @@ void launcher_session_remove_stale(const char *base)
 			continue;
 		r = launcher_session_probe(path);
 		/* A folder without a socket may be one being set up right now. */
-		if (r == -ECONNREFUSED || (r == -ENOENT && st.st_mtime + 60 < time(NULL)))
+		if (r == -ECONNREFUSED || (r == -ENOENT && st.st_mtime + 60 < time(NULL))) {
 			launcher_session_remove_dir(path);
+			removed = true;
+		}
 	}
 	(void)closedir(d);
+	/* A killed supervisor could not remove its cgroups either. */
+	if (removed)
+		(void)launcher_cgroup_remove_stale();
 }

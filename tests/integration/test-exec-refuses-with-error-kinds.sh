@@ -90,6 +90,6 @@ assert_eq true "$(json_get "$RES" 'd["landlock_abi"] is None or d["landlock_abi"
 assert_eq "/usr/bin/python3 True" "$(json_get "$RES" '"%s %s" % (d["languages"]["python"], d["languages"]["command"])')" \
 	"capabilities: the languages, with the runtime the sandbox would use"
 assert_eq null "$(json_get "$RES" 'd["languages"]["typescript"]')" "capabilities: typescript absent (no runner)"
-assert_eq true "$(json_get "$RES" 'isinstance(d["persistent_sessions"], bool)')" "capabilities: persistent sessions"
+assert_eq true "$(json_get "$RES" 'd["persistent_sessions"]')" "capabilities: persistent sessions"
 
 it_finish

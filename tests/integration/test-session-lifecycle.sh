@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Persistent sessions: `session start` gives an id; `session exec` runs commands (or JSON
+# requests) in the same sandbox, which share its workspace, processes and network state; `ls`
+# lists it; checkpoint and restore copy its workspace consistently and back; `stop` tears it
+# down. A session whose owner dies, whose TTL passes, or whose supervisor is killed leaves
+# nothing behind either. Bad input is refused before anything starts.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+SESSIONS=/var/lib/airlock/sessions
+
+session_gone()
+{
+	[ ! -e "$SESSIONS/$1" ] && ! pgrep -f "airlock-session" >/dev/null
+}
+
+al_run session start -w "$WS" --owner 0
+assert_eq 0 "$AL_RC" "session start exits 0"
+ID=$AL_OUT
+assert_match '^s-[0-9a-f]{8}$' "$ID" "session start prints the id"
+
+al_run session ls --json
+assert_eq "$ID" "$(json_get "$IT_TMP/al.out" '[s["id"] for s in d][0]')" "session ls lists it"
+assert_eq "$WS" "$(json_get "$IT_TMP/al.out" 'd[0]["workspace"]')" "session ls: its workspace"
+
+# the workspace, the processes and the network state are shared by the commands
+al_run session exec "$ID" -- /bin/sh -c 'echo one > shared; (sleep 300 &) ; echo started'
+assert_eq "0 started" "$AL_RC $AL_OUT" "exec: a command that leaves a process behind"
+al_run session exec "$ID" -- /bin/sh -c 'cat shared; ps -e -o comm= | grep -c "^sleep$"'
+assert_eq "$(printf 'one\n1')" "$AL_OUT" "exec: the next command sees its file and its process"
+al_run session exec "$ID" -- /usr/bin/python3 -c '
+import socket, os
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open("port", "w").write(str(s.getsockname()[1]))
+if os.fork() == 0:
+    os.setsid()
+    c, _ = s.accept(); c.sendall(b"from the first command"); c.close(); os._exit(0)
+'
+al_run session exec "$ID" -- /usr/bin/python3 -c '
+import socket
+c = socket.create_connection(("127.0.0.1", int(open("port").read())))
+print(c.recv(100).decode())'
+assert_eq "from the first command" "$AL_OUT" "exec: a server of one command answers the next (network state)"
+
+# exit codes, env, stdin, timeout, as with run
+al_run session exec "$ID" -e GREETING=hi -- /bin/sh -c 'read x; echo "$GREETING $x"; exit 7' <<<"there"
+assert_eq "7 hi there" "$AL_RC $AL_OUT" "exec: exit code, env and stdin"
+al_run session exec "$ID" -t 1s --kill-after 1s -- /bin/sh -c 'trap "" TERM; sleep 60'
+assert_eq 124 "$AL_RC" "exec: the timeout ends the command (exit 124)"
+al_run session exec "$ID" -- no-such-command
+assert_eq 127 "$AL_RC" "exec: command not found is 127"
+al_run session exec "$ID" --json -- /bin/sh -c 'echo out; echo err >&2; exit 3'
+assert_eq "out err 3 False" \
+	"$(json_get "$IT_TMP/al.out" '"%s %s %d %s" % (d["stdout"].strip(), d["stderr"].strip(), d["exit_code"], d["timed_out"])')" \
+	"exec --json: the result object"
+
+# JSON requests, as airlock exec takes them
+printf '{"language": "python", "timeout": 30, "input": {"n": 2}, "code": "import json, os, sys\\nn = json.load(sys.stdin)[\\"n\\"]\\nprint(open(\\"shared\\").read().strip() * n)\\njson.dump({\\"n\\": n}, open(os.environ[\\"AIRLOCK_RESULT\\"], \\"w\\"))"}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq 0 "$AL_RC" "exec --request exits 0"
+assert_eq "oneone {'n': 2}" "$(json_get "$IT_TMP/al.out" '"%s %s" % (d["stdout"].strip(), d["output"])')" \
+	"exec --request: stdout and the result file"
+printf '{"language": "rust", "timeout": 30, "code": "fn main() {}"}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_language" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"exec --request: rust is refused in a session, with its kind"
+printf '{"language": "shell", "code": "true"}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "125 invalid_request" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"exec --request: a request without a timeout is refused"
+
+# a seccomp violation is reported with the command that made it
+al_run session exec "$ID" --json -- "$PROBE" mount
+assert_contains "$(json_get "$IT_TMP/al.out" 'd["violations"]')" "mount" "exec: its violations"
+
+# checkpoint and restore: a consistent copy of the workspace, and back
+al_run session exec "$ID" -- /bin/sh -c 'mkdir -p d; echo before > d/f; ln -sf d/f link'
+al_run session checkpoint "$ID" first
+assert_eq 0 "$AL_RC" "checkpoint exits 0"
+al_run session exec "$ID" -- /bin/sh -c 'echo after > d/f; rm link; echo extra > extra'
+al_run session restore "$ID" first
+assert_eq 0 "$AL_RC" "restore exits 0"
+al_run session exec "$ID" -- /bin/sh -c 'cat d/f; readlink link; test -e extra && echo extra is back; cat shared'
+assert_eq "$(printf 'before\nd/f\none')" "$AL_OUT" "restore: the workspace is the checkpoint's again (files, links, no later file)"
+assert_eq "before" "$(cat "$WS/d/f")" "restore: the host folder too"
+al_run session restore "$ID" nothing-like-this
+assert_eq 125 "$AL_RC" "restore of an unknown checkpoint is refused"
+assert_contains "$AL_ERR" "nothing-like-this" "the refusal names it"
+al_run session checkpoint "$ID" ../escape
+assert_eq 125 "$AL_RC" "a checkpoint name with a slash is refused"
+
+# a command still running when a checkpoint is taken is stopped for it, and goes on after
+al_run session exec "$ID" -- /bin/sh -c '(i=0; while [ $i -lt 400 ]; do echo $i >> count; i=$((i+1)); done &)'
+al_run session checkpoint "$ID" busy
+assert_eq 0 "$AL_RC" "checkpoint while a process writes"
+
+al_run session stop "$ID"
+assert_eq 0 "$AL_RC" "stop exits 0"
+if wait_for 10 session_gone "$ID"; then
+	it_pass "stop: the session's folder and supervisor are gone"
+else
+	it_fail "stop: the session's folder and supervisor are gone" "$(ls "$SESSIONS" 2>&1)"
+fi
+al_run session exec "$ID" -- /bin/true
+assert_eq 125 "$AL_RC" "exec in a stopped session is refused"
+assert_contains "$AL_ERR" "No session $ID" "the refusal says there is no such session"
+al_run session stop "$ID"
+assert_eq 125 "$AL_RC" "stopping it again says so"
+assert_clean "after stop"
+
+# the owner killed mid-session: the session is reaped
+sleep 300 &
+owner=$!
+al_run session start -w "$WS" --owner "$owner"
+ID=$AL_OUT
+al_run session exec "$ID" -- /bin/sh -c '(sleep 300 &); echo ok'
+assert_eq ok "$AL_OUT" "a session owned by another process runs"
+kill -KILL "$owner"
+wait "$owner" 2>/dev/null
+if wait_for 10 session_gone "$ID"; then
+	it_pass "owner killed: the session is reaped"
+else
+	it_fail "owner killed: the session is reaped" "$(ls "$SESSIONS" 2>&1)"
+fi
+assert_clean "after the owner died"
+
+# the TTL passes
+al_run session start -w "$WS" --owner 0 --ttl 2s
+ID=$AL_OUT
+assert_match '^s-' "$ID" "a session with a TTL starts"
+if wait_for 15 session_gone "$ID"; then
+	it_pass "TTL: the session ends by itself"
+else
+	it_fail "TTL: the session ends by itself" "$(ls "$SESSIONS" 2>&1)"
+fi
+assert_clean "after the TTL"
+
+# the supervisor killed with SIGKILL: its sandbox dies with it; the next session command
+# removes its folder
+al_run session start -w "$WS" --owner 0
+ID=$AL_OUT
+al_run session exec "$ID" -- /bin/sh -c "(sleep 300.$RANDOM &); echo ok"
+pid=$(sed -n 's/^pid=//p' "$SESSIONS/$ID/info")
+assert_ne "" "$pid" "the supervisor's pid is recorded"
+kill -KILL "$pid"
+if wait_for 10 it_no_marked_processes "sleep 300."; then
+	it_pass "supervisor killed: the sandbox's processes die with it"
+else
+	it_fail "supervisor killed: the sandbox's processes die with it" "$(pgrep -a sleep)"
+fi
+# (its workspace daemon, which counts against the session's cgroup, ends when it sees that)
+wait_for 10 sh -c "[ -z \"\$(pgrep -x airlock-fs)\" ]" || true
+al_run session ls
+assert_false "supervisor killed: session ls removes its folder" test -e "$SESSIONS/$ID"
+assert_clean "after the supervisor was killed"
+
+# refused before anything starts
+write_policy "$IT_TMP/bad.json" <<EOF2
+{"workspace": {"root": "$WS"}, "resources": {"memory": "lots"}}
+EOF2
+al_run session start -p "$IT_TMP/bad.json"
+assert_eq 125 "$AL_RC" "a bad policy is refused"
+assert_one_error_line "$AL_ERR" "with one error line"
+write_policy "$IT_TMP/t3.json" <<EOF2
+{"tier": 3, "workspace": {"root": "$WS"}}
+EOF2
+al_run session start -p "$IT_TMP/t3.json" --owner 0 --admitted "$IT_TMP/none"
+assert_eq 125 "$AL_RC" "a tier 3 policy that is not admitted is refused"
+assert_contains "$AL_ERR" "not admitted" "the refusal says why"
+al_run session start --ttl soon
+assert_eq 125 "$AL_RC" "a bad TTL is refused"
+assert_eq "" "$(ls "$SESSIONS" 2>/dev/null)" "no session folder is left by the refusals"
+
+it_finish
