@@ -94,6 +94,21 @@ al_run session exec "$ID" -- /bin/sh -c '(i=0; while [ $i -lt 400 ]; do echo $i 
 al_run session checkpoint "$ID" busy
 assert_eq 0 "$AL_RC" "checkpoint while a process writes"
 
+# the caller of a command killed: its command is killed too (the session goes on)
+marker="sleep 300.$RANDOM"
+"$AIRLOCK" session exec "$ID" -- /bin/sh -c "$marker" >/dev/null 2>&1 &
+client=$!
+wait_for 10 pgrep -f "$marker" >/dev/null || true
+kill -KILL "$client"
+wait "$client" 2>/dev/null
+if wait_for 10 it_no_marked_processes "$marker"; then
+	it_pass "a killed caller's command is killed"
+else
+	it_fail "a killed caller's command is killed" "$(pgrep -af "$marker")"
+fi
+al_run session exec "$ID" -- /bin/echo still here
+assert_eq "still here" "$AL_OUT" "the session goes on"
+
 al_run session stop "$ID"
 assert_eq 0 "$AL_RC" "stop exits 0"
 if wait_for 10 session_gone "$ID"; then
