@@ -13,6 +13,9 @@
 #include "common/error.h"
 #include "common/macro.h"
 
+struct policy;
+struct launcher_result;
+
 #define AGENT_REQUEST_MAX (16 * 1024 * 1024) /* bytes of one request */
 #define AGENT_FILES_MAX 1024		     /* entries of "files" */
 #define AGENT_ARGV_MAX 4096		     /* entries of "argv" */
@@ -94,6 +97,9 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
  * agent_exec() does. Only command, python, javascript and shell: the code goes on the runtime's
  * command line; policy, workspace, memory and files are the session's. */
 int agent_session_exec(const char *id, const struct agent_request *req, FILE *out);
+/* agent_result_print() for a command of session id: labelled with its policy's labels. */
+int agent_session_result_print(FILE *out, const char *id, const struct launcher_result *res,
+			       unsigned flags);
 /* Writes the result of a request that could not be parsed. */
 int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *message);
 
@@ -104,8 +110,6 @@ int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *me
 #define AGENT_RESULT_ERROR_FIELD 2u   /* "error": null */
 #define AGENT_RESULT_OUTPUT_FIELD 4u  /* "output": the result file's JSON */
 #define AGENT_RESULT_COMPILE_FIELD 8u /* "compile_error" */
-struct policy;
-struct launcher_result;
 int agent_result_print(FILE *out, const struct policy *p, const struct launcher_result *res,
 		       unsigned flags);
 

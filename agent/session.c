@@ -127,6 +127,21 @@ static int make_stdin(const struct agent_request *req, int *ret)
 	return 0;
 }
 
+int agent_session_result_print(FILE *out, const char *id, const struct launcher_result *res,
+			       unsigned flags)
+{
+	struct launcher_session_info info = {0};
+	char *items[64];
+	struct policy labels_only = {.labels = {.items = items}};
+
+	/* The session's policy's labels, as its info file lists them. */
+	if (launcher_session_info_of(id, &info, NULL) >= 0)
+		for (char *p = strtok(info.labels, " ");
+		     p && labels_only.labels.n < ELEMENTSOF(items); p = strtok(NULL, " "))
+			items[labels_only.labels.n++] = p;
+	return agent_result_print(out, &labels_only, res, flags);
+}
+
 int agent_session_exec(const char *id, const struct agent_request *req, FILE *out)
 {
 	char **argv = NULL, **env = NULL, result_path[64];
@@ -179,8 +194,8 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 	if (kind != AGENT_ERROR_NONE)
 		r = agent_exec_print_error(out, (enum agent_error_kind)kind, err.msg);
 	else
-		r = agent_result_print(out, NULL, &res,
-				       AGENT_RESULT_ERROR_FIELD | AGENT_RESULT_OUTPUT_FIELD);
+		r = agent_session_result_print(
+		    out, id, &res, AGENT_RESULT_ERROR_FIELD | AGENT_RESULT_OUTPUT_FIELD);
 	launcher_result_done(&res);
 	return r < 0 ? r : kind;
 }

@@ -312,7 +312,7 @@ static int session_exec(int argc, char **argv)
 	if (r < 0)
 		return log_error("%s", err.msg), LAUNCHER_EXIT_FAILED;
 	if (json)
-		r = agent_result_print(stdout, NULL, &res, AGENT_RESULT_ERROR_FIELD);
+		r = agent_session_result_print(stdout, id, &res, AGENT_RESULT_ERROR_FIELD);
 	if (res.exec_error < 0)
 		log_error("%s: %s", x.argv[0],
 			  res.exec_error == -ENOENT ? "command not found" : "cannot execute");

@@ -146,8 +146,11 @@ struct launcher_session_info {
 	long long started, expires; /* seconds since the epoch; expires 0: no TTL */
 	char policy_hash[POLICY_HASH_HEX_SIZE];
 	char workspace[PATH_MAX];
+	char labels[2048]; /* the policy's own labels, space-separated */
 };
 int launcher_session_read_info(const char *dir, struct launcher_session_info *ret);
+int launcher_session_info_of(const char *id, struct launcher_session_info *ret,
+			     struct al_error *err);
 
 /* A command for a session (`airlock session exec`). */
 struct launcher_session_exec {

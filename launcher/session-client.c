@@ -242,6 +242,21 @@ static int simple_request(const char *id, const struct launcher_session_request 
 	return 0;
 }
 
+int launcher_session_info_of(const char *id, struct launcher_session_info *ret,
+			     struct al_error *err)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	r = session_dir(id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	r = launcher_session_read_info(dir, ret);
+	if (r < 0)
+		return al_error_set(err, -ENOENT, "No session %s", id);
+	return 0;
+}
+
 int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err)
 {
 	struct launcher_session_request req = {.op = LAUNCHER_SESSION_CHECKPOINT};

@@ -231,6 +231,10 @@ static void write_info(struct launcher_session *s, const struct launcher_session
 		    ? (long long)(time(NULL) +
 				  (time_t)((s->ttl_deadline - launcher_now_usec()) / 1000000))
 		    : 0LL);
+	fprintf(f, "labels=");
+	for (size_t i = 0; i < v->ctx->policy->labels.n; i++)
+		fprintf(f, "%s%s", i ? " " : "", v->ctx->policy->labels.items[i]);
+	fprintf(f, "\n");
 	if (fclose(f) == 0)
 		(void)rename(tmp, path);
 }
@@ -635,6 +639,8 @@ int launcher_session_read_info(const char *dir, struct launcher_session_info *re
 			(void)snprintf(ret->policy_hash, sizeof(ret->policy_hash), "%s", eq);
 		else if (streq(line, "workspace"))
 			(void)snprintf(ret->workspace, sizeof(ret->workspace), "%s", eq);
+		else if (streq(line, "labels"))
+			(void)snprintf(ret->labels, sizeof(ret->labels), "%s", eq);
 	}
 	return ret->pid > 0 ? 0 : -EBADMSG;
 }

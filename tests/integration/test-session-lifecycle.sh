@@ -14,7 +14,10 @@ session_gone()
 	[ ! -e "$SESSIONS/$1" ] && ! pgrep -f "airlock-session" >/dev/null
 }
 
-al_run session start -w "$WS" --owner 0
+write_policy "$IT_TMP/labelled.json" <<EOF2
+{"workspace": {"root": "$WS"}, "labels": ["team:agents"]}
+EOF2
+al_run session start -p "$IT_TMP/labelled.json" --owner 0
 assert_eq 0 "$AL_RC" "session start exits 0"
 ID=$AL_OUT
 assert_match '^s-[0-9a-f]{8}$' "$ID" "session start prints the id"
@@ -53,6 +56,8 @@ al_run session exec "$ID" --json -- /bin/sh -c 'echo out; echo err >&2; exit 3'
 assert_eq "out err 3 False" \
 	"$(json_get "$IT_TMP/al.out" '"%s %s %d %s" % (d["stdout"].strip(), d["stderr"].strip(), d["exit_code"], d["timed_out"])')" \
 	"exec --json: the result object"
+assert_eq '["src:env:airlock", "team:agents"]' "$(json_get "$IT_TMP/al.out" 'd["labels"]')" \
+	"exec --json: labelled by airlock and the session's policy"
 
 # JSON requests, as airlock exec takes them
 printf '{"language": "python", "timeout": 30, "input": {"n": 2}, "code": "import json, os, sys\\nn = json.load(sys.stdin)[\\"n\\"]\\nprint(open(\\"shared\\").read().strip() * n)\\njson.dump({\\"n\\": n}, open(os.environ[\\"AIRLOCK_RESULT\\"], \\"w\\"))"}' >"$IT_TMP/req.json"
