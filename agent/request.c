@@ -160,7 +160,8 @@ static int parse_timeout(struct agent_request *r, struct json_object *v, struct 
 					    "timeout: must be more than 0 and at most 24h");
 		usec = (uint64_t)(d * 1e6);
 	} else if (json_object_is_type(v, json_type_string)) {
-		if (al_parse_duration(json_object_get_string(v), &usec) < 0)
+		if ((size_t)json_object_get_string_len(v) != strlen(json_object_get_string(v)) ||
+		    al_parse_duration(json_object_get_string(v), &usec) < 0)
 			return al_error_set(err, -EINVAL,
 					    "timeout: \"%.64s\" is not a duration (e.g. 30s, 5m)",
 					    json_object_get_string(v));
@@ -176,6 +177,8 @@ static int parse_timeout(struct agent_request *r, struct json_object *v, struct 
 
 static int parse_memory(struct agent_request *r, struct json_object *v, struct al_error *err)
 {
+	int q;
+
 	if (json_object_is_type(v, json_type_int)) {
 		int64_t b = json_object_get_int64(v);
 
@@ -183,7 +186,20 @@ static int parse_memory(struct agent_request *r, struct json_object *v, struct a
 			return al_error_set(err, -EINVAL, "memory: must be a positive size");
 		return asprintf(&r->memory, "%lld", (long long)b) < 0 ? -ENOMEM : 0;
 	}
-	return get_string(v, "memory", 64, &r->memory, NULL, err);
+	q = get_string(v, "memory", 64, &r->memory, NULL, err);
+	if (q >= 0 && r->memory[0] == '\0')
+		return al_error_set(err, -EINVAL, "memory: empty");
+	return q;
+}
+
+static bool is_env_name(const char *s)
+{
+	static const char first[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_";
+
+	return s[0] != '\0' && strchr(first, s[0]) &&
+	       s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789")] ==
+		   '\0' &&
+	       strlen(s) <= 256;
 }
 
 static int parse_env(struct agent_request *r, struct json_object *v, struct al_error *err)
@@ -203,6 +219,10 @@ static int parse_env(struct agent_request *r, struct json_object *v, struct al_e
 		char field[64];
 
 		(void)snprintf(field, sizeof(field), "env.%.40s", key);
+		if (!is_env_name(key))
+			return al_error_set(err, -EINVAL,
+					    "%s: not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+					    field);
 		if (startswith(key, "AIRLOCK_"))
 			return al_error_set(err, -EINVAL, "%s: AIRLOCK_* variables are airlock's",
 					    field);
@@ -356,10 +376,21 @@ static int parse_files(struct agent_request *r, struct json_object *v, struct al
 		r->n_files++;
 		if (q < 0)
 			return q;
-		for (size_t j = 0; j < i; j++)
-			if (streq(r->files[j].path, r->files[i].path))
+		for (size_t j = 0; j < i; j++) {
+			const char *a = r->files[j].path, *b = r->files[i].path;
+			size_t la = strlen(a), lb = strlen(b);
+
+			if (streq(a, b))
 				return al_error_set(err, -EINVAL,
 						    "files[%zu].path: already files[%zu]", i, j);
+			/* One would have to be a folder for the other. */
+			if ((la < lb && strncmp(a, b, la) == 0 && b[la] == '/') ||
+			    (lb < la && strncmp(a, b, lb) == 0 && a[lb] == '/'))
+				return al_error_set(err, -EINVAL,
+						    "files[%zu].path: files[%zu] is a file, not a "
+						    "folder, on its way",
+						    i, j);
+		}
 	}
 	return 0;
 }
@@ -373,6 +404,28 @@ static int parse_policy(struct agent_request *r, struct json_object *v, struct a
 	return al_json_to_string(v, &r->policy_json);
 }
 
+/* json-c takes NaN and Infinity, which JSON does not have and the program's parser may refuse. */
+static bool is_finite_json(struct json_object *v, int depth)
+{
+	if (depth > REQUEST_DEPTH_MAX)
+		return false;
+	if (json_object_is_type(v, json_type_double))
+		return isfinite(json_object_get_double(v));
+	if (json_object_is_type(v, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			if (!is_finite_json(json_object_array_get_idx(v, i), depth + 1))
+				return false;
+	} else if (json_object_is_type(v, json_type_object)) {
+		json_object_object_foreach(v, key, val)
+		{
+			(void)key;
+			if (!is_finite_json(val, depth + 1))
+				return false;
+		}
+	}
+	return true;
+}
+
 static int parse_field(struct agent_request *r, const char *key, struct json_object *v,
 		       struct al_error *err)
 {
@@ -384,8 +437,12 @@ static int parse_field(struct agent_request *r, const char *key, struct json_obj
 		return parse_argv(r, v, err);
 	if (streq(key, "stdin"))
 		return get_string(v, "stdin", STRING_MAX, &r->stdin_data, &r->stdin_len, err);
-	if (streq(key, "input"))
+	if (streq(key, "input")) {
+		if (!is_finite_json(v, 0))
+			return al_error_set(err, -EINVAL,
+					    "input: NaN and Infinity are not JSON numbers");
 		return al_json_to_string(v, &r->input);
+	}
 	if (streq(key, "env"))
 		return parse_env(r, v, err);
 	if (streq(key, "timeout"))

@@ -19,7 +19,15 @@ int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
 	off = json_tokener_get_parse_end(tok);
+	/* A number or literal at the very end waits for a byte that ends it: give it a blank. */
+	if (!o && jerr == json_tokener_continue) {
+		o = json_tokener_parse_ex(tok, " ", 1);
+		jerr = json_tokener_get_error(tok);
+		off = len;
+	}
 	json_tokener_free(tok);
+	if (!o && jerr == json_tokener_success)
+		return al_error_set(err, -EINVAL, "the JSON document is null");
 	if (!o || jerr != json_tokener_success) {
 		if (o)
 			(void)json_object_put(o);

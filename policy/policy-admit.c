@@ -14,7 +14,12 @@
 
 static bool is_hex_hash(const char *s, size_t n)
 {
-	return n == POLICY_HASH_HEX_SIZE - 1 && strspn(s, "0123456789abcdef") >= n;
+	if (n != POLICY_HASH_HEX_SIZE - 1)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdef", s[i]) || s[i] == '\0')
+			return false;
+	return true;
 }
 
 /* Whether the file's owner and mode let it speak for the operator: root's or the caller's, and
@@ -49,9 +54,9 @@ int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret
 		line++;
 		while (n > 0 && (*p == ' ' || *p == '\t'))
 			p++, n--;
-		w = strcspn(p, " \t\n#");
-		if (w > n)
-			w = n;
+		/* Never past the line: text need not end in a NUL. */
+		for (w = 0; w < n && p[w] != ' ' && p[w] != '\t' && p[w] != '#'; w++)
+			;
 		if (n > 0 && *p != '#') {
 			if (!is_hex_hash(p, w) || (w < n && p[w] != ' ' && p[w] != '\t'))
 				return al_error_set(err, -EINVAL,
