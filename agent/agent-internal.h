@@ -34,6 +34,14 @@ int agent_plan(const struct agent_request *req, const struct policy *p, struct a
 	       struct al_error *err);
 void agent_plan_done(struct agent_plan *plan);
 
+/* The program's stdin, a memfd (nothing on disk): the request's stdin, else its input, else
+ * nothing. */
+int agent_request_stdin(const struct agent_request *req, int *ret);
+
+/* A NULL-terminated vector of strings: appends a copy of s (*n entries so far); frees one. */
+int agent_strv_push(char ***v, size_t *n, const char *s);
+char **agent_strv_free(char **v);
+
 /* ---- result.c ---- */
 
 #define AGENT_LABEL_SOURCE "src:env:airlock" /* the label every result carries first */

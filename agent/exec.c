@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "common/fd-util.h"
 #include "common/json-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 
 #define SCRATCH_PREFIX "airlock-exec-"
 #define INPUT_FILE "input.json"
@@ -82,19 +82,6 @@ static bool is_stale(const char *name)
 	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	(void)(type == FTW_DP ? rmdir(path) : unlink(path));
-	return 0;
-}
-
-static void remove_tree(const char *path)
-{
-	(void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 static const char *tmp_dir(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -114,7 +101,7 @@ static void remove_stale_scratch(void)
 		if (startswith(de->d_name, SCRATCH_PREFIX) && is_stale(de->d_name) &&
 		    (size_t)snprintf(path, sizeof(path), "%s/%s", tmp_dir(), de->d_name) <
 			sizeof(path))
-			remove_tree(path);
+			al_path_remove_tree(path);
 	(void)closedir(d);
 }
 
@@ -256,23 +243,31 @@ static int place_files(struct exec *e)
 	return 0;
 }
 
-/* The program's stdin: the request's, else its input, else nothing. A memfd: nothing on disk. */
-static int make_stdin(struct exec *e)
+int agent_request_stdin(const struct agent_request *req, int *ret)
 {
-	const char *data = e->req->stdin_data ? e->req->stdin_data : e->req->input;
-	size_t len = e->req->stdin_data ? e->req->stdin_len : data ? strlen(data) : 0;
+	const char *data = req->stdin_data ? req->stdin_data : req->input;
+	size_t len = req->stdin_data ? req->stdin_len : data ? strlen(data) : 0;
+	_cleanup_close_ int fd = memfd_create("airlock-stdin", MFD_CLOEXEC);
 	int r;
 
-	e->stdin_fd = memfd_create("airlock-stdin", MFD_CLOEXEC);
-	if (e->stdin_fd < 0)
-		return fail(e, AGENT_ERROR_SETUP_FAILED,
-			    al_error_set_errno(&e->err, -errno, "Failed to create stdin"));
-	r = al_write_all(e->stdin_fd, data ? data : "", len);
-	if (r >= 0 && lseek(e->stdin_fd, 0, SEEK_SET) < 0)
+	if (fd < 0)
+		return -errno;
+	r = al_write_all(fd, data ? data : "", len);
+	if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
 		r = -errno;
 	if (r < 0)
+		return r;
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+static int make_stdin(struct exec *e)
+{
+	int r = agent_request_stdin(e->req, &e->stdin_fd);
+
+	if (r < 0)
 		return fail(e, AGENT_ERROR_SETUP_FAILED,
-			    al_error_set_errno(&e->err, r, "Failed to write stdin"));
+			    al_error_set_errno(&e->err, r, "Failed to make the program's stdin"));
 	return 0;
 }
 
@@ -308,7 +303,7 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 static void exec_done(struct exec *e)
 {
 	if (e->scratch) {
-		remove_tree(e->scratch);
+		al_path_remove_tree(e->scratch);
 		free(e->scratch);
 	}
 	agent_plan_done(&e->plan);

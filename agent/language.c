@@ -110,7 +110,7 @@ static bool is_listed(const struct policy *p, const char *sandbox_path)
 	return false;
 }
 
-static int strv_push(char ***v, size_t *n, const char *s)
+int agent_strv_push(char ***v, size_t *n, const char *s)
 {
 	char **nv = reallocarray(*v, *n + 2, sizeof(**v));
 
@@ -130,23 +130,27 @@ static int push_runner(char ***v, size_t *n, const char *runtime)
 	const char *base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
 	int r;
 
-	r = strv_push(v, n, runtime);
+	r = agent_strv_push(v, n, runtime);
 	if (r >= 0 && (streq(base, "bun") || streq(base, "deno")))
-		r = strv_push(v, n, "run");
+		r = agent_strv_push(v, n, "run");
 	/* Deno's own permission prompts would stop a non-interactive run; airlock confines it. */
 	if (r >= 0 && streq(base, "deno"))
-		r = strv_push(v, n, "--allow-all");
+		r = agent_strv_push(v, n, "--allow-all");
 	return r;
+}
+
+char **agent_strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+	return NULL;
 }
 
 void agent_plan_done(struct agent_plan *plan)
 {
-	for (char **v = plan->argv; v && *v; v++)
-		free(*v);
-	free(plan->argv);
-	for (char **v = plan->prelude; v && *v; v++)
-		free(*v);
-	free(plan->prelude);
+	agent_strv_free(plan->argv);
+	agent_strv_free(plan->prelude);
 	*plan = (struct agent_plan){0};
 }
 
@@ -183,7 +187,7 @@ int agent_plan(const struct agent_request *req, const struct policy *p, struct a
 
 	if (req->language == AGENT_LANGUAGE_COMMAND) {
 		for (size_t i = 0; i < req->argc; i++) {
-			r = strv_push(&plan.argv, &n, req->argv[i]);
+			r = agent_strv_push(&plan.argv, &n, req->argv[i]);
 			if (r < 0)
 				goto fail;
 		}
@@ -210,20 +214,20 @@ int agent_plan(const struct agent_request *req, const struct policy *p, struct a
 	if (req->language == AGENT_LANGUAGE_RUST) {
 		static const char *const compile[] = {"--edition", "2021", "-o", RUST_BINARY};
 
-		r = strv_push(&plan.prelude, &np, rt);
+		r = agent_strv_push(&plan.prelude, &np, rt);
 		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(compile); i++)
-			r = strv_push(&plan.prelude, &np, compile[i]);
+			r = agent_strv_push(&plan.prelude, &np, compile[i]);
 		if (r >= 0)
-			r = strv_push(&plan.prelude, &np, file);
+			r = agent_strv_push(&plan.prelude, &np, file);
 		if (r >= 0)
-			r = strv_push(&plan.argv, &n, RUST_BINARY);
+			r = agent_strv_push(&plan.argv, &n, RUST_BINARY);
 	} else {
 		r = push_runner(&plan.argv, &n, rt);
 		if (r >= 0)
-			r = strv_push(&plan.argv, &n, file);
+			r = agent_strv_push(&plan.argv, &n, file);
 	}
 	for (size_t i = 0; r >= 0 && i < req->argc; i++)
-		r = strv_push(&plan.argv, &n, req->argv[i]);
+		r = agent_strv_push(&plan.argv, &n, req->argv[i]);
 	if (r < 0)
 		goto fail;
 	plan.file = info->file;

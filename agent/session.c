@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,27 +13,6 @@
 #include "common/fd-util.h"
 
 #define ARG_MAX_ONE (128 * 1024) /* MAX_ARG_STRLEN: the kernel's limit on one argument */
-
-static int push(char ***v, size_t *n, const char *s)
-{
-	char **nv = reallocarray(*v, *n + 2, sizeof(**v));
-
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	nv[*n] = strdup(s);
-	if (!nv[*n])
-		return -ENOMEM;
-	nv[++*n] = NULL;
-	return 0;
-}
-
-static void strv_free(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
 
 /* The command line of req in a session, or an error kind with err filled. */
 static int session_argv(const struct agent_request *req, char ***ret, struct al_error *err)
@@ -64,19 +42,19 @@ static int session_argv(const struct agent_request *req, char ***ret, struct al_
 			return al_error_set(err, -E2BIG, "code: at most %d bytes in a session",
 					    ARG_MAX_ONE - 1),
 			       AGENT_ERROR_INVALID_REQUEST;
-		r = push(&v, &n, runner[req->language][0]);
+		r = agent_strv_push(&v, &n, runner[req->language][0]);
 		if (r >= 0)
-			r = push(&v, &n, runner[req->language][1]);
+			r = agent_strv_push(&v, &n, runner[req->language][1]);
 		if (r >= 0)
-			r = push(&v, &n, req->code);
+			r = agent_strv_push(&v, &n, req->code);
 		/* sh -c takes $0 first */
 		if (r >= 0 && req->language == AGENT_LANGUAGE_SHELL)
-			r = push(&v, &n, "sh");
+			r = agent_strv_push(&v, &n, "sh");
 	}
 	for (size_t i = 0; r >= 0 && i < req->argc; i++)
-		r = push(&v, &n, req->argv[i]);
+		r = agent_strv_push(&v, &n, req->argv[i]);
 	if (r < 0) {
-		strv_free(v);
+		agent_strv_free(v);
 		return r;
 	}
 	*ret = v;
@@ -98,32 +76,14 @@ static int make_env(const struct agent_request *req, const char *result_path, ch
 			r = -ENOMEM;
 			break;
 		}
-		r = push(&v, &n, a);
+		r = agent_strv_push(&v, &n, a);
 		free(a);
 	}
 	if (r < 0) {
-		strv_free(v);
+		agent_strv_free(v);
 		return r;
 	}
 	*ret = v;
-	return 0;
-}
-
-static int make_stdin(const struct agent_request *req, int *ret)
-{
-	const char *data = req->stdin_data ? req->stdin_data : req->input;
-	size_t len = req->stdin_data ? req->stdin_len : data ? strlen(data) : 0;
-	_cleanup_close_ int fd = memfd_create("airlock-stdin", MFD_CLOEXEC);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = al_write_all(fd, data ? data : "", len);
-	if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
-		r = -errno;
-	if (r < 0)
-		return r;
-	*ret = TAKE_FD(fd);
 	return 0;
 }
 
@@ -163,7 +123,7 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 	(void)snprintf(result_path, sizeof(result_path), "/tmp/airlock-result-%08x.json", rnd);
 	r = make_env(req, result_path, &env);
 	if (r >= 0)
-		r = make_stdin(req, &in);
+		r = agent_request_stdin(req, &in);
 	if (r >= 0) {
 		struct launcher_session_exec x = {
 		    .argv = argv,
@@ -189,8 +149,8 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 		(void)al_error_set_errno(&err, r, "Failed to prepare the command");
 		kind = AGENT_ERROR_SETUP_FAILED;
 	}
-	strv_free(argv);
-	strv_free(env);
+	agent_strv_free(argv);
+	agent_strv_free(env);
 	if (kind != AGENT_ERROR_NONE)
 		r = agent_exec_print_error(out, (enum agent_error_kind)kind, err.msg);
 	else

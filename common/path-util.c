@@ -1,10 +1,12 @@
 /* Host paths that airlock exposes to a sandbox (see path-util.h). */
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -161,4 +163,17 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 		return r;
 	*ret = TAKE_PTR(canonical);
 	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	(void)(type == FTW_DP ? rmdir(path) : unlink(path));
+	return 0;
+}
+
+void al_path_remove_tree(const char *path)
+{
+	(void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }

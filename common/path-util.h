@@ -21,3 +21,7 @@ bool al_path_is_within(const char *a, const char *b);
  * state (-EPERM). */
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
 			      struct al_error *err);
+
+/* Removes path and everything below it, never following a link nor crossing into another mount;
+ * what cannot be removed stays (best effort: for airlock's own temporary folders). */
+void al_path_remove_tree(const char *path);

@@ -10,7 +10,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 #include "common/socket-util.h"
 #include "launcher/launcher-internal.h"
 
@@ -87,17 +87,9 @@ static int mkdir_p(char *path, mode_t mode)
 	}
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	(void)(type == FTW_DP ? rmdir(path) : unlink(path));
-	return 0;
-}
-
 void launcher_session_remove_dir(const char *dir)
 {
-	(void)nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	al_path_remove_tree(dir);
 }
 
 bool launcher_session_id_is_valid(const char *id)
