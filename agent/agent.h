@@ -84,6 +84,11 @@ int agent_language_from_string(const char *s, enum agent_language *ret);
 const char *agent_error_kind_to_string(enum agent_error_kind k);
 
 struct agent_exec_options {
+	/* The operator's policy file: requests may then name neither a policy nor a workspace. */
+	const char *policy_path;
+	/* The folder a request's "policy": "NAME" is looked up in; NULL: requests may not name
+	 * policy files (only inline policies, unless policy_path is set). */
+	const char *policy_dir;
 	const char *admitted_path; /* NULL: the launcher's default */
 	const char *upstream_ca;
 	const struct broker_client_options *broker; /* NULL: the defaults */

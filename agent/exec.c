@@ -37,6 +37,7 @@ struct exec {
 	int stdin_fd;
 	struct launcher_file files[2];
 	size_t n_files;
+	struct launcher_file *ws_files; /* the request's files, written by the sandbox itself */
 	enum agent_error_kind kind;
 	struct al_error err;
 };
@@ -66,73 +67,134 @@ int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *me
 	return 0;
 }
 
+/* Records the kind of the first failure (a later, outer one keeps it). */
 static int fail(struct exec *e, enum agent_error_kind kind, int r)
 {
-	e->kind = kind;
+	if (e->kind == AGENT_ERROR_NONE)
+		e->kind = kind;
 	if (!e->err.msg[0])
 		(void)al_error_set_errno(&e->err, r, "Failed");
 	return r;
 }
 
-/* The temporary folder of an airlock that is gone (killed before it could remove it)? */
-static bool is_stale(const char *name)
-{
-	long pid = strtol(name + strlen(SCRATCH_PREFIX), NULL, 10);
-
-	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
-}
-
-static const char *tmp_dir(void)
+/* Fresh workspaces live in a folder of the caller's own, $TMPDIR/airlock-exec-UID (mode 0700):
+ * no one else can plant anything where they are made and removed. */
+static int scratch_base(char *buf, size_t size, struct al_error *err)
 {
 	const char *t = getenv("TMPDIR");
+	struct stat st;
 
-	return t && t[0] == '/' ? t : "/tmp";
+	if ((size_t)snprintf(buf, size, "%s/" SCRATCH_PREFIX "%u", t && t[0] == '/' ? t : "/tmp",
+			     (unsigned)geteuid()) >= size)
+		return al_error_set(err, -ENAMETOOLONG, "$TMPDIR is too long");
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return al_error_set_errno(err, -errno, "Failed to create %s", buf);
+	if (lstat(buf, &st) < 0)
+		return al_error_set_errno(err, -errno, "Failed to look at %s", buf);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return al_error_set(
+		    err, -EPERM,
+		    "%s is not a folder of this user's only (mode 0700): refusing to "
+		    "make workspaces there",
+		    buf);
+	return 0;
 }
 
-/* Removes the fresh workspaces of exec runs whose airlock died, as cgroups are. */
-static void remove_stale_scratch(void)
+/* Removes the fresh workspaces of exec runs whose airlock died ("PID-XXXXXX"), as cgroups are. */
+static void remove_stale_scratch(const char *base)
 {
-	DIR *d = opendir(tmp_dir());
+	DIR *d = opendir(base);
 	char path[PATH_MAX];
 
 	if (!d)
 		return;
-	for (struct dirent *de; (de = readdir(d));)
-		if (startswith(de->d_name, SCRATCH_PREFIX) && is_stale(de->d_name) &&
-		    (size_t)snprintf(path, sizeof(path), "%s/%s", tmp_dir(), de->d_name) <
-			sizeof(path))
+	for (struct dirent *de; (de = readdir(d));) {
+		long pid = strtol(de->d_name, NULL, 10);
+
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", base, de->d_name) < sizeof(path))
 			al_path_remove_tree(path);
+	}
 	(void)closedir(d);
 }
 
 static int make_scratch(struct exec *e)
 {
-	int r;
+	char base[PATH_MAX];
+	int r = -ENOENT;
 
-	remove_stale_scratch();
-	if (asprintf(&e->scratch, "%s/" SCRATCH_PREFIX "%d-XXXXXX", tmp_dir(), (int)getpid()) < 0)
-		return -ENOMEM;
-	if (!mkdtemp(e->scratch)) {
-		r = -errno;
+	/* A concurrent exec may remove the shared base between our mkdir and mkdtemp. */
+	for (int attempt = 0; attempt < 3 && r == -ENOENT; attempt++) {
+		r = scratch_base(base, sizeof(base), &e->err);
+		if (r < 0)
+			return fail(e, AGENT_ERROR_SETUP_FAILED, r);
+		remove_stale_scratch(base);
+		free(e->scratch);
+		if (asprintf(&e->scratch, "%s/%d-XXXXXX", base, (int)getpid()) < 0)
+			return -ENOMEM;
+		r = mkdtemp(e->scratch) ? 0 : -errno;
+	}
+	if (r < 0) {
 		free(e->scratch);
 		e->scratch = NULL;
-		return al_error_set_errno(&e->err, r, "Failed to create a workspace in %s",
-					  tmp_dir());
+		return fail(
+		    e, AGENT_ERROR_SETUP_FAILED,
+		    al_error_set_errno(&e->err, r, "Failed to create a workspace in %s", base));
 	}
-	r = policy_set_workspace(e->policy, e->scratch, &e->err);
-	return r;
+	return policy_set_workspace(e->policy, e->scratch, &e->err);
+}
+
+/* Where the request's policy may come from: the operator decides. A request's inline policy has
+ * the power of a policy file (mounts, credentials): an operator who forwards requests it did not
+ * write fixes the policy with --policy; a request names a policy file only inside --policy-dir. */
+static int request_policy_allowed(struct exec *e, const struct agent_exec_options *o,
+				  char **ret_path)
+{
+	const struct agent_request *req = e->req;
+
+	*ret_path = NULL;
+	if (o->policy_path && (req->policy_json || req->policy_path || req->workspace))
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(&e->err, -EPERM,
+					 "%s: the operator fixed the policy (--policy): a request "
+					 "may not name one",
+					 req->workspace && !req->policy_json && !req->policy_path
+					     ? "workspace"
+					     : "policy"));
+	if ((req->policy_json || req->policy_path) && req->workspace)
+		return fail(e, AGENT_ERROR_INVALID_REQUEST,
+			    al_error_set(&e->err, -EINVAL,
+					 "workspace: the request's policy names the workspace"));
+	if (o->policy_path)
+		return (*ret_path = strdup(o->policy_path)) ? 0 : -ENOMEM;
+	if (!req->policy_path)
+		return 0;
+	if (!o->policy_dir)
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(&e->err, -EPERM,
+					 "policy: a request may name a policy file only when the "
+					 "operator gave --policy-dir"));
+	if (strchr(req->policy_path, '/') || req->policy_path[0] == '.' || !req->policy_path[0])
+		return fail(e, AGENT_ERROR_INVALID_REQUEST,
+			    al_error_set(&e->err, -EINVAL,
+					 "policy: \"%s\" is not a file name in the policy folder",
+					 req->policy_path));
+	return asprintf(ret_path, "%s/%s", o->policy_dir, req->policy_path) < 0 ? -ENOMEM : 0;
 }
 
 static int load_policy(struct exec *e, const struct agent_exec_options *o)
 {
 	const struct agent_request *req = e->req;
-	_cleanup_free_ char *canonical = NULL;
+	_cleanup_free_ char *canonical = NULL, *path = NULL;
 	int r;
 
-	if (req->policy_json)
+	r = request_policy_allowed(e, o, &path);
+	if (r < 0)
+		return r;
+	if (req->policy_json && !o->policy_path)
 		r = policy_load_string(req->policy_json, &e->base, &e->err);
-	else if (req->policy_path)
-		r = policy_load_file(req->policy_path, &e->base, &e->err);
+	else if (path)
+		r = policy_load_file(path, &e->base, &e->err);
 	else
 		r = policy_new_default(&e->base);
 	if (r < 0) {
@@ -165,17 +227,32 @@ static int set_env(struct exec *e, const char *name, const char *value)
 	return policy_set_env(e->policy, a, &e->err);
 }
 
-/* The request's own settings, over the policy's: each checked as the matching flag of `run`. */
-static int apply_request(struct exec *e)
+/* The request's own settings, over the policy's: each checked as the matching flag of `run`,
+ * and none above the policy's own limit. */
+static int apply_request(struct exec *e, const struct agent_exec_options *o)
 {
 	const struct agent_request *req = e->req;
+	uint64_t limit = e->base->resources.timeout_usec;
 	char timeout[32];
 	int r = 0;
 
+	if (limit > 0 && req->timeout_usec > limit)
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(&e->err, -EPERM, "timeout: more than the policy's %llu ms",
+					 (unsigned long long)(limit / 1000)));
+
 	(void)snprintf(timeout, sizeof(timeout), "%lluus", (unsigned long long)req->timeout_usec);
 	r = policy_set_timeout(e->policy, timeout, &e->err);
-	if (r >= 0 && req->memory)
+	if (r >= 0 && req->memory) {
 		r = policy_set_memory(e->policy, req->memory, &e->err);
+		if (r >= 0 && e->base->resources.memory > 0 &&
+		    (e->policy->resources.memory == 0 ||
+		     e->policy->resources.memory > e->base->resources.memory))
+			return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+				    al_error_set(&e->err, -EPERM,
+						 "memory: more than the policy's %llu bytes",
+						 (unsigned long long)e->base->resources.memory));
+	}
 	for (size_t i = 0; r >= 0 && i < req->n_env; i++)
 		r = set_env(e, req->env[i].name, req->env[i].value);
 	if (r >= 0)
@@ -184,62 +261,10 @@ static int apply_request(struct exec *e)
 		r = set_env(e, "AIRLOCK_INPUT", LAUNCHER_FILES_DIR "/" INPUT_FILE);
 	if (r >= 0 && req->workspace)
 		r = policy_set_workspace(e->policy, req->workspace, &e->err);
-	else if (r >= 0 && !req->policy_json && !req->policy_path)
+	else if (r >= 0 && !req->policy_json && !req->policy_path && !o->policy_path)
 		r = make_scratch(e);
 	if (r < 0)
 		return fail(e, AGENT_ERROR_INVALID_REQUEST, r);
-	return 0;
-}
-
-/* Creates the folders of path below root, then the file, never through a link. */
-static int place_file(int root, const struct agent_file *f, struct al_error *err)
-{
-	_cleanup_free_ char *dir = strdup(f->path);
-	_cleanup_close_ int fd = -EBADF;
-	struct open_how how = {
-	    .flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    .mode = f->executable ? 0755 : 0644,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	int r;
-
-	if (!dir)
-		return -ENOMEM;
-	for (char *s = strchr(dir, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdirat(root, dir, 0755) < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "files: cannot create folder %s",
-						  dir);
-		*s = '/';
-	}
-	fd = (int)syscall(SYS_openat2, root, f->path, &how, sizeof(how));
-	if (fd < 0)
-		return al_error_set_errno(err, -errno, "files: cannot create %s", f->path);
-	r = al_write_all(fd, f->data, f->len);
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r < 0)
-		return al_error_set_errno(err, r, "files: cannot write %s", f->path);
-	return 0;
-}
-
-static int place_files(struct exec *e)
-{
-	_cleanup_close_ int root = -EBADF;
-	int r;
-
-	if (e->req->n_files == 0)
-		return 0;
-	root = open(e->policy->workspace.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		return fail(e, AGENT_ERROR_INVALID_REQUEST,
-			    al_error_set_errno(&e->err, -errno, "workspace: cannot open %s",
-					       e->policy->workspace.root));
-	for (size_t i = 0; i < e->req->n_files; i++) {
-		r = place_file(root, &e->req->files[i], &e->err);
-		if (r < 0)
-			return fail(e, AGENT_ERROR_SETUP_FAILED, r);
-	}
 	return 0;
 }
 
@@ -278,7 +303,7 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 
 	r = load_policy(e, o);
 	if (r >= 0)
-		r = apply_request(e);
+		r = apply_request(e, o);
 	if (r < 0)
 		return r;
 	r = agent_plan(req, e->policy, &e->plan, &e->err);
@@ -294,19 +319,29 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 	if (req->input)
 		e->files[e->n_files++] =
 		    (struct launcher_file){INPUT_FILE, req->input, strlen(req->input)};
-	r = place_files(e);
-	if (r >= 0)
-		r = make_stdin(e);
-	return r;
+	if (req->n_files > 0) {
+		e->ws_files = calloc(req->n_files, sizeof(*e->ws_files));
+		if (!e->ws_files)
+			return fail(e, AGENT_ERROR_SETUP_FAILED, -ENOMEM);
+	}
+	for (size_t i = 0; i < req->n_files; i++)
+		e->ws_files[i] =
+		    (struct launcher_file){req->files[i].path, req->files[i].data,
+					   req->files[i].len, req->files[i].executable};
+	return make_stdin(e);
 }
 
 static void exec_done(struct exec *e)
 {
 	if (e->scratch) {
 		al_path_remove_tree(e->scratch);
+		/* The base goes too when this was its last workspace. */
+		*strrchr(e->scratch, '/') = '\0';
+		(void)rmdir(e->scratch);
 		free(e->scratch);
 	}
 	agent_plan_done(&e->plan);
+	free(e->ws_files);
 	e->policy = policy_free(e->policy);
 	e->base = policy_free(e->base);
 	e->stdin_fd = al_close(e->stdin_fd);
@@ -328,6 +363,8 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
 		    .upstream_ca = o->upstream_ca,
 		    .files = e.files,
 		    .n_files = e.n_files,
+		    .workspace_files = e.ws_files,
+		    .n_workspace_files = req->n_files,
 		    .prelude = e.plan.prelude,
 		    .result_path = AGENT_RESULT_PATH,
 		    .admitted_path = o->admitted_path,

@@ -22,9 +22,12 @@ enum {
 	ARG_VAULT,
 	ARG_KEY_FILE,
 	ARG_JSON,
+	ARG_POLICY_DIR,
 };
 
 static const char *arg_request;
+static const char *arg_policy;
+static const char *arg_policy_dir;
 static const char *arg_admitted;
 static const char *arg_upstream_ca;
 static struct broker_client_options arg_broker;
@@ -41,6 +44,11 @@ static void help(void)
 	       "\n"
 	       "Options:\n"
 	       "      --request FILE     Read the request from FILE instead of stdin\n"
+	       "  -p, --policy FILE      The policy of every request: a request may then name\n"
+	       "                         neither a policy nor a workspace\n"
+	       "      --policy-dir DIR   Where a request's \"policy\": \"NAME\" is looked up "
+	       "(without\n"
+	       "                         it, a request may give only an inline policy)\n"
 	       "      --admitted FILE    The admitted set for policies of tier 3 and up\n"
 	       "                         (default " LAUNCHER_ADMITTED_DEFAULT ")\n"
 	       "      --upstream-ca FILE Verify intercepted upstreams against the CAs in FILE\n"
@@ -58,6 +66,8 @@ static int parse_argv(int argc, char **argv)
 {
 	static const struct option options[] = {
 	    {"request", required_argument, NULL, ARG_REQUEST},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
 	    {"admitted", required_argument, NULL, ARG_ADMITTED},
 	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
 	    {"broker", required_argument, NULL, ARG_BROKER},
@@ -69,10 +79,16 @@ static int parse_argv(int argc, char **argv)
 	};
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_REQUEST:
 			arg_request = optarg;
+			break;
+		case 'p':
+			arg_policy = optarg;
+			break;
+		case ARG_POLICY_DIR:
+			arg_policy_dir = optarg;
 			break;
 		case ARG_ADMITTED:
 			arg_admitted = optarg;
@@ -151,6 +167,8 @@ int cli_exec(int argc, char **argv)
 		return LAUNCHER_EXIT_FAILED;
 	}
 	o = (struct agent_exec_options){
+	    .policy_path = arg_policy,
+	    .policy_dir = arg_policy_dir,
 	    .admitted_path = arg_admitted,
 	    .upstream_ca = arg_upstream_ca,
 	    .broker = &arg_broker,

@@ -1,7 +1,8 @@
 /* Host paths that airlock exposes to a sandbox (see path-util.h). */
 
+#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,15 +166,89 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+#define REMOVE_STEPS_MAX 10000000 /* a tree that cannot be emptied is given up, not looped on */
+
+/* The first entry of dir that is a folder (its name into name), after removing every other
+ * entry. Returns 1 when it found one, 0 when dir holds no folder any more. */
+static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
 {
-	(void)st;
-	(void)ftw;
-	(void)(type == FTW_DP ? rmdir(path) : unlink(path));
-	return 0;
+	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3), found = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			(void)close(fd);
+		return 0;
+	}
+	for (struct dirent *de; !found && (de = readdir(d)) && ++*steps < REMOVE_STEPS_MAX;) {
+		struct stat st;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode)) {
+			(void)unlinkat(dir, de->d_name, 0);
+			continue;
+		}
+		/* An empty one goes at once; one that cannot go (another mount) is left. */
+		if (unlinkat(dir, de->d_name, AT_REMOVEDIR) == 0 || errno == EBUSY)
+			continue;
+		(void)snprintf(name, size, "%s", de->d_name);
+		found = 1;
+	}
+	(void)closedir(d);
+	return found;
 }
 
 void al_path_remove_tree(const char *path)
 {
-	(void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	char **names = NULL, name[NAME_MAX + 1];
+	size_t depth = 0, steps = 0;
+	int fd, sub;
+
+	/* By fds, one level open at a time: no path grows past PATH_MAX however deep the tree,
+	 * no link is followed, and the caller's fd limit is not a depth limit. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		(void)unlink(path);
+		return;
+	}
+	while (steps++ < REMOVE_STEPS_MAX) {
+		if (empty_but_folders(fd, name, sizeof(name), &steps)) {
+			char **n = reallocarray(names, depth + 1, sizeof(*names));
+
+			sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (!n || sub < 0 || !(n[depth] = strdup(name))) {
+				if (n)
+					names = n;
+				if (sub >= 0)
+					(void)close(sub);
+				break;
+			}
+			names = n;
+			depth++;
+			(void)close(fd);
+			fd = sub;
+			continue;
+		}
+		if (depth == 0)
+			break;
+		sub = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		(void)close(fd);
+		if (sub < 0) {
+			fd = -1;
+			break;
+		}
+		fd = sub;
+		depth--;
+		(void)unlinkat(fd, names[depth], AT_REMOVEDIR);
+		free(names[depth]);
+	}
+	if (fd >= 0)
+		(void)close(fd);
+	while (depth > 0)
+		free(names[--depth]);
+	free(names);
+	(void)rmdir(path);
 }

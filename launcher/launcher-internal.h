@@ -439,6 +439,9 @@ struct launcher_tree_stats {
 /* Copies what src_dir holds into dst_dir (files, folders, links as links; modes); what cannot be
  * copied is counted in st. */
 void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st);
+/* Writes f (name: a path relative to root, without "." or ".." components) below root, making
+ * its folders, never through a link, never into anything but a regular file. Fills err. */
+int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err);
 /* Removes what dir holds (what cannot be removed is counted in st). */
 void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st);
 

@@ -28,6 +28,7 @@ struct launcher_file {
 	const char *name;
 	const char *data;
 	size_t len;
+	bool executable;
 };
 
 struct launcher_options {
@@ -42,6 +43,11 @@ struct launcher_options {
 	struct broker_client_options broker;
 	const struct launcher_file *files;
 	size_t n_files;
+	/* Files written into the workspace by the sandbox itself before the command starts (name:
+	 * a relative path), so that the policy's workspace rules apply to them as to the command;
+	 * one it may not write fails the launch. */
+	const struct launcher_file *workspace_files;
+	size_t n_workspace_files;
 	/* Run first in the same sandbox (a compiler, say): when it does not exit 0, argv is not
 	 * run and the result is its status, with prelude_failed set. NULL: none. */
 	char *const *prelude;

@@ -162,6 +162,26 @@ static int install_stdio(const struct launcher_context *ctx, struct al_error *er
 	return 0;
 }
 
+/* The request's files, written with the command's own rights: through the workspace's mount,
+ * whose daemon serves it by now, under the same rules. */
+static int place_workspace_files(const struct launcher_context *ctx, struct al_error *err)
+{
+	_cleanup_close_ int root = -EBADF;
+	int r;
+
+	if (ctx->opts->n_workspace_files == 0)
+		return 0;
+	root = open(ctx->policy->workspace.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return al_error_set_errno(err, -errno, "Failed to open the workspace");
+	for (size_t i = 0; i < ctx->opts->n_workspace_files; i++) {
+		r = launcher_tree_place(root, &ctx->opts->workspace_files[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 {
 	struct launcher_sync_msg m = {0}, in;
@@ -246,6 +266,10 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		fail(sync_fd, &m,
 		     al_error_set_errno(&m.err, r, "Failed to install the seccomp filter"));
 	step(&s, "seccomp");
+
+	r = place_workspace_files(ctx, &m.err);
+	if (r < 0)
+		fail(sync_fd, &m, r);
 
 	(void)sigemptyset(&forwarded);
 	for (int sig = 1; sig < NSIG; sig++)

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -147,4 +148,64 @@ void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st)
 			count_failure(st, -errno, de->d_name);
 	}
 	(void)closedir(d);
+}
+
+/* Opens (creating it if need be) the folder name in dir, never through a link. */
+static int open_or_make_dir(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 || errno != ENOENT)
+		return fd >= 0 ? fd : -errno;
+	if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err)
+{
+	char name[NAME_MAX + 1];
+	_cleanup_close_ int dir = fcntl(root, F_DUPFD_CLOEXEC, 3), fd = -EBADF;
+	const char *p = f->name;
+	struct stat st;
+	int r;
+
+	if (dir < 0)
+		return al_error_set_errno(err, -errno, "files: %s", f->name);
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 0 || n > NAME_MAX)
+			return al_error_set(err, -EINVAL, "files: %s: bad path", f->name);
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (p[n] == '\0')
+			break;
+		r = open_or_make_dir(dir, name);
+		if (r < 0)
+			return al_error_set_errno(err, r, "files: cannot make the folders of %s",
+						  f->name);
+		(void)al_close(dir);
+		dir = r;
+		p += n + 1;
+	}
+	/* Non-blocking: a FIFO planted under the name must not hang the launch. */
+	fd = openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		    f->executable ? 0755 : 0644);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "files: cannot create %s", f->name);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return al_error_set(err, -EEXIST, "files: %s exists and is not a regular file",
+				    f->name);
+	r = RET_NERRNO(ftruncate(fd, 0));
+	if (r >= 0)
+		r = al_write_all(fd, f->data, f->len);
+	if (r >= 0 && fchmod(fd, f->executable ? 0755 : 0644) < 0)
+		r = -errno;
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0)
+		return al_error_set_errno(err, r, "files: cannot write %s", f->name);
+	return 0;
 }

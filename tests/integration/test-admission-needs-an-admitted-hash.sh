@@ -36,12 +36,48 @@ printf '%s   the high one\n' "$hash" >>"$ADMITTED"
 al_run run -p "$IT_TMP/t3.json" --admitted "$ADMITTED" -- /bin/echo high
 assert_eq "0 high" "$AL_RC $AL_OUT" "tier 3 whose hash is admitted runs"
 
-printf '{"language": "shell", "code": "echo via exec", "timeout": 10, "env": {"X": "1"}, "policy": "%s"}' \
-	"$IT_TMP/t3.json" >"$IT_TMP/req.json"
-al_run exec --admitted "$ADMITTED" --request "$IT_TMP/req.json"
+printf '{"language": "shell", "code": "echo via exec", "timeout": 10, "env": {"X": "1"}, "policy": "t3.json"}' \
+	>"$IT_TMP/req.json"
+al_run exec --admitted "$ADMITTED" --policy-dir "$IT_TMP" --request "$IT_TMP/req.json"
 assert_eq 0 "$AL_RC" "exec of the admitted policy, with the request's own timeout and env, runs"
 assert_eq "via exec" "$(json_get "$IT_TMP/al.out" 'd["stdout"].strip()')" "exec: its output"
 assert_eq "$hash" "$(json_get "$IT_TMP/al.out" 'd["policy_hash"]')" "exec reports the admitted policy's hash"
+
+# the request cannot move an admitted policy onto another folder, nor raise its limits
+mkdir -p "$IT_TMP/elsewhere"
+printf '{"language": "shell", "code": "ls", "timeout": 10, "policy": "t3.json", "workspace": "%s"}' \
+	"$IT_TMP/elsewhere" >"$IT_TMP/req.json"
+al_run exec --admitted "$ADMITTED" --policy-dir "$IT_TMP" --request "$IT_TMP/req.json"
+assert_eq "125 invalid_request" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"a request's workspace with a policy is refused"
+write_policy "$IT_TMP/small.json" <<EOF2
+{"workspace": {"root": "$WS"}, "resources": {"memory": "128Mi", "timeout": "30s"}}
+EOF2
+printf '{"language": "shell", "code": "true", "timeout": 10, "memory": "1Gi", "policy": "small.json"}' >"$IT_TMP/req.json"
+al_run exec --policy-dir "$IT_TMP" --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_policy" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"a request's memory above the policy's is refused"
+printf '{"language": "shell", "code": "true", "timeout": "1m", "policy": "small.json"}' >"$IT_TMP/req.json"
+al_run exec --policy-dir "$IT_TMP" --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_policy" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"a request's timeout above the policy's is refused"
+
+# who picks the policy: a request names a policy file only inside --policy-dir; with --policy
+# the operator fixes it and a request names neither a policy nor a workspace
+printf '{"language": "shell", "code": "true", "timeout": 10, "policy": "%s"}' "$IT_TMP/t2.json" >"$IT_TMP/req.json"
+al_run exec --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_policy" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"a policy path without --policy-dir is refused"
+al_run exec --policy-dir "$IT_TMP" --request "$IT_TMP/req.json"
+assert_eq "125 invalid_request" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"a policy path outside the folder (with a slash) is refused"
+printf '{"language": "shell", "code": "echo fixed", "timeout": 10}' >"$IT_TMP/req.json"
+al_run exec -p "$IT_TMP/t2.json" --request "$IT_TMP/req.json"
+assert_eq "0 fixed" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["stdout"].strip()')" "--policy runs the request under it"
+printf '{"language": "shell", "code": "true", "timeout": 10, "policy": {"workspace": {"root": "/"}}}' >"$IT_TMP/req.json"
+al_run exec -p "$IT_TMP/t2.json" --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_policy" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"with --policy, a request's own policy is refused"
 
 # an admitted policy that the request tries to loosen is the same policy: nothing to loosen but
 # the run parameters. A changed policy is another hash.

@@ -29,6 +29,7 @@ refused()
 
 touch_marker="import pathlib; pathlib.Path('$MARKER').touch()"
 
+
 ex '{"language": "python", "code": "print(1)"}'
 refused invalid_request "timeout" "a request without a timeout"
 ex '{"language": "python", "code": "print(1)", "timeout": 5, "tmieout": 5}'
@@ -74,6 +75,20 @@ ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
      "policy": {"workspace": {"root": "'"$WS"'"},
                 "mounts": [{"source": "'"$IT_TMP/no-such-folder"'", "target": "/opt/v", "mode": "ro"}]}}'
 refused setup_failed "no-such-folder" "a mount whose source does not exist"
+
+# a request's files are written by the sandbox itself, under the workspace's rules, before the
+# program starts: never into a protected path, never through a link, never onto a FIFO
+mkdir -p "$IT_TMP/victim" "$IT_TMP/filesws"
+ln -s "$IT_TMP/victim" "$IT_TMP/filesws/a"
+mkfifo "$IT_TMP/filesws/fifo"
+for f in .git/hooks/pre-commit a/planted/evil.txt fifo; do
+	ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5, "workspace": "'"$IT_TMP/filesws"'",
+	     "files": [{"path": "'"$f"'", "content": "x"}]}'
+	refused setup_failed "files" "a file at $f"
+done
+assert_eq "" "$(ls -A "$IT_TMP/victim")" "nothing was written through the link"
+assert_false "no hook was written" test -e "$IT_TMP/filesws/.git"
+assert_false "nothing ran" test -e "$MARKER"
 
 # capabilities: what this machine can enforce, probed; the languages present
 al_run capabilities --json
