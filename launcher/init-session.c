@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,14 @@ struct exec_slot {
 };
 
 static struct exec_slot slots[LAUNCHER_SESSION_EXECS_MAX];
+
+/* Commands that ended lately, by id: a signal for one may cross its end (airlock kills the
+ * command itself, then its group through here), and what it left in its group must still go. */
+static struct {
+	uint32_t id;
+	pid_t pgid;
+} ended[LAUNCHER_SESSION_EXECS_MAX];
+static size_t ended_next;
 
 /* The request's strings, NUL-separated: argc, argv..., envc, env..., result path. Pointers into
  * text, in vectors allocated here. */
@@ -168,6 +177,12 @@ static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t
 	}
 	slot->id = id;
 	slot->result_path = result[0] ? strdup(result) : NULL;
+	/* airlock kills the command itself through this, even while this process is busy, and
+	 * whatever group the command moves to. */
+	r = (int)syscall(SYS_pidfd_open, slot->pid, 0);
+	(void)launcher_sync_send(
+	    sync_fd, &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_EXEC_STARTED, .id = id}, r);
+	(void)al_close(r);
 }
 
 static void reap_all(int sync_fd)
@@ -189,6 +204,8 @@ static void reap_all(int sync_fd)
 				/* The next exec starts without it. */
 				(void)unlink(s->result_path);
 			}
+			ended[ended_next] = (typeof(ended[0])){s->id, s->pid};
+			ended_next = (ended_next + 1) % ELEMENTSOF(ended);
 			send_status(sync_fd, s->id, st, fd);
 			fd = al_close(fd);
 			free(s->result_path);
@@ -202,9 +219,31 @@ static void signal_exec(uint32_t id, int sig)
 	for (size_t i = 0; i < ELEMENTSOF(slots); i++)
 		if (slots[i].pid > 0 && slots[i].id == id)
 			(void)kill(-slots[i].pid, sig);
+	for (size_t i = 0; i < ELEMENTSOF(ended); i++)
+		if (ended[i].pgid > 0 && ended[i].id == id)
+			(void)kill(-ended[i].pgid, sig);
 }
 
-/* Whether every process of the session but this one is stopped (or dead). */
+/* Whether the stat line of a task says it is stopped (or dead). */
+static bool task_is_stopped(int dir, const char *name)
+{
+	char buf[512], *paren;
+	ssize_t n;
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return true; /* gone */
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)al_close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && strchr("TtZX", paren[2]);
+}
+
+/* Whether every thread of every process of the session but this one is stopped (or dead): a
+ * thread still in a write through the workspace stops only when the write is done. */
 static bool all_stopped(void)
 {
 	DIR *d = opendir("/proc");
@@ -213,23 +252,26 @@ static bool all_stopped(void)
 	if (!d)
 		return false;
 	for (struct dirent *de; all && (de = readdir(d));) {
-		char path[300], buf[256], *paren;
-		ssize_t n;
-		int fd;
+		char path[300];
+		DIR *tasks;
+		int tfd;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' || streq(de->d_name, "1"))
 			continue;
-		(void)snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		(void)snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
+		tasks = opendir(path);
+		if (!tasks)
 			continue; /* gone */
-		n = read(fd, buf, sizeof(buf) - 1);
-		(void)al_close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		paren = strrchr(buf, ')');
-		all = paren && paren[1] == ' ' && strchr("TtZX", paren[2]);
+		tfd = dirfd(tasks);
+		for (struct dirent *t; all && (t = readdir(tasks));) {
+			char stat_name[300];
+
+			if (t->d_name[0] < '1' || t->d_name[0] > '9')
+				continue;
+			(void)snprintf(stat_name, sizeof(stat_name), "%s/stat", t->d_name);
+			all = task_is_stopped(tfd, stat_name);
+		}
+		(void)closedir(tasks);
 	}
 	(void)closedir(d);
 	return all;
@@ -257,7 +299,7 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 				  const struct launcher_sync_msg *in, int dir)
 {
 	struct launcher_sync_msg m = {.type = in->type};
-	struct launcher_tree_stats st = {0};
+	struct launcher_tree_stats st = {.budget = in->size};
 	_cleanup_close_ int ws = -EBADF;
 
 	ws = open(ctx->policy->workspace.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -273,6 +315,7 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 		(void)syncfs(ws);
 	}
 	(void)kill(-1, SIGCONT);
+	launcher_tree_stats_done(&st);
 	m.flags = st.failed;
 	if (m.value < 0)
 		(void)al_error_set_errno(&m.err, m.value, "Failed to stop the session's processes");

@@ -186,23 +186,24 @@ int launcher_env_add_egress(struct launcher_context *ctx);
 /* ---- sync: messages between airlock and the sandbox over a SOCK_SEQPACKET socketpair ---- */
 
 enum launcher_sync_type {
-	LAUNCHER_SYNC_GO = 1,	   /* parent -> child: id maps written, build the root */
-	LAUNCHER_SYNC_ATTACHED,	   /* parent -> child: now in the sandbox's cgroup(s) */
-	LAUNCHER_SYNC_READY,	   /* child -> parent: sandbox built (+ seccomp listener fd) */
-	LAUNCHER_SYNC_ERROR,	   /* child -> parent: setup failed, see err */
-	LAUNCHER_SYNC_EXEC_FAILED, /* command -> parent: execve failed with value = errno */
-	LAUNCHER_SYNC_STATUS,	   /* init -> parent: the command ended: value = code, signal,
-				    * flags; + the result file's fd when there is one */
-	LAUNCHER_SYNC_TERMINATE,   /* parent -> init: SIGTERM every process (timeout) */
-	LAUNCHER_SYNC_FUSE,	   /* child -> parent: a FUSE connection to serve (+ its fd);
-				    * value = LAUNCHER_FUSE_WORKSPACE or _SECRETS */
-	LAUNCHER_SYNC_EXEC,	   /* parent -> session init: run exec id (+ fds: the request, see
-				    * launcher_exec_payload, then stdin, stdout, stderr) */
-	LAUNCHER_SYNC_EXEC_SIGNAL, /* parent -> session init: signal (value) exec id's group */
-	LAUNCHER_SYNC_CHECKPOINT,  /* parent -> session init: copy the workspace into the fd's
-				    * folder, every process stopped; the answer has the same type,
-				    * value 0 or -errno, flags = entries not copied, err */
-	LAUNCHER_SYNC_RESTORE,	   /* the same, the other way: the workspace becomes the fd's */
+	LAUNCHER_SYNC_GO = 1,	    /* parent -> child: id maps written, build the root */
+	LAUNCHER_SYNC_ATTACHED,	    /* parent -> child: now in the sandbox's cgroup(s) */
+	LAUNCHER_SYNC_READY,	    /* child -> parent: sandbox built (+ seccomp listener fd) */
+	LAUNCHER_SYNC_ERROR,	    /* child -> parent: setup failed, see err */
+	LAUNCHER_SYNC_EXEC_FAILED,  /* command -> parent: execve failed with value = errno */
+	LAUNCHER_SYNC_STATUS,	    /* init -> parent: the command ended: value = code, signal,
+				     * flags; + the result file's fd when there is one */
+	LAUNCHER_SYNC_TERMINATE,    /* parent -> init: SIGTERM every process (timeout) */
+	LAUNCHER_SYNC_FUSE,	    /* child -> parent: a FUSE connection to serve (+ its fd);
+				     * value = LAUNCHER_FUSE_WORKSPACE or _SECRETS */
+	LAUNCHER_SYNC_EXEC,	    /* parent -> session init: run exec id (+ fds: the request, see
+				     * launcher_exec_payload, then stdin, stdout, stderr) */
+	LAUNCHER_SYNC_EXEC_SIGNAL,  /* parent -> session init: signal (value) exec id's group */
+	LAUNCHER_SYNC_CHECKPOINT,   /* parent -> session init: copy the workspace into the fd's
+				     * folder, every process stopped; the answer has the same type,
+				     * value 0 or -errno, flags = entries not copied, err */
+	LAUNCHER_SYNC_RESTORE,	    /* the same, the other way: the workspace becomes the fd's */
+	LAUNCHER_SYNC_EXEC_STARTED, /* session init -> parent: exec id runs (+ a pidfd of it) */
 };
 
 enum {
@@ -217,7 +218,8 @@ struct launcher_sync_msg {
 	int32_t value;
 	int32_t signal;
 	uint32_t flags;
-	uint32_t id; /* a session's exec: EXEC, EXEC_SIGNAL, and its EXEC_FAILED and STATUS */
+	uint32_t id;   /* a session's exec: EXEC, EXEC_SIGNAL, and its EXEC_FAILED and STATUS */
+	uint64_t size; /* CHECKPOINT: the bytes the copy may take (0: no limit) */
 	uint32_t n_steps;
 	struct launcher_step steps[LAUNCHER_SYNC_STEPS];
 	struct al_error err;
@@ -239,6 +241,12 @@ int launcher_sync_expect(int r, const struct launcher_sync_msg *m, uint32_t want
 			 struct al_error *err);
 
 uint64_t launcher_now_usec(void);
+
+/* Whether the caller's stdin fd is copied into a pipe rather than handed to the sandbox: a
+ * terminal (its modes, escape sequences past the capture, input typed after the end) and a file
+ * or device (reopened through /proc/self/fd/0, it could be written: the sandbox may be its
+ * owner). */
+bool launcher_stdin_is_copied(int fd);
 
 /* The result file init passed: into b (up to LAUNCHER_OUTPUT_MAX, else b->truncated) when it is
  * a regular file. */
@@ -432,13 +440,24 @@ bool launcher_session_ended(const struct launcher_session *s);
 
 /* ---- tree.c ---- */
 
+#define LAUNCHER_TREE_LINKS_MAX 128
 struct launcher_tree_stats {
-	uint32_t copied, failed;
+	uint32_t copied, failed, skipped; /* skipped: special files, other file systems */
+	uint64_t budget, used;		  /* bytes the copy may take (0: no limit), taken */
+	dev_t dev;			  /* the source's file system */
+	struct {
+		dev_t dev;
+		ino_t ino;
+		int fd; /* O_PATH of its copy */
+	} links[LAUNCHER_TREE_LINKS_MAX];
+	size_t n_links;
 	char first[128]; /* the first failure: "name: error" */
 };
-/* Copies what src_dir holds into dst_dir (files, folders, links as links; modes); what cannot be
- * copied is counted in st. */
+/* Copies what src_dir holds into dst_dir (files, keeping holes and hard links; folders; links as
+ * links; modes) within st->budget; what cannot be copied is counted in st, special files and other
+ * file systems are skipped. Call with depth 0; then launcher_tree_stats_done(). */
 void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st);
+void launcher_tree_stats_done(struct launcher_tree_stats *st);
 /* Writes f (name: a path relative to root, without "." or ".." components) below root, making
  * its folders, never through a link, never into anything but a regular file. Fills err. */
 int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err);

@@ -281,15 +281,14 @@ static int spawn(struct run *run, struct al_error *err)
 		launcher_stream_redact(&run->out, run->broker, 0);
 		launcher_stream_redact(&run->err, run->broker, 1);
 	}
-	/* A terminal is not handed to the sandbox: it could change its modes, write escape
-	 * sequences past the capture, or read what is typed after it ends. Its input is copied
-	 * into a pipe instead. Other stdin (a file, a pipe) is passed as is. */
+	/* A terminal or a file is not handed to the sandbox (see launcher_stdin_is_copied()): its
+	 * input is copied into a pipe instead. Other stdin (a pipe, a socket) is passed as is. */
 	if (r >= 0 && run->ctx.opts->stdin_fd > 0) {
 		/* The caller's own input for the command: passed as is, airlock's stays. */
 		in[0] = fcntl(run->ctx.opts->stdin_fd, F_DUPFD_CLOEXEC, 3);
 		if (in[0] < 0)
 			r = -errno;
-	} else if (r >= 0 && isatty(STDIN_FILENO)) {
+	} else if (r >= 0 && launcher_stdin_is_copied(STDIN_FILENO)) {
 		r = RET_NERRNO(pipe2(in, O_CLOEXEC));
 		/* In the background, reading the terminal would stop airlock (and its timeout)
 		 * with SIGTTIN: ignored, the read fails with EIO, which ends the input. */
@@ -584,6 +583,15 @@ static bool violation_is_audited(uint64_t count)
 	while (count % 10 == 0)
 		count /= 10;
 	return count == 1;
+}
+
+bool launcher_stdin_is_copied(int fd)
+{
+	struct stat st;
+
+	if (isatty(fd))
+		return true;
+	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
 void launcher_read_output(int fd, struct launcher_buffer *b)

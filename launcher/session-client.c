@@ -23,6 +23,7 @@
 /* After the command ended, its output is read as long as it keeps coming this fast: a process it
  * left running in the session may hold its stdout open for ever. */
 #define DRAIN_IDLE_MSEC 100
+#define DRAIN_MAX_USEC (1000 * 1000) /* and for this long at most */
 
 static int session_dir(const char *id, char *buf, size_t size, struct al_error *err)
 {
@@ -122,19 +123,22 @@ static void fill_result(const struct launcher_session_reply *rep, struct launche
 
 /* Moves output until the reply came and the output ended (or went quiet after the reply). */
 static int pump(int sock, struct launcher_stream *out, struct launcher_stream *err,
-		struct launcher_session_reply *rep, int *result_fd)
+		struct launcher_stream *in, struct launcher_session_reply *rep, int *result_fd)
 {
 	bool replied = false;
+	uint64_t replied_at = 0;
 
 	for (;;) {
-		struct pollfd pfd[5];
+		struct pollfd pfd[7];
 		int n;
 
-		if (replied && launcher_stream_done(out) && launcher_stream_done(err))
+		if (replied && ((launcher_stream_done(out) && launcher_stream_done(err)) ||
+				launcher_now_usec() - replied_at > DRAIN_MAX_USEC))
 			return 0;
 		pfd[0] = (struct pollfd){.fd = replied ? -1 : sock, .events = POLLIN};
 		launcher_stream_poll(out, &pfd[1], &pfd[2]);
 		launcher_stream_poll(err, &pfd[3], &pfd[4]);
+		launcher_stream_poll(in, &pfd[5], &pfd[6]);
 		n = poll(pfd, ELEMENTSOF(pfd), replied ? DRAIN_IDLE_MSEC : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -144,6 +148,7 @@ static int pump(int sock, struct launcher_stream *out, struct launcher_stream *e
 			return 0; /* quiet since the end: what is left is a background process's */
 		launcher_stream_handle(out, pfd[1].revents, pfd[2].revents);
 		launcher_stream_handle(err, pfd[3].revents, pfd[4].revents);
+		launcher_stream_handle(in, pfd[5].revents, pfd[6].revents);
 		if (pfd[0].revents) {
 			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
 
@@ -154,6 +159,7 @@ static int pump(int sock, struct launcher_stream *out, struct launcher_stream *e
 			rep->err.msg[sizeof(rep->err.msg) - 1] = '\0';
 			rep->policy_hash[sizeof(rep->policy_hash) - 1] = '\0';
 			replied = true;
+			replied_at = launcher_now_usec();
 		}
 	}
 }
@@ -168,8 +174,9 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	};
 	struct launcher_session_reply rep = {0};
 	_cleanup_close_ int sock = -EBADF, payload = -EBADF, in = -EBADF, result = -EBADF;
-	int out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, fds[4];
-	struct launcher_stream s_out, s_err;
+	int out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF},
+	    fds[4];
+	struct launcher_stream s_out, s_err, s_in;
 	int r;
 
 	*ret = (struct launcher_result){0};
@@ -179,11 +186,21 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	r = make_payload(x, &payload);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the request");
-	in = x->stdin_fd >= 0 ? fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3)
-			      : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/* A file is copied through a pipe, as a run's is (launcher_stdin_is_copied()). */
+	if (x->stdin_fd >= 0 && launcher_stdin_is_copied(x->stdin_fd)) {
+		if (pipe2(inp, O_CLOEXEC) < 0)
+			return al_error_set_errno(err, -errno, "Failed to create the stdin pipe");
+		in = inp[0];
+	} else {
+		in = x->stdin_fd >= 0 ? fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3)
+				      : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	launcher_stream_init(&s_in, inp[1] >= 0 ? x->stdin_fd : -EBADF, false, inp[1], true, NULL,
+			     0);
 	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = -errno;
 		(void)al_close(out[0]), (void)al_close(out[1]);
+		launcher_stream_close(&s_in);
 		return al_error_set_errno(err, r, "Failed to create the command's stdio");
 	}
 	launcher_stream_init(&s_out, out[0], true, STDOUT_FILENO, false,
@@ -192,15 +209,17 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 			     x->capture ? &ret->err : NULL, LAUNCHER_CAPTURE_MAX);
 	launcher_stream_open_nonblocking(&s_out);
 	launcher_stream_open_nonblocking(&s_err);
+	launcher_stream_open_nonblocking(&s_in);
 	fds[0] = payload, fds[1] = in, fds[2] = out[1], fds[3] = errp[1];
 	r = al_send_fds(sock, &req, sizeof(req), fds, ELEMENTSOF(fds));
 	/* Only the command may hold the write ends now: its end is their EOF. */
 	(void)al_close(out[1]);
 	(void)al_close(errp[1]);
 	if (r >= 0)
-		r = pump(sock, &s_out, &s_err, &rep, &result);
+		r = pump(sock, &s_out, &s_err, &s_in, &rep, &result);
 	launcher_stream_close(&s_out);
 	launcher_stream_close(&s_err);
+	launcher_stream_close(&s_in);
 	if (r < 0)
 		return al_error_set_errno(err, r, "The session ended during the command");
 	if (rep.error < 0) {

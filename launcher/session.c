@@ -31,9 +31,12 @@
 #include "launcher/launcher-internal.h"
 
 #define CONNS_MAX 64
+#define CONN_IDLE_USEC (10 * 1000000ULL) /* a connection that asks nothing is closed */
 
 struct conn {
-	int fd; /* -EBADF: free */
+	int fd;	   /* -EBADF: free (or gone, while its command or copy finishes) */
+	int pidfd; /* the command, once it runs */
+	uint64_t accepted;
 	uint32_t exec_id;
 	uint32_t op;
 	uint64_t start, deadline, grace;
@@ -128,7 +131,7 @@ int launcher_session_new(const struct launcher_session_options *o, struct launch
 		return -ENOMEM;
 	s->listen_fd = s->owner_fd = s->timer_fd = s->ready_fd = -EBADF;
 	for (size_t i = 0; i < CONNS_MAX; i++)
-		s->conns[i].fd = -EBADF;
+		s->conns[i] = (struct conn){.fd = -EBADF, .pidfd = -EBADF};
 	r = launcher_session_base(base, sizeof(base));
 	if (r < 0)
 		return al_error_set_errno(err, r, "No folder for session state (set HOME)");
@@ -182,8 +185,9 @@ const char *launcher_session_id(const struct launcher_session *s)
 static void conn_close(struct conn *c)
 {
 	c->fd = al_close(c->fd);
+	c->pidfd = al_close(c->pidfd);
 	free(c->counts);
-	*c = (struct conn){.fd = -EBADF};
+	*c = (struct conn){.fd = -EBADF, .pidfd = -EBADF};
 }
 
 struct launcher_session *launcher_session_free(struct launcher_session *s)
@@ -205,6 +209,15 @@ struct launcher_session *launcher_session_free(struct launcher_session *s)
 
 /* ---- the supervisor's loop ---- */
 
+/* A value for the info file: one line, whatever it holds. */
+static void put_value(FILE *f, const char *key, const char *value)
+{
+	fprintf(f, "%s=", key);
+	for (const char *p = value; *p; p++)
+		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
+	fputc('\n', f);
+}
+
 /* The info file `session ls` reads: key=value lines. */
 static void write_info(struct launcher_session *s, const struct launcher_session_view *v)
 {
@@ -216,13 +229,13 @@ static void write_info(struct launcher_session *s, const struct launcher_session
 	f = fopen(tmp, "we");
 	if (!f)
 		return;
-	fprintf(f, "id=%s\npid=%d\nstarted=%lld\npolicy_hash=%s\nworkspace=%s\nexpires=%lld\n",
-		s->id, (int)getpid(), (long long)time(NULL), v->result->policy_hash,
-		v->ctx->policy->workspace.root,
+	fprintf(f, "id=%s\npid=%d\nstarted=%lld\npolicy_hash=%s\nexpires=%lld\n", s->id,
+		(int)getpid(), (long long)time(NULL), v->result->policy_hash,
 		s->ttl_deadline
 		    ? (long long)(time(NULL) +
 				  (time_t)((s->ttl_deadline - launcher_now_usec()) / 1000000))
 		    : 0LL);
+	put_value(f, "workspace", v->ctx->policy->workspace.root);
 	fprintf(f, "labels=");
 	for (size_t i = 0; i < v->ctx->policy->labels.n; i++)
 		fprintf(f, "%s%s", i ? " " : "", v->ctx->policy->labels.items[i]);
@@ -235,10 +248,15 @@ static uint64_t next_deadline(const struct launcher_session *s)
 {
 	uint64_t d = s->ttl_deadline;
 
-	for (size_t i = 0; i < CONNS_MAX; i++)
-		if (s->conns[i].fd >= 0 && s->conns[i].exec_id && s->conns[i].deadline &&
-		    (!d || s->conns[i].deadline < d))
-			d = s->conns[i].deadline;
+	for (size_t i = 0; i < CONNS_MAX; i++) {
+		const struct conn *c = &s->conns[i];
+		uint64_t t = c->exec_id		    ? c->deadline
+			     : c->fd >= 0 && !c->op ? c->accepted + CONN_IDLE_USEC
+						    : 0;
+
+		if (t && (!d || t < d))
+			d = t;
+	}
 	return d;
 }
 
@@ -294,11 +312,16 @@ static void reply_error(struct conn *c, int r, const struct al_error *err)
 	send_reply(c, &rep, -EBADF);
 }
 
-static void signal_exec(const struct launcher_session_view *v, uint32_t id, int sig)
+/* The command through its pidfd (sure), and its process group through pid 1 (best effort: a
+ * busy pid 1 may leave the message queued). */
+static void signal_exec(const struct conn *c, const struct launcher_session_view *v, int sig)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_SIGNAL, .id = id, .value = sig};
+	struct launcher_sync_msg m = {
+	    .type = LAUNCHER_SYNC_EXEC_SIGNAL, .id = c->exec_id, .value = sig};
 
 	(void)launcher_sync_send(v->sync_fd, &m, -EBADF);
+	if (c->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0);
 }
 
 static void start_exec(struct launcher_session *s, struct conn *c,
@@ -382,6 +405,8 @@ static void start_tree_op(struct launcher_session *s, struct conn *c,
 		    errno == ENOENT
 			? (al_error_set(&err, -ENOENT, "No checkpoint \"%s\"", req->name), &err)
 			: NULL);
+	/* A checkpoint may take what the workspace may hold: its quota. */
+	m.size = v->ctx->policy->workspace.quota;
 	r = launcher_sync_send(v->sync_fd, &m, fd);
 	if (r < 0)
 		return reply_error(c, r, NULL);
@@ -401,6 +426,11 @@ static bool peer_is_allowed(int fd)
 	return cred.uid == 0 || cred.uid == geteuid();
 }
 
+static bool conn_is_free(const struct launcher_session *s, const struct conn *c)
+{
+	return c->fd < 0 && !c->gone && s->tree_op != c;
+}
+
 static void on_accept(struct launcher_session *s)
 {
 	for (;;) {
@@ -410,14 +440,16 @@ static void on_accept(struct launcher_session *s)
 		if (fd < 0)
 			return;
 		for (size_t i = 0; i < CONNS_MAX && !c; i++)
-			if (s->conns[i].fd < 0)
+			if (conn_is_free(s, &s->conns[i]))
 				c = &s->conns[i];
 		if (!c || !peer_is_allowed(fd)) {
 			(void)al_close(fd);
 			continue;
 		}
 		c->fd = fd;
+		c->accepted = launcher_now_usec();
 	}
+	arm(s);
 }
 
 static void on_request(struct launcher_session *s, struct conn *c,
@@ -432,11 +464,12 @@ static void on_request(struct launcher_session *s, struct conn *c,
 		return;
 	if (n < 0 || c->exec_id || c->op) {
 		/* The caller went away (or broke the protocol): its command goes too. */
-		if (c->exec_id) {
-			signal_exec(v, c->exec_id, SIGKILL);
+		if (c->exec_id || s->tree_op == c) {
+			if (c->exec_id)
+				signal_exec(c, v, SIGKILL);
 			c->gone = true;
 			c->fd = al_close(c->fd);
-		} else if (s->tree_op != c) {
+		} else {
 			conn_close(c);
 		}
 		for (size_t i = 0; n >= 0 && i < ELEMENTSOF(fds); i++)
@@ -475,15 +508,19 @@ static void on_timer(struct launcher_session *s, const struct launcher_session_v
 	for (size_t i = 0; i < CONNS_MAX; i++) {
 		struct conn *c = &s->conns[i];
 
+		if (c->fd >= 0 && !c->exec_id && !c->op && now >= c->accepted + CONN_IDLE_USEC) {
+			conn_close(c);
+			continue;
+		}
 		if (!c->exec_id || !c->deadline || now < c->deadline)
 			continue;
 		if (!c->timed_out) {
 			c->timed_out = true;
-			signal_exec(v, c->exec_id, SIGTERM);
+			signal_exec(c, v, SIGTERM);
 			c->deadline = now + MAX(c->grace, (uint64_t)1);
 		} else if (!c->killed) {
 			c->killed = true;
-			signal_exec(v, c->exec_id, SIGKILL);
+			signal_exec(c, v, SIGKILL);
 			c->deadline = 0;
 		}
 	}
@@ -562,7 +599,11 @@ static void on_tree_done(struct launcher_session *s, const struct launcher_sync_
 	s->tree_op = NULL;
 	if (!c)
 		return;
-	if (m->type == LAUNCHER_SYNC_CHECKPOINT && m->value == 0 && m->flags == 0 &&
+	if (c->gone) {
+		rep.error = -ECONNRESET; /* nobody to tell; a new copy is dropped below */
+		c->n_violations = 0;
+	}
+	if (m->type == LAUNCHER_SYNC_CHECKPOINT && m->value == 0 && m->flags == 0 && !c->gone &&
 	    asprintf(&from, "%s/checkpoints/.new-%s", s->dir, c->name) >= 0 &&
 	    asprintf(&to, "%s/checkpoints/%s", s->dir, c->name) >= 0) {
 		launcher_session_remove_dir(to);
@@ -575,12 +616,28 @@ static void on_tree_done(struct launcher_session *s, const struct launcher_sync_
 	}
 	if (rep.error == 0 && m->flags > 0)
 		rep.error = -EIO;
-	send_reply(c, &rep, -EBADF);
+	if (c->gone)
+		conn_close(c);
+	else
+		send_reply(c, &rep, -EBADF);
 }
 
 bool launcher_session_on_sync(struct launcher_session *s, const struct launcher_sync_msg *m, int fd,
 			      const struct launcher_session_view *v)
 {
+	if (m->type == LAUNCHER_SYNC_EXEC_STARTED) {
+		for (size_t i = 0; i < CONNS_MAX && fd >= 0; i++) {
+			struct conn *c = &s->conns[i];
+
+			if (c->exec_id != m->id || c->pidfd >= 0)
+				continue;
+			c->pidfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+			/* A caller gone or a deadline passed before it ran. */
+			if (c->gone || c->killed)
+				signal_exec(c, v, SIGKILL);
+		}
+		return true;
+	}
 	if ((m->type == LAUNCHER_SYNC_STATUS || m->type == LAUNCHER_SYNC_EXEC_FAILED) && m->id) {
 		on_exec_end(s, m, fd, v);
 		return true;
@@ -647,10 +704,13 @@ int launcher_session_probe(const char *dir)
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/control", dir) >=
 	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a supervisor whose queue is full is alive, not a reason to hang. */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
 }
 
 void launcher_session_remove_stale(const char *base)

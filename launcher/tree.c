@@ -14,17 +14,26 @@
 #include "common/fd-util.h"
 #include "launcher/launcher-internal.h"
 
-#define TREE_DEPTH_MAX 256
+#define TREE_DEPTH_MAX 256 /* three fds a level: within a sandbox's default RLIMIT_NOFILE */
+#define CHUNK 65536
 
 static void count_failure(struct launcher_tree_stats *st, int r, const char *name)
 {
 	if (st->failed++ == 0)
-		(void)snprintf(st->first, sizeof(st->first), "%.64s: %.50s", name, strerror(-r));
+		(void)snprintf(st->first, sizeof(st->first), "%.64s: %.50s", name,
+			       r == -EFBIG ? "past the workspace quota" : strerror(-r));
 }
 
-static int copy_data(int from, int to)
+static bool is_zero(const char *p, size_t n)
 {
-	char buf[65536];
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Copies the data, leaving holes where the source reads as zeros (a sparse file stays sparse). */
+static int copy_data(int from, int to, off_t size)
+{
+	char buf[CHUNK];
+	off_t done = 0;
 
 	for (;;) {
 		ssize_t n = read(from, buf, sizeof(buf));
@@ -35,18 +44,62 @@ static int copy_data(int from, int to)
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return 0;
-		r = al_write_all(to, buf, (size_t)n);
-		if (r < 0)
-			return r;
+			break;
+		if (is_zero(buf, (size_t)n)) {
+			if (lseek(to, n, SEEK_CUR) < 0)
+				return -errno;
+		} else {
+			r = al_write_all(to, buf, (size_t)n);
+			if (r < 0)
+				return r;
+		}
+		done += n;
 	}
+	/* A file that ends in a hole gets its length; one that changed meanwhile, what was read. */
+	(void)size;
+	return ftruncate(to, done) < 0 ? -errno : 0;
 }
 
-static int copy_file(int src_dir, int dst_dir, const char *name, const struct stat *s)
+/* A file with other names: the copy of its first one is linked again for the others, so that
+ * a file with fifty names is copied once (and stays one file). */
+static bool link_again(int dst_dir, const char *name, const struct stat *s,
+		       struct launcher_tree_stats *st)
+{
+	char path[64];
+
+	for (size_t i = 0; i < st->n_links; i++) {
+		if (st->links[i].dev != s->st_dev || st->links[i].ino != s->st_ino)
+			continue;
+		(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", st->links[i].fd);
+		return linkat(AT_FDCWD, path, dst_dir, name, AT_SYMLINK_FOLLOW) == 0;
+	}
+	return false;
+}
+
+static void remember_link(int to, const struct stat *s, struct launcher_tree_stats *st)
+{
+	if (s->st_nlink < 2 || st->n_links >= LAUNCHER_TREE_LINKS_MAX)
+		return;
+	st->links[st->n_links].fd = fcntl(to, F_DUPFD_CLOEXEC, 3);
+	if (st->links[st->n_links].fd < 0)
+		return;
+	st->links[st->n_links].dev = s->st_dev;
+	st->links[st->n_links].ino = s->st_ino;
+	st->n_links++;
+}
+
+static int copy_file(int src_dir, int dst_dir, const char *name, const struct stat *s,
+		     struct launcher_tree_stats *st)
 {
 	_cleanup_close_ int from = -EBADF, to = -EBADF;
 	int r;
 
+	if (s->st_nlink > 1 && link_again(dst_dir, name, s, st))
+		return 0;
+	/* The budget counts what a file may take (its length), before a byte is read. */
+	if (st->budget && (uint64_t)s->st_size > st->budget - MIN(st->used, st->budget))
+		return -EFBIG;
+	st->used += (uint64_t)s->st_size;
 	from = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (from < 0)
 		return -errno;
@@ -54,21 +107,41 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 		    s->st_mode & 07777);
 	if (to < 0)
 		return -errno;
-	r = copy_data(from, to);
+	r = copy_data(from, to, s->st_size);
 	if (r >= 0 && fchmod(to, s->st_mode & 07777) < 0)
 		r = -errno;
+	if (r >= 0)
+		remember_link(to, s, st);
 	return r;
+}
+
+static int copy_link(int src_dir, int dst_dir, const char *name)
+{
+	_cleanup_free_ char *target = malloc(PATH_MAX);
+	ssize_t n;
+
+	if (!target)
+		return -ENOMEM;
+	n = readlinkat(src_dir, name, target, PATH_MAX - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	(void)unlinkat(dst_dir, name, 0);
+	return symlinkat(target, dst_dir, name) < 0 ? -errno : 0;
 }
 
 static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
 		      struct launcher_tree_stats *st)
 {
 	struct stat s;
-	char target[4096];
-	ssize_t n;
 
 	if (fstatat(src_dir, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	/* Another file system mounted below (a policy's mount): not the workspace's to copy. */
+	if (s.st_dev != st->dev) {
+		st->skipped++;
+		return 0;
+	}
 	if (S_ISDIR(s.st_mode)) {
 		_cleanup_close_ int from = -EBADF, to = -EBADF;
 
@@ -83,29 +156,28 @@ static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
 		launcher_tree_copy(from, to, depth + 1, st);
 		return fchmod(to, s.st_mode & 07777) < 0 ? -errno : 0;
 	}
-	if (S_ISLNK(s.st_mode)) {
-		n = readlinkat(src_dir, name, target, sizeof(target) - 1);
-		if (n < 0)
-			return -errno;
-		target[n] = '\0';
-		(void)unlinkat(dst_dir, name, 0);
-		return symlinkat(target, dst_dir, name) < 0 ? -errno : 0;
-	}
+	if (S_ISLNK(s.st_mode))
+		return copy_link(src_dir, dst_dir, name);
 	if (S_ISREG(s.st_mode))
-		return copy_file(src_dir, dst_dir, name, &s);
-	return -EOPNOTSUPP; /* fifos, sockets, devices: nothing to keep */
+		return copy_file(src_dir, dst_dir, name, &s, st);
+	/* FIFOs, sockets, devices: nothing in them to keep. */
+	st->skipped++;
+	return 0;
 }
 
 void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st)
 {
 	int fd = fcntl(src_dir, F_DUPFD_CLOEXEC, 3);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct stat self;
 
 	if (!d) {
 		(void)al_close(fd);
 		count_failure(st, -errno, ".");
 		return;
 	}
+	if (depth == 0 && fstat(src_dir, &self) == 0)
+		st->dev = self.st_dev;
 	for (struct dirent *de; (de = readdir(d));) {
 		int r;
 
@@ -118,6 +190,13 @@ void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tre
 			st->copied++;
 	}
 	(void)closedir(d);
+}
+
+void launcher_tree_stats_done(struct launcher_tree_stats *st)
+{
+	for (size_t i = 0; i < st->n_links; i++)
+		(void)al_close(st->links[i].fd);
+	st->n_links = 0;
 }
 
 void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st)

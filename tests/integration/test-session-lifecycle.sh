@@ -50,6 +50,12 @@ al_run session exec "$ID" -e GREETING=hi -- /bin/sh -c 'read x; echo "$GREETING 
 assert_eq "7 hi there" "$AL_RC $AL_OUT" "exec: exit code, env and stdin"
 al_run session exec "$ID" -t 1s --kill-after 1s -- /bin/sh -c 'trap "" TERM; sleep 60'
 assert_eq 124 "$AL_RC" "exec: the timeout ends the command (exit 124)"
+al_run session exec "$ID" -t 1s --kill-after 1s -- /usr/bin/python3 -c 'import os, time; os.setpgid(0, 1); time.sleep(60)'
+assert_eq 124 "$AL_RC" "exec: a command that left its process group still ends at its timeout"
+al_run session exec "$ID" -- /bin/sh -c 'ps -e -o args= | grep -c "^/usr/bin/python3 -c import os, time"'
+assert_eq 0 "$AL_OUT" "exec: and it is gone"
+al_run session exec "$ID" -t 10s -- /bin/sh -c '(while :; do echo x; sleep 0.05; done) & echo started'
+assert_eq 0 "$AL_RC" "exec: a process left writing to the command's stdout does not hold the caller"
 al_run session exec "$ID" -- no-such-command
 assert_eq 127 "$AL_RC" "exec: command not found is 127"
 al_run session exec "$ID" --json -- /bin/sh -c 'echo out; echo err >&2; exit 3'
@@ -93,6 +99,18 @@ assert_eq 125 "$AL_RC" "restore of an unknown checkpoint is refused"
 assert_contains "$AL_ERR" "nothing-like-this" "the refusal names it"
 al_run session checkpoint "$ID" ../escape
 assert_eq 125 "$AL_RC" "a checkpoint name with a slash is refused"
+
+# a checkpoint keeps holes and hard links (a sparse file and a file of many names cost their data
+# once), skips FIFOs, and a restore brings the names back as one file
+al_run session exec "$ID" -- /bin/sh -c 'truncate -s 1G sparse; head -c 1048576 /dev/urandom > many; i=0; while [ $i -lt 20 ]; do ln many "name$i"; i=$((i+1)); done; mkfifo pipe'
+al_run session checkpoint "$ID" shapes
+assert_eq 0 "$AL_RC" "checkpoint of a sparse file, hard links and a FIFO"
+used=$(du -sk "$SESSIONS/$ID/checkpoints/shapes" | cut -f1)
+assert_true "the checkpoint takes its data once (${used} KiB)" test "$used" -lt 8192
+assert_eq 1073741824 "$(stat -c %s "$SESSIONS/$ID/checkpoints/shapes/sparse")" "the sparse file keeps its length"
+assert_eq 21 "$(stat -c %h "$SESSIONS/$ID/checkpoints/shapes/many")" "the hard links stay one file"
+assert_false "the FIFO is skipped" test -e "$SESSIONS/$ID/checkpoints/shapes/pipe"
+al_run session exec "$ID" -- /bin/sh -c 'rm -f sparse many name* pipe'
 
 # a command still running when a checkpoint is taken is stopped for it, and goes on after
 al_run session exec "$ID" -- /bin/sh -c '(i=0; while [ $i -lt 400 ]; do echo $i >> count; i=$((i+1)); done &)'
@@ -173,6 +191,24 @@ wait_for 10 sh -c "[ -z \"\$(pgrep -x airlock-fs)\" ]" || true
 al_run session ls
 assert_false "supervisor killed: session ls removes its folder" test -e "$SESSIONS/$ID"
 assert_clean "after the supervisor was killed"
+
+# a checkpoint may take what the workspace may hold: a file grown past the quota is refused
+write_policy "$IT_TMP/quota.json" <<EOF2
+{"workspace": {"root": "$WS", "quota": "16Mi"}}
+EOF2
+al_run session start -p "$IT_TMP/quota.json" --owner 0
+ID=$AL_OUT
+al_run session exec "$ID" -- /bin/sh -c 'truncate -s 2G big 2>/dev/null; rm -f sparse; ls'
+if [ "$(stat -c %s "$WS/big" 2>/dev/null || echo 0)" -gt 16777216 ]; then
+	al_run session checkpoint "$ID" toobig
+	assert_eq 125 "$AL_RC" "a checkpoint past the workspace quota is refused"
+	assert_contains "$AL_ERR" "quota" "the refusal says why"
+else
+	it_pass "the workspace refused to grow past its quota"
+fi
+al_run session exec "$ID" -- /bin/rm -f big
+al_run session stop "$ID"
+assert_clean "after the quota session"
 
 # refused before anything starts
 write_policy "$IT_TMP/bad.json" <<EOF2
