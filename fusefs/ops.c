@@ -370,11 +370,18 @@ static int set_attrs(struct fusefs *fs, struct fusefs_inode *in, int fd, struct 
 					(to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 	if (r >= 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
-		if (fs->quota > 0 && fstat(fd, &before) == 0 && attr->st_size > before.st_size &&
-		    fusefs_quota_charge(fs, 0, true) < 0)
+		int64_t growth = 0;
+
+		/* A file costs its size (fusefs_inode_charge()): growing it, even sparsely, is
+		 * held against the quota like a write of the growth, then charged as it is. */
+		if (fs->quota > 0 && fstat(fd, &before) == 0 && attr->st_size > before.st_size)
+			growth = (int64_t)(attr->st_size - before.st_size);
+		if (growth > 0 && fusefs_quota_charge(fs, growth, true) < 0)
 			return -ENOSPC;
 		r = RET_NERRNO(fi ? ftruncate(file_of(fi)->fd, attr->st_size)
 				  : truncate(proc, attr->st_size));
+		if (growth > 0)
+			(void)fusefs_quota_charge(fs, -growth, false);
 		if (r >= 0)
 			fusefs_inode_charge(fs, in, fd);
 	}
@@ -925,6 +932,25 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, -r);
 }
 
+/* SEEK_DATA and SEEK_HOLE (the kernel answers SEEK_SET/CUR/END itself): without them a sparse
+ * file would read as all data, and a copy of it (a checkpoint, cp --sparse) would not know. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t r;
+
+	(void)ino;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	r = lseek(file_of(fi)->fd, off, whence);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -1355,6 +1381,7 @@ const struct fuse_lowlevel_ops fusefs_ops = {
     .release = op_release,
     .fsync = op_fsync,
     .fallocate = op_fallocate,
+    .lseek = op_lseek,
     .opendir = op_opendir,
     .readdir = op_readdir,
     .readdirplus = op_readdirplus,

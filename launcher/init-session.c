@@ -308,6 +308,9 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 	else
 		m.value = stop_all();
 	if (m.value == 0 && in->type == LAUNCHER_SYNC_CHECKPOINT) {
+		/* What the kernel still holds in its write-back cache goes to the workspace's
+		 * daemon first: where a file has data (SEEK_DATA) is the daemon's to say. */
+		(void)syncfs(ws);
 		launcher_tree_copy(ws, dir, 0, &st);
 	} else if (m.value == 0) {
 		launcher_tree_clear(ws, 0, &st);

@@ -29,14 +29,13 @@ static bool is_zero(const char *p, size_t n)
 	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
-/* Copies the data, leaving holes where the source reads as zeros (a sparse file stays sparse). */
-static int copy_data(int from, int to, off_t size)
+/* Copies [from, end) of the data, leaving a hole where it reads as zeros. */
+static int copy_range(int from, int to, off_t pos, off_t end)
 {
 	char buf[CHUNK];
-	off_t done = 0;
 
-	for (;;) {
-		ssize_t n = read(from, buf, sizeof(buf));
+	while (pos < end) {
+		ssize_t n = pread(from, buf, (size_t)MIN((off_t)sizeof(buf), end - pos), pos);
 		int r;
 
 		if (n < 0 && errno == EINTR)
@@ -44,20 +43,46 @@ static int copy_data(int from, int to, off_t size)
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			break;
-		if (is_zero(buf, (size_t)n)) {
-			if (lseek(to, n, SEEK_CUR) < 0)
+			break; /* it shrank meanwhile */
+		if (!is_zero(buf, (size_t)n)) {
+			if (lseek(to, pos, SEEK_SET) < 0)
 				return -errno;
-		} else {
 			r = al_write_all(to, buf, (size_t)n);
 			if (r < 0)
 				return r;
 		}
-		done += n;
+		pos += n;
 	}
-	/* A file that ends in a hole gets its length; one that changed meanwhile, what was read. */
-	(void)size;
-	return ftruncate(to, done) < 0 ? -errno : 0;
+	return 0;
+}
+
+/* Copies the data region by region (SEEK_DATA/SEEK_HOLE): holes stay holes and cost nothing to
+ * skip; where the file system cannot tell, all of it is read and zeros become holes. */
+static int copy_data(int from, int to, off_t size)
+{
+	off_t pos = 0;
+	int r;
+
+	while (pos < size) {
+		off_t data = lseek(from, pos, SEEK_DATA), hole;
+
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0) {
+			r = copy_range(from, to, pos, size);
+			if (r < 0)
+				return r;
+			break;
+		}
+		hole = lseek(from, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = size;
+		r = copy_range(from, to, data, MIN(hole, size));
+		if (r < 0)
+			return r;
+		pos = hole;
+	}
+	return ftruncate(to, size) < 0 ? -errno : 0;
 }
 
 /* A file with other names: the copy of its first one is linked again for the others, so that
@@ -96,10 +121,11 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 
 	if (s->st_nlink > 1 && link_again(dst_dir, name, s, st))
 		return 0;
-	/* The budget counts what a file may take (its length), before a byte is read. */
-	if (st->budget && (uint64_t)s->st_size > st->budget - MIN(st->used, st->budget))
+	/* The budget counts what a file takes (its blocks, as the quota does), before a byte is
+	 * read: its copy takes no more, holes staying holes. */
+	if (st->budget && (uint64_t)s->st_blocks * 512 > st->budget - MIN(st->used, st->budget))
 		return -EFBIG;
-	st->used += (uint64_t)s->st_size;
+	st->used += (uint64_t)s->st_blocks * 512;
 	from = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (from < 0)
 		return -errno;
