@@ -28,10 +28,11 @@ struct agent_plan {
 	const char *file;
 };
 
-/* -ENOENT (err names what is missing) when the language's runtime is absent, -EPERM when the
- * policy's executables allow list forbids it. */
-int agent_plan(const struct agent_request *req, const struct policy *p, struct agent_plan *ret,
-	       struct al_error *err);
+/* The code goes to code_dir/main.EXT, a compiled program to out_dir. -ENOENT (err names what is
+ * missing) when the language's runtime is absent, -EPERM when the policy's executables allow
+ * list forbids it. */
+int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
+	       const char *out_dir, struct agent_plan *ret, struct al_error *err);
 void agent_plan_done(struct agent_plan *plan);
 
 /* The program's stdin, a memfd (nothing on disk): the request's stdin, else its input, else

@@ -306,7 +306,7 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 		r = apply_request(e, o);
 	if (r < 0)
 		return r;
-	r = agent_plan(req, e->policy, &e->plan, &e->err);
+	r = agent_plan(req, e->policy, LAUNCHER_FILES_DIR, "/tmp", &e->plan, &e->err);
 	if (r < 0)
 		return fail(e,
 			    r == -ENOENT  ? AGENT_ERROR_UNSUPPORTED_LANGUAGE

@@ -16,8 +16,6 @@
 #include "common/path-util.h"
 #include "launcher/launcher.h"
 
-#define RUST_BINARY "/tmp/airlock-main"
-
 static const struct agent_language_info languages[AGENT_LANGUAGE_MAX] = {
     [AGENT_LANGUAGE_COMMAND] = {.file = NULL},
     [AGENT_LANGUAGE_PYTHON] = {.runtimes = {"python3"}, .file = "main.py"},
@@ -176,11 +174,11 @@ static int find_runtime(const struct agent_language_info *info, const struct pol
 	    sandbox_path_env(p));
 }
 
-int agent_plan(const struct agent_request *req, const struct policy *p, struct agent_plan *ret,
-	       struct al_error *err)
+int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
+	       const char *out_dir, struct agent_plan *ret, struct al_error *err)
 {
 	const struct agent_language_info *info = &languages[req->language];
-	char rt[PATH_MAX], file[PATH_MAX], helper[PATH_MAX];
+	char rt[PATH_MAX], file[PATH_MAX], helper[PATH_MAX], binary[PATH_MAX];
 	struct agent_plan plan = {0};
 	size_t n = 0, np = 0;
 	int r;
@@ -210,9 +208,10 @@ int agent_plan(const struct agent_request *req, const struct policy *p, struct a
 		    agent_language_to_string(req->language),
 		    req->language == AGENT_LANGUAGE_RUST ? " (it runs the program it compiles)"
 							 : "");
-	(void)snprintf(file, sizeof(file), "%s/%s", LAUNCHER_FILES_DIR, info->file);
+	(void)snprintf(file, sizeof(file), "%s/%s", code_dir, info->file);
+	(void)snprintf(binary, sizeof(binary), "%s/airlock-main", out_dir);
 	if (req->language == AGENT_LANGUAGE_RUST) {
-		static const char *const compile[] = {"--edition", "2021", "-o", RUST_BINARY};
+		const char *const compile[] = {"--edition", "2021", "-o", binary};
 
 		r = agent_strv_push(&plan.prelude, &np, rt);
 		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(compile); i++)
@@ -220,7 +219,7 @@ int agent_plan(const struct agent_request *req, const struct policy *p, struct a
 		if (r >= 0)
 			r = agent_strv_push(&plan.prelude, &np, file);
 		if (r >= 0)
-			r = agent_strv_push(&plan.argv, &n, RUST_BINARY);
+			r = agent_strv_push(&plan.argv, &n, binary);
 	} else {
 		r = push_runner(&plan.argv, &n, rt);
 		if (r >= 0)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,7 +28,12 @@
 struct exec_slot {
 	pid_t pid; /* 0: free */
 	uint32_t id;
-	char *result_path;
+	bool in_prelude;
+	char *text; /* the request, which the vectors below point into */
+	char **argv, **envp, **prelude;
+	const char *result_path; /* or NULL */
+	const char *dir;	 /* the command's own folder, removed at its end, or NULL */
+	int stdio[3];		 /* kept until the command proper has started */
 };
 
 static struct exec_slot slots[LAUNCHER_SESSION_EXECS_MAX];
@@ -40,68 +46,48 @@ static struct {
 } ended[LAUNCHER_SESSION_EXECS_MAX];
 static size_t ended_next;
 
-/* The request's strings, NUL-separated: argc, argv..., envc, env..., result path. Pointers into
- * text, in vectors allocated here. */
-static int parse_payload(char *text, size_t len, char ***ret_argv, char ***ret_envp,
-			 const char **ret_result)
+/* The request (see launcher_init_session_main()), read in place. */
+struct reader {
+	char *p, *end;
+};
+
+static char *next_string(struct reader *rd)
 {
-	char *p = text, *end = text + len, **v[2] = {NULL, NULL};
+	char *s = rd->p, *nul;
 
-	for (int k = 0; k < 2; k++) {
-		unsigned long n;
-
-		if (p >= end || memchr(p, '\0', (size_t)(end - p)) == NULL)
-			goto bad;
-		n = strtoul(p, NULL, 10);
-		p += strlen(p) + 1;
-		if (n > LAUNCHER_EXEC_STRINGS_MAX || (k == 0 && n == 0))
-			goto bad;
-		v[k] = calloc(n + 1, sizeof(char *));
-		if (!v[k])
-			goto bad;
-		for (unsigned long i = 0; i < n; i++) {
-			if (p >= end || memchr(p, '\0', (size_t)(end - p)) == NULL)
-				goto bad;
-			v[k][i] = p;
-			p += strlen(p) + 1;
-		}
-	}
-	if (p >= end || memchr(p, '\0', (size_t)(end - p)) == NULL)
-		goto bad;
-	*ret_argv = v[0];
-	*ret_envp = v[1];
-	*ret_result = p;
-	return 0;
-bad:
-	free(v[0]);
-	free(v[1]);
-	return -EBADMSG;
+	if (rd->p >= rd->end || !(nul = memchr(rd->p, '\0', (size_t)(rd->end - rd->p))))
+		return NULL;
+	rd->p = nul + 1;
+	return s;
 }
 
-static void send_status(int sync_fd, uint32_t id, int status, int fd)
+static bool next_count(struct reader *rd, size_t max, size_t *ret)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .id = id};
+	const char *s = next_string(rd);
+	char *e;
+	unsigned long n;
 
-	if (WIFSIGNALED(status)) {
-		m.signal = WTERMSIG(status);
-		m.value = 128 + m.signal;
-	} else {
-		m.value = WEXITSTATUS(status);
-	}
-	(void)launcher_sync_send(sync_fd, &m, fd);
+	if (!s || !*s)
+		return false;
+	n = strtoul(s, &e, 10);
+	if (*e || n > max)
+		return false;
+	*ret = n;
+	return true;
 }
 
-static void send_exec_failure(int sync_fd, uint32_t id, int r)
+static char **next_vector(struct reader *rd)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r, .id = id};
+	size_t n;
+	char **v;
 
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	m = (struct launcher_sync_msg){
-	    .type = LAUNCHER_SYNC_STATUS,
-	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
-	    .id = id,
-	};
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	if (!next_count(rd, LAUNCHER_EXEC_STRINGS_MAX, &n))
+		return NULL;
+	v = calloc(n + 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		if (!(v[i] = next_string(rd)))
+			v = (free(v), NULL);
+	return v;
 }
 
 static bool same_name(const char *a, const char *b)
@@ -138,79 +124,240 @@ static char **merge_env(char *const *base, char **over)
 	return env;
 }
 
-/* fds: the payload, stdin, stdout, stderr (closed here). */
+/* The request's files: "d" ones into its own folder, "w" ones into the workspace, each with the
+ * rights and rules of the command. */
+static int place_files(const struct launcher_context *ctx, struct reader *rd, int dir,
+		       struct al_error *err)
+{
+	_cleanup_close_ int ws = -EBADF;
+	size_t n, len;
+	int r;
+
+	if (!next_count(rd, 1024, &n))
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		const char *kind = next_string(rd), *name = next_string(rd),
+			   *mode = next_string(rd);
+		struct launcher_file f;
+
+		if (!kind || !name || !mode || !next_count(rd, SIZE_MAX, &len) ||
+		    len > (size_t)(rd->end - rd->p))
+			return -EBADMSG;
+		f = (struct launcher_file){name, rd->p, len, streq(mode, "x")};
+		rd->p += len;
+		if (streq(kind, "w") && ws < 0)
+			ws = open(ctx->policy->workspace.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if ((streq(kind, "w") && ws < 0) || (!streq(kind, "w") && dir < 0))
+			return al_error_set_errno(err, -EBADMSG, "files: nowhere to put %s", name);
+		r = launcher_tree_place(streq(kind, "w") ? ws : dir, &f, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The command's own folder (in /tmp, made here, its name the caller's choice), or -EBADF. */
+static int make_dir(const char *path, struct al_error *err)
+{
+	int fd;
+
+	if (!*path)
+		return -EBADF;
+	if (!startswith(path, "/tmp/") || !path[5] || strchr(path + 5, '/'))
+		return al_error_set(err, -EINVAL, "%s is not a folder name in /tmp", path);
+	if (mkdir(path, 0700) < 0)
+		return al_error_set_errno(err, -errno, "Failed to make the command's folder %s",
+					  path);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : al_error_set_errno(err, -errno, "Failed to open %s", path);
+}
+
+static void remove_dir(const char *path)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct launcher_tree_stats st = {0};
+
+	if (!path)
+		return;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		launcher_tree_clear(fd, 0, &st);
+	(void)rmdir(path);
+}
+
+static void slot_free(struct exec_slot *s)
+{
+	remove_dir(s->dir);
+	for (int i = 0; i < 3; i++)
+		s->stdio[i] = al_close(s->stdio[i]);
+	free(s->argv);
+	free(s->envp);
+	free(s->prelude);
+	free(s->text);
+	*s = (struct exec_slot){.stdio = {-EBADF, -EBADF, -EBADF}};
+}
+
+static void send_status(int sync_fd, uint32_t id, int status, uint32_t flags, int fd)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .id = id, .flags = flags};
+
+	if (WIFSIGNALED(status)) {
+		m.signal = WTERMSIG(status);
+		m.value = 128 + m.signal;
+	} else {
+		m.value = WEXITSTATUS(status);
+	}
+	(void)launcher_sync_send(sync_fd, &m, fd);
+}
+
+/* The command could not start (err says why when it is not an exec error). */
+static void send_exec_failure(int sync_fd, uint32_t id, int r, const struct al_error *err,
+			      uint32_t flags)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r, .id = id};
+
+	if (err)
+		m.err = *err;
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	m = (struct launcher_sync_msg){
+	    .type = LAUNCHER_SYNC_STATUS,
+	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
+	    .id = id,
+	    .flags = flags,
+	};
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+}
+
+/* Starts the slot's prelude or command and hands airlock a pidfd of it. */
+static int spawn_slot(const struct launcher_context *ctx, int sync_fd, struct exec_slot *s)
+{
+	struct launcher_spawn sp = {
+	    .argv = s->in_prelude ? s->prelude : s->argv,
+	    .envp = s->envp,
+	    .stdio = s->stdio,
+	    .prelude = s->in_prelude,
+	    .new_group = true,
+	};
+	int r, pidfd;
+
+	r = launcher_sandbox_spawn(ctx, &sp, &s->pid);
+	if (r < 0)
+		return r;
+	if (!s->in_prelude)
+		for (int i = 0; i < 3; i++)
+			s->stdio[i] = al_close(s->stdio[i]);
+	/* airlock kills the command itself through this, even while this process is busy, and
+	 * whatever group the command moves to. */
+	pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	(void)launcher_sync_send(
+	    sync_fd, &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_EXEC_STARTED, .id = s->id},
+	    pidfd);
+	(void)al_close(pidfd);
+	return 0;
+}
+
+/* fds: the request, stdin, stdout, stderr (taken). */
 static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t id, int *fds)
 {
 	struct exec_slot *slot = NULL;
-	_cleanup_free_ char *text = NULL;
-	_cleanup_free_ char **argv = NULL, **over = NULL, **envp = NULL;
-	const char *result = NULL;
+	struct al_error err = {0};
+	_cleanup_free_ char **over = NULL;
+	_cleanup_close_ int dir = -EBADF;
+	struct reader rd;
 	size_t len = 0;
 	int r = -EBADMSG;
 
 	for (size_t i = 0; i < ELEMENTSOF(slots) && !slot; i++)
-		if (slots[i].pid == 0)
+		if (slots[i].pid == 0 && !slots[i].text)
 			slot = &slots[i];
-	if (!slot)
-		r = -EAGAIN;
-	else if (fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0 && fds[3] >= 0 &&
-		 al_read_fd(fds[0], PAYLOAD_MAX, &text, &len) >= 0)
-		r = parse_payload(text, len, &argv, &over, &result);
-	if (r >= 0) {
-		envp = merge_env(ctx->envp, over);
-		if (!envp)
-			r = -ENOMEM;
-	}
-	if (r >= 0) {
-		struct launcher_spawn sp = {
-		    .argv = argv, .envp = envp, .stdio = fds + 1, .new_group = true};
-
-		r = launcher_sandbox_spawn(ctx, &sp, &slot->pid);
-	}
-	for (int i = 0; i < 4; i++)
-		fds[i] = al_close(fds[i]);
-	if (r < 0) {
-		if (slot)
-			slot->pid = 0;
-		send_exec_failure(sync_fd, id, r);
+	if (!slot) {
+		for (int i = 0; i < 4; i++)
+			fds[i] = al_close(fds[i]);
+		send_exec_failure(sync_fd, id, -EAGAIN, NULL, 0);
 		return;
 	}
-	slot->id = id;
-	slot->result_path = result[0] ? strdup(result) : NULL;
-	/* airlock kills the command itself through this, even while this process is busy, and
-	 * whatever group the command moves to. */
-	r = (int)syscall(SYS_pidfd_open, slot->pid, 0);
-	(void)launcher_sync_send(
-	    sync_fd, &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_EXEC_STARTED, .id = id}, r);
-	(void)al_close(r);
+	*slot = (struct exec_slot){.id = id, .stdio = {fds[1], fds[2], fds[3]}};
+	fds[1] = fds[2] = fds[3] = -EBADF;
+	if (fds[0] >= 0 && slot->stdio[0] >= 0 && slot->stdio[1] >= 0 && slot->stdio[2] >= 0 &&
+	    al_read_fd(fds[0], PAYLOAD_MAX, &slot->text, &len) >= 0) {
+		rd = (struct reader){slot->text, slot->text + len};
+		slot->argv = next_vector(&rd);
+		over = next_vector(&rd);
+		slot->result_path = next_string(&rd);
+		slot->dir = next_string(&rd);
+		if (slot->argv && slot->argv[0] && over && slot->result_path && slot->dir)
+			r = 0;
+	}
+	fds[0] = al_close(fds[0]);
+	if (r >= 0) {
+		slot->envp = merge_env(ctx->envp, over);
+		r = slot->envp ? 0 : -ENOMEM;
+	}
+	if (r >= 0 && slot->dir[0]) {
+		r = dir = make_dir(slot->dir, &err);
+		if (r < 0)
+			slot->dir = NULL; /* not ours to remove */
+	}
+	if (r >= 0)
+		r = place_files(ctx, &rd, dir, &err);
+	if (r >= 0) {
+		slot->prelude = next_vector(&rd);
+		r = slot->prelude ? 0 : -EBADMSG;
+	}
+	if (!slot->dir || !slot->dir[0])
+		slot->dir = NULL;
+	if (slot->result_path && !slot->result_path[0])
+		slot->result_path = NULL;
+	if (r >= 0) {
+		slot->in_prelude = slot->prelude[0] != NULL;
+		r = spawn_slot(ctx, sync_fd, slot);
+	}
+	if (r < 0) {
+		send_exec_failure(sync_fd, id, r, err.msg[0] ? &err : NULL,
+				  slot->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0);
+		slot_free(slot);
+	}
 }
 
-static void reap_all(int sync_fd)
+/* The slot's prelude or command ended with st. */
+static void on_end(const struct launcher_context *ctx, int sync_fd, struct exec_slot *s, int st)
+{
+	int fd = -EBADF, r;
+
+	ended[ended_next] = (typeof(ended[0])){s->id, s->pid};
+	ended_next = (ended_next + 1) % ELEMENTSOF(ended);
+	s->pid = 0;
+	if (s->in_prelude && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		s->in_prelude = false;
+		r = spawn_slot(ctx, sync_fd, s);
+		if (r >= 0)
+			return;
+		send_exec_failure(sync_fd, s->id, r, NULL, 0);
+		slot_free(s);
+		return;
+	}
+	if (s->result_path && !s->in_prelude) {
+		fd =
+		    open(s->result_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		/* The next exec starts without it. */
+		(void)unlink(s->result_path);
+	}
+	send_status(sync_fd, s->id, st, s->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0, fd);
+	(void)al_close(fd);
+	slot_free(s);
+}
+
+static void reap_all(const struct launcher_context *ctx, int sync_fd)
 {
 	for (;;) {
-		int st, fd = -EBADF;
+		int st;
 		pid_t p = waitpid(-1, &st, WNOHANG);
 
 		if (p <= 0)
 			return;
-		for (size_t i = 0; i < ELEMENTSOF(slots); i++) {
-			struct exec_slot *s = &slots[i];
-
-			if (s->pid != p)
-				continue;
-			if (s->result_path) {
-				fd = open(s->result_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-							      O_NOCTTY | O_CLOEXEC);
-				/* The next exec starts without it. */
-				(void)unlink(s->result_path);
-			}
-			ended[ended_next] = (typeof(ended[0])){s->id, s->pid};
-			ended_next = (ended_next + 1) % ELEMENTSOF(ended);
-			send_status(sync_fd, s->id, st, fd);
-			fd = al_close(fd);
-			free(s->result_path);
-			*s = (struct exec_slot){0};
-		}
+		for (size_t i = 0; i < ELEMENTSOF(slots); i++)
+			if (slots[i].pid == p)
+				on_end(ctx, sync_fd, &slots[i], st);
 	}
 }
 
@@ -349,7 +496,7 @@ _noreturn_ void launcher_init_session_main(const struct launcher_context *ctx, i
 		}
 		if ((pfd[0].revents & POLLIN) &&
 		    read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo == SIGCHLD)
-			reap_all(sync_fd);
+			reap_all(ctx, sync_fd);
 		if (!(pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		r = launcher_sync_recv_fds(sync_fd, &m, fds, ELEMENTSOF(fds));

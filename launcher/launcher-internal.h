@@ -386,10 +386,15 @@ _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_
 #define LAUNCHER_SESSION_EXECS_MAX 64 /* commands running at once in one session */
 #define LAUNCHER_EXEC_STRINGS_MAX 65536
 
-/* launcher_init_main() for a session: runs the commands of LAUNCHER_SYNC_EXEC messages (the
- * payload: NUL-terminated strings argc, argv..., envc, env..., then the result file's path or
- * ""), reports each one's STATUS (with its id and result file) or EXEC_FAILED, signals one
- * command's process group on EXEC_SIGNAL, and stops or continues every process on FREEZE. */
+/* launcher_init_main() for a session: runs the commands of LAUNCHER_SYNC_EXEC messages, reports
+ * each one's EXEC_STARTED (with a pidfd), STATUS (with its id and result file) or EXEC_FAILED
+ * (with err), signals one command's process group on EXEC_SIGNAL, and stops or continues every
+ * process on FREEZE. */
+/* The request of an EXEC message, NUL-terminated strings: argc, argv...; envc, env... (over the
+ * session's); the result file's path or ""; the command's own folder ("/tmp/NAME", made and
+ * removed by pid 1) or ""; nfiles, then per file: "d" (into that folder) or "w" (into the
+ * workspace), its relative path, "x" (executable) or "-", its length, and that many raw bytes;
+ * preludec, prelude... (run first, as a run's prelude). */
 _noreturn_ void launcher_init_session_main(const struct launcher_context *ctx, int sync_fd,
 					   int sigfd);
 
@@ -412,7 +417,7 @@ struct launcher_session_request {
 struct launcher_session_reply {
 	int32_t error; /* 0 or -errno (err says why) */
 	int32_t exit_code, signal, exec_error;
-	bool timed_out, oom_killed;
+	bool timed_out, oom_killed, prelude_failed;
 	uint64_t duration_usec;
 	uint32_t n_violations;
 	struct launcher_violation violations[LAUNCHER_SESSION_VIOLATIONS_MAX];

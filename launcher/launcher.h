@@ -152,11 +152,12 @@ struct launcher_session_info {
 	long long started, expires; /* seconds since the epoch; expires 0: no TTL */
 	char policy_hash[POLICY_HASH_HEX_SIZE];
 	char workspace[PATH_MAX];
-	char labels[2048]; /* the policy's own labels, space-separated */
 };
 int launcher_session_read_info(const char *dir, struct launcher_session_info *ret);
 int launcher_session_info_of(const char *id, struct launcher_session_info *ret,
 			     struct al_error *err);
+/* The session's policy (as it was started with), for planning requests against it. */
+int launcher_session_policy(const char *id, struct policy **ret, struct al_error *err);
 
 /* A command for a session (`airlock session exec`). */
 struct launcher_session_exec {
@@ -167,6 +168,15 @@ struct launcher_session_exec {
 	uint64_t kill_grace_usec;
 	const char *result_path; /* as launcher_options.result_path, or NULL */
 	bool capture;		 /* into the result (1 MiB each) instead of airlock's stdout/err */
+	/* A folder "/tmp/NAME" the session's pid 1 makes for this command and removes at its
+	 * end, with files (name: relative to it) in it; NULL: none. */
+	const char *dir;
+	const struct launcher_file *files;
+	size_t n_files;
+	/* Files written into the workspace first, as launcher_options.workspace_files. */
+	const struct launcher_file *workspace_files;
+	size_t n_workspace_files;
+	char *const *prelude; /* as launcher_options.prelude, or NULL */
 };
 
 /* Runs x in session id and waits for its end: 0 with the result (exit_code, signal, timed_out,

@@ -71,32 +71,66 @@ static int push(int fd, const char *s)
 	return al_write_all(fd, s, strlen(s) + 1);
 }
 
-/* The request's strings for the session's pid 1 (see launcher_init_session_main()). */
-static int make_payload(const struct launcher_session_exec *x, int *ret)
+static int push_vector(int fd, char *const *v)
 {
-	_cleanup_close_ int fd = memfd_create("airlock-exec", MFD_CLOEXEC);
 	char num[32];
 	size_t n = 0;
 	int r;
 
-	if (fd < 0)
-		return -errno;
-	while (x->argv[n])
+	while (v && v[n])
 		n++;
 	(void)snprintf(num, sizeof(num), "%zu", n);
 	r = push(fd, num);
 	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = push(fd, x->argv[i]);
-	n = 0;
-	while (x->env && x->env[n])
-		n++;
-	(void)snprintf(num, sizeof(num), "%zu", n);
+		r = push(fd, v[i]);
+	return r;
+}
+
+static int push_files(int fd, const char *kind, const struct launcher_file *f, size_t n)
+{
+	char num[32];
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		(void)snprintf(num, sizeof(num), "%zu", f[i].len);
+		r = push(fd, kind);
+		if (r >= 0)
+			r = push(fd, f[i].name);
+		if (r >= 0)
+			r = push(fd, f[i].executable ? "x" : "-");
+		if (r >= 0)
+			r = push(fd, num);
+		if (r >= 0)
+			r = al_write_all(fd, f[i].data, f[i].len);
+	}
+	return r;
+}
+
+/* The request for the session's pid 1 (launcher_init_session_main() has its format). */
+static int make_payload(const struct launcher_session_exec *x, int *ret)
+{
+	_cleanup_close_ int fd = memfd_create("airlock-exec", MFD_CLOEXEC);
+	char num[32];
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = push_vector(fd, x->argv);
 	if (r >= 0)
-		r = push(fd, num);
-	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = push(fd, x->env[i]);
+		r = push_vector(fd, x->env);
 	if (r >= 0)
 		r = push(fd, x->result_path ? x->result_path : "");
+	if (r >= 0)
+		r = push(fd, x->dir ? x->dir : "");
+	(void)snprintf(num, sizeof(num), "%zu", x->n_files + x->n_workspace_files);
+	if (r >= 0)
+		r = push(fd, num);
+	if (r >= 0)
+		r = push_files(fd, "d", x->files, x->n_files);
+	if (r >= 0)
+		r = push_files(fd, "w", x->workspace_files, x->n_workspace_files);
+	if (r >= 0)
+		r = push_vector(fd, x->prelude);
 	if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
 		r = -errno;
 	if (r < 0)
@@ -112,6 +146,7 @@ static void fill_result(const struct launcher_session_reply *rep, struct launche
 	res->exec_error = rep->exec_error;
 	res->timed_out = rep->timed_out;
 	res->oom_killed = rep->oom_killed;
+	res->prelude_failed = rep->prelude_failed;
 	res->duration_usec = rep->duration_usec;
 	(void)snprintf(res->policy_hash, sizeof(res->policy_hash), "%s", rep->policy_hash);
 	res->violations = calloc(MAX(rep->n_violations, 1u), sizeof(*res->violations));
@@ -226,6 +261,12 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 		*err = rep.err;
 		return rep.error;
 	}
+	/* It could not start for a reason of its own (its files): an error, not a status. */
+	if (rep.exec_error < 0 && rep.err.msg[0]) {
+		rep.err.msg[sizeof(rep.err.msg) - 1] = '\0';
+		*err = rep.err;
+		return rep.exec_error;
+	}
 	fill_result(&rep, ret);
 	if (result >= 0)
 		launcher_read_output(result, &ret->output);
@@ -274,6 +315,23 @@ int launcher_session_info_of(const char *id, struct launcher_session_info *ret,
 	if (r < 0)
 		return al_error_set(err, -ENOENT, "No session %s", id);
 	return 0;
+}
+
+int launcher_session_policy(const char *id, struct policy **ret, struct al_error *err)
+{
+	_cleanup_free_ char *path = NULL;
+	char dir[PATH_MAX];
+	int r;
+
+	r = session_dir(id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	if (asprintf(&path, "%s/policy.json", dir) < 0)
+		return -ENOMEM;
+	r = policy_load_file(path, ret, err);
+	if (r == -ENOENT || (r < 0 && access(dir, F_OK) < 0))
+		return al_error_set(err, -ENOENT, "No session %s", id);
+	return r;
 }
 
 int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err)

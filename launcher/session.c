@@ -42,6 +42,7 @@ struct conn {
 	uint64_t start, deadline, grace;
 	bool timed_out, killed, gone, oom_before;
 	int exec_error;
+	struct al_error exec_err;
 	size_t n_violations;
 	uint64_t *counts; /* the session's violation counts when the command started */
 	char name[LAUNCHER_CHECKPOINT_NAME_MAX]; /* of a checkpoint or restore */
@@ -236,10 +237,6 @@ static void write_info(struct launcher_session *s, const struct launcher_session
 				  (time_t)((s->ttl_deadline - launcher_now_usec()) / 1000000))
 		    : 0LL);
 	put_value(f, "workspace", v->ctx->policy->workspace.root);
-	fprintf(f, "labels=");
-	for (size_t i = 0; i < v->ctx->policy->labels.n; i++)
-		fprintf(f, "%s%s", i ? " " : "", v->ctx->policy->labels.items[i]);
-	fprintf(f, "\n");
 	if (fclose(f) == 0)
 		(void)rename(tmp, path);
 }
@@ -273,8 +270,23 @@ static void arm(struct launcher_session *s)
 	(void)timerfd_settime(s->timer_fd, 0, &its, NULL);
 }
 
+/* The session's policy, for its clients to plan requests against (runtimes, labels). */
+static void write_policy(struct launcher_session *s, const struct launcher_session_view *v)
+{
+	_cleanup_free_ char *json = NULL, *path = NULL;
+	_cleanup_close_ int fd = -EBADF;
+
+	if (policy_to_canonical_json(v->ctx->policy, &json) < 0 ||
+	    asprintf(&path, "%s/policy.json", s->dir) < 0)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		(void)al_write_all(fd, json, strlen(json));
+}
+
 void launcher_session_on_ready(struct launcher_session *s, const struct launcher_session_view *v)
 {
+	write_policy(s, v);
 	write_info(s, v);
 	arm(s);
 	if (s->ready_fd >= 0) {
@@ -572,6 +584,7 @@ static void on_exec_end(struct launcher_session *s, const struct launcher_sync_m
 		return;
 	if (m->type == LAUNCHER_SYNC_EXEC_FAILED) {
 		c->exec_error = m->value; /* the STATUS that follows answers */
+		c->exec_err = m->err;
 		return;
 	}
 	if (c->gone) {
@@ -581,6 +594,8 @@ static void on_exec_end(struct launcher_session *s, const struct launcher_sync_m
 	rep.exit_code = c->timed_out ? LAUNCHER_EXIT_TIMEOUT : m->value;
 	rep.signal = m->signal;
 	rep.exec_error = c->exec_error;
+	rep.err = c->exec_err;
+	rep.prelude_failed = m->flags & LAUNCHER_STATUS_PRELUDE;
 	rep.timed_out = c->timed_out;
 	rep.oom_killed = !c->oom_before && launcher_cgroup_oom_killed(v->cgroup);
 	rep.duration_usec = launcher_now_usec() - c->start;
@@ -629,8 +644,10 @@ bool launcher_session_on_sync(struct launcher_session *s, const struct launcher_
 		for (size_t i = 0; i < CONNS_MAX && fd >= 0; i++) {
 			struct conn *c = &s->conns[i];
 
-			if (c->exec_id != m->id || c->pidfd >= 0)
+			if (c->exec_id != m->id)
 				continue;
+			/* A prelude's, then the command's. */
+			c->pidfd = al_close(c->pidfd);
 			c->pidfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 			/* A caller gone or a deadline passed before it ran. */
 			if (c->gone || c->killed)
@@ -688,8 +705,6 @@ int launcher_session_read_info(const char *dir, struct launcher_session_info *re
 			(void)snprintf(ret->policy_hash, sizeof(ret->policy_hash), "%s", eq);
 		else if (streq(line, "workspace"))
 			(void)snprintf(ret->workspace, sizeof(ret->workspace), "%s", eq);
-		else if (streq(line, "labels"))
-			(void)snprintf(ret->labels, sizeof(ret->labels), "%s", eq);
 	}
 	return ret->pid > 0 ? 0 : -EBADMSG;
 }

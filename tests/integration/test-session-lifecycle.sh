@@ -71,10 +71,26 @@ al_run session exec "$ID" --request "$IT_TMP/req.json"
 assert_eq 0 "$AL_RC" "exec --request exits 0"
 assert_eq "oneone {'n': 2}" "$(json_get "$IT_TMP/al.out" '"%s %s" % (d["stdout"].strip(), d["output"])')" \
 	"exec --request: stdout and the result file"
-printf '{"language": "rust", "timeout": 30, "code": "fn main() {}"}' >"$IT_TMP/req.json"
+printf '{"language": "rust", "timeout": 120, "argv": ["6"], "code": "fn main() { let n: u32 = std::env::args().nth(1).unwrap().parse().unwrap(); println!(\\"{}\\", n * 7); }"}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "0 42 False" "$AL_RC $(json_get "$IT_TMP/al.out" '"%s %s" % (d["stdout"].strip(), d["compile_error"])')" \
+	"exec --request: rust is compiled and run in the session"
+printf '{"language": "rust", "timeout": 120, "code": "fn main() { let x: u32 = \\"s\\"; }"}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "0 true" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["compile_error"]')" "exec --request: a compile error is reported as such"
+printf '{"language": "shell", "timeout": 30, "code": "cat notes/a.txt; ls /tmp | grep -c airlock-exec-", "files": [{"path": "notes/a.txt", "content": "placed\\n"}]}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "$(printf 'placed\n1')" "$(json_get "$IT_TMP/al.out" 'd["stdout"].strip()')" "exec --request: files placed in the session's workspace, the code in a folder of its own"
+al_run session exec "$ID" -- /bin/sh -c 'ls /tmp | grep -c airlock-exec- || true'
+assert_eq 0 "$AL_OUT" "exec --request: that folder is gone after it"
+printf '{"language": "typescript", "timeout": 30, "code": "1"}' >"$IT_TMP/req.json"
 al_run session exec "$ID" --request "$IT_TMP/req.json"
 assert_eq "125 unsupported_language" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
-	"exec --request: rust is refused in a session, with its kind"
+	"exec --request: a language without a runtime in the session is refused, with its kind"
+printf '{"language": "shell", "timeout": 30, "code": "true", "files": [{"path": ".git/hooks/x", "content": "x"}]}' >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "125 setup_failed" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"exec --request: a file the policy protects is refused"
 printf '{"language": "shell", "code": "true"}' >"$IT_TMP/req.json"
 al_run session exec "$ID" --request "$IT_TMP/req.json"
 assert_eq "125 invalid_request" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
