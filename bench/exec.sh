@@ -85,7 +85,7 @@ for r in res:
     print("| %s | %.1f ms | %.1f ± %.1f ms | %.1f | %.2fx |" % (
         r["command"], r["median"] * 1e3, r["mean"] * 1e3, r["stddev"] * 1e3,
         1.0 / r["mean"], r["median"] / base))
-print("\nThe warm session's request pays for python's start and two Unix-socket round trips;"
+print("\nThe warm session's request pays for python's start, reading the session's policy, the code written into a folder of its own and two Unix-socket round trips;"
       " the fresh sandbox's, for the whole launch (namespaces, FUSE workspace, cgroup, seccomp)"
       " and its teardown.")
 EOF2
