@@ -46,17 +46,7 @@ case $opens in
 esac
 [ -x "$airlock" ] || die "no airlock binary at $airlock (build first: scripts/dev.sh build)"
 
-missing=()
-for p in gcc libc6-dev python3; do
-	[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-	[ "$(id -u)" = 0 ] || die "missing packages: ${missing[*]} (apt-get install them as root)"
-	log "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get -o DPkg::Lock::Timeout=300 update -q >&2
-	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+bench_install broker.sh gcc libc6-dev python3 || exit 1
 
 # ---- the run folder, the servers, and cleanup ----
 

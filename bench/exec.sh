@@ -24,15 +24,7 @@ if [ ! -x "$airlock" ]; then
 	echo "exec.sh: no airlock binary at $airlock (build first: scripts/dev.sh build)" >&2
 	exit 1
 fi
-missing=()
-for p in bubblewrap hyperfine; do
-	[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-	echo "exec.sh: installing ${missing[*]}" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+bench_install exec.sh bubblewrap hyperfine
 
 tmp=$(mktemp -d /var/tmp/airlock-bench-exec.XXXXXX)
 session=""

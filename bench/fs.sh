@@ -125,17 +125,7 @@ done
 
 packages=(fio fuse3 gcc git python3)
 [[ " ${legs[*]} " == *" bindfs "* ]] && packages+=(bindfs)
-missing=()
-for p in "${packages[@]}"; do
-	[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-	[ "$is_root" = 1 ] || die "missing packages: ${missing[*]} (apt-get install them as root)"
-	log "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get -o DPkg::Lock::Timeout=300 update -q >&2
-	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+bench_install fs.sh "${packages[@]}" || exit 1
 if [ "${#legs[@]}" -gt 1 ] && ! { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }; then
 	die "cannot open /dev/fuse for reading and writing: the FUSE legs cannot run here"
 fi

@@ -29,15 +29,7 @@ if [ ! -x "$airlock" ]; then
 	exit 1
 fi
 
-missing=()
-for p in bubblewrap hyperfine; do
-	[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-	echo "launch.sh: installing ${missing[*]}" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+bench_install launch.sh bubblewrap hyperfine
 
 tmp=$(mktemp -d /tmp/airlock-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -107,14 +107,9 @@ missing=()
 for n in "${need[@]}"; do
 	PATH=$PATH:/usr/sbin:/sbin command -v "${n%%:*}" >/dev/null || missing+=("${n#*:}")
 done
-if [ "${#missing[@]}" -gt 0 ]; then
-	[ "$(id -u)" = 0 ] || die "missing packages: ${missing[*]} (apt-get install them as root)"
-	log "installing ${missing[*]} (where the init system lets packages start their own" \
-		"services, they keep running; this script does not use them)"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get -o DPkg::Lock::Timeout=300 update -q >&2
-	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+# (Where the init system lets packages start their own services, they keep running; this
+# script does not use them.)
+bench_apt proxy.sh "${missing[@]}" || exit 1
 export PATH=$PATH:/usr/sbin:/sbin
 
 ports=("$http_port" "$https_port" "$status_port")
