@@ -138,15 +138,29 @@ int cli_broker(int argc, char **argv)
 	return 0;
 }
 
-int cli_broker_set_socket(struct broker_client_options *o, char **owned, const char *path)
+int cli_broker_option(int c, const char *arg, struct broker_client_options *o, char **owned)
 {
-	/* Also what keeps the socket's folder out of every bind: absolute. */
-	free(*owned);
-	*owned = realpath(path, NULL);
-	if (!*owned)
-		return log_error_errno(-errno, "--broker: %s: %m", path);
-	o->socket = *owned;
-	if (setenv("AIRLOCK_BROKER", *owned, 1) < 0)
-		return log_error_errno(-errno, "Failed to set AIRLOCK_BROKER: %m");
-	return 0;
+	switch (c) {
+	case CLI_ARG_BROKER:
+		/* Also what keeps the socket's folder out of every bind: absolute. */
+		free(*owned);
+		*owned = realpath(arg, NULL);
+		if (!*owned)
+			return log_error_errno(-errno, "--broker: %s: %m", arg);
+		o->socket = *owned;
+		if (setenv("AIRLOCK_BROKER", *owned, 1) < 0)
+			return log_error_errno(-errno, "Failed to set AIRLOCK_BROKER: %m");
+		return 1;
+	case CLI_ARG_NO_BROKER:
+		o->embedded = true;
+		return 1;
+	case CLI_ARG_VAULT:
+		o->vault = arg;
+		return 1;
+	case CLI_ARG_KEY_FILE:
+		o->key_file = arg;
+		return 1;
+	default:
+		return 0;
+	}
 }

@@ -17,10 +17,6 @@ enum {
 	ARG_REQUEST = 0x100,
 	ARG_ADMITTED,
 	ARG_UPSTREAM_CA,
-	ARG_BROKER,
-	ARG_NO_BROKER,
-	ARG_VAULT,
-	ARG_KEY_FILE,
 	ARG_JSON,
 	ARG_POLICY_DIR,
 };
@@ -70,16 +66,18 @@ static int parse_argv(int argc, char **argv)
 	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
 	    {"admitted", required_argument, NULL, ARG_ADMITTED},
 	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
-	    {"broker", required_argument, NULL, ARG_BROKER},
-	    {"no-broker", no_argument, NULL, ARG_NO_BROKER},
-	    {"vault", required_argument, NULL, ARG_VAULT},
-	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
+	    CLI_BROKER_OPTIONS,
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0) {
+		r = cli_broker_option(c, optarg, &arg_broker, &arg_broker_path);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		switch (c) {
 		case ARG_REQUEST:
 			arg_request = optarg;
@@ -96,20 +94,6 @@ static int parse_argv(int argc, char **argv)
 		case ARG_UPSTREAM_CA:
 			arg_upstream_ca = optarg;
 			break;
-		case ARG_BROKER:
-			r = cli_broker_set_socket(&arg_broker, &arg_broker_path, optarg);
-			if (r < 0)
-				return r;
-			break;
-		case ARG_NO_BROKER:
-			arg_broker.embedded = true;
-			break;
-		case ARG_VAULT:
-			arg_broker.vault = optarg;
-			break;
-		case ARG_KEY_FILE:
-			arg_broker.key_file = optarg;
-			break;
 		case 'h':
 			help();
 			return 0;
@@ -123,16 +107,15 @@ static int parse_argv(int argc, char **argv)
 	return 1;
 }
 
-/* The request's bytes; the error's message in err. */
-static int read_request(char **ret, size_t *ret_len, struct al_error *err)
+static int read_request(const char *path, char **ret, size_t *ret_len, struct al_error *err)
 {
 	_cleanup_close_ int fd = -EBADF;
 	int r;
 
-	if (arg_request) {
-		fd = open(arg_request, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (path && !streq(path, "-")) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
-			return al_error_set_errno(err, -errno, "--request: %s", arg_request);
+			return al_error_set_errno(err, -errno, "--request: %s", path);
 	} else if (isatty(STDIN_FILENO)) {
 		return al_error_set(err, -EINVAL,
 				    "No request: give it on stdin or with --request FILE");
@@ -146,26 +129,34 @@ static int read_request(char **ret, size_t *ret_len, struct al_error *err)
 	return 0;
 }
 
+int cli_read_request(const char *path, struct agent_request **ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct al_error err = {0};
+	size_t len = 0;
+	int r;
+
+	r = read_request(path, &buf, &len, &err);
+	if (r >= 0)
+		r = agent_request_parse(buf, len, ret, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		(void)agent_exec_print_error(stdout, AGENT_ERROR_INVALID_REQUEST, err.msg);
+	}
+	return r;
+}
+
 int cli_exec(int argc, char **argv)
 {
 	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
-	_cleanup_free_ char *buf = NULL;
 	struct agent_exec_options o;
-	struct al_error err = {0};
-	size_t len = 0;
 	int r;
 
 	r = parse_argv(argc, argv);
 	if (r <= 0)
 		return r < 0 ? LAUNCHER_EXIT_FAILED : 0;
-	r = read_request(&buf, &len, &err);
-	if (r >= 0)
-		r = agent_request_parse(buf, len, &req, &err);
-	if (r < 0) {
-		log_error("%s", err.msg);
-		(void)agent_exec_print_error(stdout, AGENT_ERROR_INVALID_REQUEST, err.msg);
+	if (cli_read_request(arg_request, &req) < 0)
 		return LAUNCHER_EXIT_FAILED;
-	}
 	o = (struct agent_exec_options){
 	    .policy_path = arg_policy,
 	    .policy_dir = arg_policy_dir,

@@ -19,10 +19,6 @@ enum {
 	ARG_AUDIT,
 	ARG_JSON,
 	ARG_TIMING,
-	ARG_BROKER,
-	ARG_NO_BROKER,
-	ARG_VAULT,
-	ARG_KEY_FILE,
 	ARG_RESOLVE,
 	ARG_UPSTREAM_CA,
 	ARG_ADMITTED,
@@ -113,10 +109,7 @@ static int parse_argv(int argc, char **argv)
 	    {"audit", required_argument, NULL, ARG_AUDIT},
 	    {"json", no_argument, NULL, ARG_JSON},
 	    {"timing", no_argument, NULL, ARG_TIMING},
-	    {"broker", required_argument, NULL, ARG_BROKER},
-	    {"no-broker", no_argument, NULL, ARG_NO_BROKER},
-	    {"vault", required_argument, NULL, ARG_VAULT},
-	    {"key-file", required_argument, NULL, ARG_KEY_FILE},
+	    CLI_BROKER_OPTIONS,
 	    {"resolve", required_argument, NULL, ARG_RESOLVE},
 	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
 	    {"admitted", required_argument, NULL, ARG_ADMITTED},
@@ -126,6 +119,11 @@ static int parse_argv(int argc, char **argv)
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "+p:w:a:m:t:e:s:h", options, NULL)) >= 0) {
+		r = cli_broker_option(c, optarg, &arg_broker, &arg_broker_path);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		switch (c) {
 		case 'p':
 			arg_policy = optarg;
@@ -153,20 +151,6 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_TIMING:
 			arg_timing = true;
-			break;
-		case ARG_BROKER:
-			r = cli_broker_set_socket(&arg_broker, &arg_broker_path, optarg);
-			if (r < 0)
-				return r;
-			break;
-		case ARG_NO_BROKER:
-			arg_broker.embedded = true;
-			break;
-		case ARG_VAULT:
-			arg_broker.vault = optarg;
-			break;
-		case ARG_KEY_FILE:
-			arg_broker.key_file = optarg;
 			break;
 		case ARG_UPSTREAM_CA:
 			arg_upstream_ca = optarg;

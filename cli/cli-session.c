@@ -212,27 +212,10 @@ static int session_start(int argc, char **argv)
 static int session_exec_request(const char *id, const char *path)
 {
 	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int fd = -EBADF;
-	struct al_error err = {0};
-	size_t len = 0;
 	int r;
 
-	fd = streq(path, "-") ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	r = fd < 0 ? al_error_set_errno(&err, -errno, "--request: %s", path)
-		   : al_read_fd(fd, AGENT_REQUEST_MAX, &buf, &len);
-	if (r == -EFBIG)
-		(void)al_error_set(&err, r, "The request is larger than %d bytes",
-				   AGENT_REQUEST_MAX);
-	else if (r < 0 && !err.msg[0])
-		(void)al_error_set_errno(&err, r, "Failed to read the request");
-	if (r >= 0)
-		r = agent_request_parse(buf, len, &req, &err);
-	if (r < 0) {
-		log_error("%s", err.msg);
-		(void)agent_exec_print_error(stdout, AGENT_ERROR_INVALID_REQUEST, err.msg);
+	if (cli_read_request(path, &req) < 0)
 		return LAUNCHER_EXIT_FAILED;
-	}
 	r = agent_session_exec(id, req, stdout);
 	if (r < 0)
 		return log_error_errno(r, "Failed to write the result: %m"), LAUNCHER_EXIT_FAILED;

@@ -17,6 +17,29 @@ int cli_exec(int argc, char **argv);
 int cli_capabilities(int argc, char **argv);
 int cli_session(int argc, char **argv);
 
-/* --broker SOCKET of run and exec: the canonical path into *owned (freed first) and o->socket,
- * and $AIRLOCK_BROKER for the sandbox's own airlock calls. Logs its error. */
-int cli_broker_set_socket(struct broker_client_options *o, char **owned, const char *path);
+/* The options that say where credentials come from, shared by run and exec: put
+ * CLI_BROKER_OPTIONS in the getopt table and hand each option to cli_broker_option(). */
+enum {
+	CLI_ARG_BROKER = 0x200,
+	CLI_ARG_NO_BROKER,
+	CLI_ARG_VAULT,
+	CLI_ARG_KEY_FILE,
+};
+#define CLI_BROKER_OPTIONS                                                                         \
+	{"broker", required_argument, NULL, CLI_ARG_BROKER},                                       \
+	    {"no-broker", no_argument, NULL, CLI_ARG_NO_BROKER},                                   \
+	    {"vault", required_argument, NULL, CLI_ARG_VAULT},                                     \
+	{                                                                                          \
+		"key-file", required_argument, NULL, CLI_ARG_KEY_FILE                              \
+	}
+
+/* Applies option c (with arg) to o: 1 when it was one of CLI_BROKER_OPTIONS, 0 when not, or
+ * -errno (logged). --broker SOCKET keeps its canonical path in *owned (the caller frees it) and
+ * sets $AIRLOCK_BROKER for the sandbox's own airlock calls. */
+int cli_broker_option(int c, const char *arg, struct broker_client_options *o, char **owned);
+
+struct agent_request;
+/* Reads and parses an exec request from path ("-" or NULL: stdin, which may not be a terminal).
+ * A request that cannot be read or parsed is logged and answered on stdout with an
+ * invalid_request result; returns -errno then. */
+int cli_read_request(const char *path, struct agent_request **ret);
