@@ -20,12 +20,22 @@ const struct agent_language_info *agent_language_info(enum agent_language l);
  * launcher's default) as the policy lets the sandbox see it, into ret. -ENOENT when absent. */
 int agent_runtime_find(const struct policy *p, const char *name, char *ret, size_t size);
 
-/* How a request runs: the command (and a prelude: rust's compiler), and the file its code goes
- * to (NULL for command). */
+/* The runtime of language l the sandbox of policy p would use (the first of its runtimes present,
+ * with its helpers), its sandbox path into rt. -ENOENT (err names what is missing). */
+int agent_language_runtime(enum agent_language l, const struct policy *p, char *rt, size_t size,
+			   struct al_error *err);
+
+#define AGENT_INPUT_FILE "input.json" /* the request's input, beside its code */
+
+/* How a request runs: the command (and a prelude: rust's compiler), the files for the code's
+ * folder (the code, the input; they point into the request) and the request's own files for the
+ * workspace. */
 struct agent_plan {
 	char **argv;
 	char **prelude;
-	const char *file;
+	struct launcher_file files[2];
+	size_t n_files;
+	struct launcher_file *workspace_files; /* as many as the request's files */
 };
 
 /* The code goes to code_dir/main.EXT, a compiled program to out_dir. -ENOENT (err names what is
@@ -34,6 +44,8 @@ struct agent_plan {
 int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
 	       const char *out_dir, struct agent_plan *ret, struct al_error *err);
 void agent_plan_done(struct agent_plan *plan);
+/* The kind of result agent_plan()'s error r is. */
+enum agent_error_kind agent_plan_error_kind(int r);
 
 /* The program's stdin, a memfd (nothing on disk): the request's stdin, else its input, else
  * nothing. */
@@ -48,5 +60,9 @@ char **agent_strv_free(char **v);
 #define AGENT_LABEL_SOURCE "src:env:airlock" /* the label every result carries first */
 
 struct json_object;
+/* Writes o as one line to out. */
+int agent_json_print(FILE *out, struct json_object *o);
+/* The fields a request's result has beyond a run's: error, output, and compile_error for rust. */
+unsigned agent_result_flags(const struct agent_request *req);
 /* The labels: AGENT_LABEL_SOURCE, then the policy's own (p may be NULL). */
 struct json_object *agent_labels_json(const struct policy *p);

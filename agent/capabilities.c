@@ -67,28 +67,13 @@ static struct json_object *languages_json(void)
 	if (!o || policy_new_default(&p) < 0)
 		return o ? (json_object_put(o), NULL) : NULL;
 	for (size_t l = 0; l < AGENT_LANGUAGE_MAX; l++) {
-		const struct agent_language_info *info = agent_language_info(l);
 		struct json_object *v = NULL;
 		char rt[PATH_MAX];
 
-		if (l == AGENT_LANGUAGE_COMMAND) {
+		if (l == AGENT_LANGUAGE_COMMAND)
 			v = json_object_new_boolean(true);
-		} else {
-			bool found = false;
-
-			for (size_t i = 0;
-			     !found && i < ELEMENTSOF(info->runtimes) && info->runtimes[i]; i++)
-				found =
-				    agent_runtime_find(p, info->runtimes[i], rt, sizeof(rt)) >= 0;
-			for (size_t i = 0;
-			     found && i < ELEMENTSOF(info->helpers) && info->helpers[i]; i++) {
-				char h[PATH_MAX];
-
-				found = agent_runtime_find(p, info->helpers[i], h, sizeof(h)) >= 0;
-			}
-			if (found)
-				v = json_object_new_string(rt);
-		}
+		else if (agent_language_runtime(l, p, rt, sizeof(rt), NULL) >= 0)
+			v = json_object_new_string(rt);
 		if (add_nullable(o, agent_language_to_string(l), v) < 0)
 			return json_object_put(o), NULL;
 	}
@@ -98,7 +83,6 @@ static struct json_object *languages_json(void)
 int agent_capabilities_print(FILE *out)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
-	_cleanup_free_ char *text = NULL;
 	struct launcher_capabilities c;
 	int r = 0;
 
@@ -117,9 +101,5 @@ int agent_capabilities_print(FILE *out)
 	r |= al_json_add(o, "tls_interception", json_object_new_boolean(c.tls_interception));
 	r |= al_json_add(o, "persistent_sessions", json_object_new_boolean(true));
 	r |= al_json_add(o, "languages", languages_json());
-	if (r != 0 || al_json_to_string(o, &text) < 0)
-		return -ENOMEM;
-	if (fprintf(out, "%s\n", text) < 0 || fflush(out) != 0)
-		return -EIO;
-	return 0;
+	return r != 0 ? -ENOMEM : agent_json_print(out, o);
 }

@@ -26,7 +26,6 @@
 #include "common/path-util.h"
 
 #define SCRATCH_PREFIX "airlock-exec-"
-#define INPUT_FILE "input.json"
 
 struct exec {
 	const struct agent_request *req;
@@ -35,9 +34,6 @@ struct exec {
 	char *scratch;	       /* the fresh workspace airlock made (and removes), or NULL */
 	struct agent_plan plan;
 	int stdin_fd;
-	struct launcher_file files[2];
-	size_t n_files;
-	struct launcher_file *ws_files; /* the request's files, written by the sandbox itself */
 	enum agent_error_kind kind;
 	struct al_error err;
 };
@@ -45,7 +41,6 @@ struct exec {
 int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *message)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object(), *e = NULL;
-	_cleanup_free_ char *text = NULL;
 	int r;
 
 	e = json_object_new_object();
@@ -58,13 +53,7 @@ int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *me
 		r = al_json_add(o, "error", json_object_get(e));
 	if (r >= 0)
 		r = al_json_add(o, "labels", agent_labels_json(NULL));
-	if (r >= 0)
-		r = al_json_to_string(o, &text);
-	if (r < 0)
-		return r;
-	if (fprintf(out, "%s\n", text) < 0 || fflush(out) != 0)
-		return -EIO;
-	return 0;
+	return r < 0 ? r : agent_json_print(out, o);
 }
 
 /* Records the kind of the first failure (a later, outer one keeps it). */
@@ -258,7 +247,7 @@ static int apply_request(struct exec *e, const struct agent_exec_options *o)
 	if (r >= 0)
 		r = set_env(e, "AIRLOCK_RESULT", AGENT_RESULT_PATH);
 	if (r >= 0 && req->input)
-		r = set_env(e, "AIRLOCK_INPUT", LAUNCHER_FILES_DIR "/" INPUT_FILE);
+		r = set_env(e, "AIRLOCK_INPUT", LAUNCHER_FILES_DIR "/" AGENT_INPUT_FILE);
 	if (r >= 0 && req->workspace)
 		r = policy_set_workspace(e->policy, req->workspace, &e->err);
 	else if (r >= 0 && !req->policy_json && !req->policy_path && !o->policy_path)
@@ -308,26 +297,7 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 		return r;
 	r = agent_plan(req, e->policy, LAUNCHER_FILES_DIR, "/tmp", &e->plan, &e->err);
 	if (r < 0)
-		return fail(e,
-			    r == -ENOENT  ? AGENT_ERROR_UNSUPPORTED_LANGUAGE
-			    : r == -EPERM ? AGENT_ERROR_UNSUPPORTED_POLICY
-					  : AGENT_ERROR_SETUP_FAILED,
-			    r);
-	if (e->plan.file)
-		e->files[e->n_files++] =
-		    (struct launcher_file){e->plan.file, req->code, req->code_len};
-	if (req->input)
-		e->files[e->n_files++] =
-		    (struct launcher_file){INPUT_FILE, req->input, strlen(req->input)};
-	if (req->n_files > 0) {
-		e->ws_files = calloc(req->n_files, sizeof(*e->ws_files));
-		if (!e->ws_files)
-			return fail(e, AGENT_ERROR_SETUP_FAILED, -ENOMEM);
-	}
-	for (size_t i = 0; i < req->n_files; i++)
-		e->ws_files[i] =
-		    (struct launcher_file){req->files[i].path, req->files[i].data,
-					   req->files[i].len, req->files[i].executable};
+		return fail(e, agent_plan_error_kind(r), r);
 	return make_stdin(e);
 }
 
@@ -341,7 +311,6 @@ static void exec_done(struct exec *e)
 		free(e->scratch);
 	}
 	agent_plan_done(&e->plan);
-	free(e->ws_files);
 	e->policy = policy_free(e->policy);
 	e->base = policy_free(e->base);
 	e->stdin_fd = al_close(e->stdin_fd);
@@ -361,9 +330,9 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
 		    .capture = true,
 		    .kill_grace_usec = 1000000,
 		    .upstream_ca = o->upstream_ca,
-		    .files = e.files,
-		    .n_files = e.n_files,
-		    .workspace_files = e.ws_files,
+		    .files = e.plan.files,
+		    .n_files = e.plan.n_files,
+		    .workspace_files = e.plan.workspace_files,
 		    .n_workspace_files = req->n_files,
 		    .prelude = e.plan.prelude,
 		    .result_path = AGENT_RESULT_PATH,
@@ -383,10 +352,7 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
 	if (r < 0)
 		r = agent_exec_print_error(out, e.kind, e.err.msg);
 	else
-		r = agent_result_print(
-		    out, e.base, &res,
-		    AGENT_RESULT_ERROR_FIELD | AGENT_RESULT_OUTPUT_FIELD |
-			(req->language == AGENT_LANGUAGE_RUST ? AGENT_RESULT_COMPILE_FIELD : 0));
+		r = agent_result_print(out, e.base, &res, agent_result_flags(req));
 	launcher_result_done(&res);
 	exec_done(&e);
 	return r < 0 ? r : (int)e.kind;

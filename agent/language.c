@@ -149,59 +149,55 @@ void agent_plan_done(struct agent_plan *plan)
 {
 	agent_strv_free(plan->argv);
 	agent_strv_free(plan->prelude);
+	free(plan->workspace_files);
 	*plan = (struct agent_plan){0};
 }
 
-/* The runtime of a language that has several possible ones: the first present. */
-static int find_runtime(const struct agent_language_info *info, const struct policy *p, char *rt,
-			size_t size, enum agent_language l, struct al_error *err)
+int agent_language_runtime(enum agent_language l, const struct policy *p, char *rt, size_t size,
+			   struct al_error *err)
 {
-	char missing[256] = "";
-	size_t m = 0;
+	const struct agent_language_info *info = &languages[l];
+	char missing[256] = "", helper[PATH_MAX];
+	size_t m = 0, i;
 
-	for (size_t i = 0; i < ELEMENTSOF(info->runtimes) && info->runtimes[i]; i++) {
+	for (i = 0; i < ELEMENTSOF(info->runtimes) && info->runtimes[i]; i++) {
 		if (agent_runtime_find(p, info->runtimes[i], rt, size) >= 0)
-			return 0;
+			break;
 		m += (size_t)snprintf(missing + MIN(m, sizeof(missing) - 1),
 				      sizeof(missing) - MIN(m, sizeof(missing) - 1), "%s%s",
 				      i ? ", " : "", info->runtimes[i]);
 	}
-	return al_error_set(
-	    err, -ENOENT,
-	    "%s needs %s%s on the sandbox's PATH (%s), as the sandbox sees it; none "
-	    "is there",
-	    agent_language_to_string(l), strchr(missing, ',') ? "one of " : "", missing,
-	    sandbox_path_env(p));
-}
-
-int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
-	       const char *out_dir, struct agent_plan *ret, struct al_error *err)
-{
-	const struct agent_language_info *info = &languages[req->language];
-	char rt[PATH_MAX], file[PATH_MAX], helper[PATH_MAX], binary[PATH_MAX];
-	struct agent_plan plan = {0};
-	size_t n = 0, np = 0;
-	int r;
-
-	if (req->language == AGENT_LANGUAGE_COMMAND) {
-		for (size_t i = 0; i < req->argc; i++) {
-			r = agent_strv_push(&plan.argv, &n, req->argv[i]);
-			if (r < 0)
-				goto fail;
-		}
-		*ret = plan;
-		return 0;
-	}
-	r = find_runtime(info, p, rt, sizeof(rt), req->language, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < ELEMENTSOF(info->helpers) && info->helpers[i]; i++)
+	if (i == ELEMENTSOF(info->runtimes) || !info->runtimes[i])
+		return al_error_set(
+		    err, -ENOENT,
+		    "%s needs %s%s on the sandbox's PATH (%s), as the sandbox sees it; none "
+		    "is there",
+		    agent_language_to_string(l), strchr(missing, ',') ? "one of " : "", missing,
+		    sandbox_path_env(p));
+	for (i = 0; i < ELEMENTSOF(info->helpers) && info->helpers[i]; i++)
 		if (agent_runtime_find(p, info->helpers[i], helper, sizeof(helper)) < 0)
 			return al_error_set(err, -ENOENT,
 					    "%s needs %s (the linker) on the sandbox's PATH, as "
 					    "the sandbox sees it; it is not there",
-					    agent_language_to_string(req->language),
-					    info->helpers[i]);
+					    agent_language_to_string(l), info->helpers[i]);
+	return 0;
+}
+
+static const char *const rust_flags[] = {"--edition", "2021", "-o"};
+
+/* The runtime's part of the command line (and rust's compiler as the prelude). */
+static int plan_runtime(const struct agent_request *req, const struct policy *p,
+			const char *code_dir, const char *out_dir, struct agent_plan *plan,
+			size_t *n, struct al_error *err)
+{
+	const struct agent_language_info *info = &languages[req->language];
+	char rt[PATH_MAX], file[PATH_MAX], binary[PATH_MAX];
+	size_t np = 0;
+	int r;
+
+	r = agent_language_runtime(req->language, p, rt, sizeof(rt), err);
+	if (r < 0)
+		return r;
 	if (p->executables.n > 0 && (!is_listed(p, rt) || req->language == AGENT_LANGUAGE_RUST))
 		return al_error_set(
 		    err, -EPERM, "executables: the policy's allow list does not let %s run%s",
@@ -210,29 +206,69 @@ int agent_plan(const struct agent_request *req, const struct policy *p, const ch
 							 : "");
 	(void)snprintf(file, sizeof(file), "%s/%s", code_dir, info->file);
 	(void)snprintf(binary, sizeof(binary), "%s/airlock-main", out_dir);
-	if (req->language == AGENT_LANGUAGE_RUST) {
-		const char *const compile[] = {"--edition", "2021", "-o", binary};
-
-		r = agent_strv_push(&plan.prelude, &np, rt);
-		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(compile); i++)
-			r = agent_strv_push(&plan.prelude, &np, compile[i]);
-		if (r >= 0)
-			r = agent_strv_push(&plan.prelude, &np, file);
-		if (r >= 0)
-			r = agent_strv_push(&plan.argv, &n, binary);
-	} else {
-		r = push_runner(&plan.argv, &n, rt);
-		if (r >= 0)
-			r = agent_strv_push(&plan.argv, &n, file);
+	if (req->language != AGENT_LANGUAGE_RUST) {
+		r = push_runner(&plan->argv, n, rt);
+		return r < 0 ? r : agent_strv_push(&plan->argv, n, file);
 	}
+	/* rustc --edition 2021 -o BINARY FILE */
+	r = agent_strv_push(&plan->prelude, &np, rt);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(rust_flags); i++)
+		r = agent_strv_push(&plan->prelude, &np, rust_flags[i]);
+	if (r >= 0)
+		r = agent_strv_push(&plan->prelude, &np, binary);
+	if (r >= 0)
+		r = agent_strv_push(&plan->prelude, &np, file);
+	return r < 0 ? r : agent_strv_push(&plan->argv, n, binary);
+}
+
+/* The files the request brings: its code and input (for code_dir), its own (for the
+ * workspace). */
+static int plan_files(const struct agent_request *req, struct agent_plan *plan)
+{
+	const char *name = languages[req->language].file;
+
+	if (name)
+		plan->files[plan->n_files++] =
+		    (struct launcher_file){name, req->code, req->code_len};
+	if (req->input)
+		plan->files[plan->n_files++] =
+		    (struct launcher_file){AGENT_INPUT_FILE, req->input, strlen(req->input)};
+	if (req->n_files == 0)
+		return 0;
+	plan->workspace_files = calloc(req->n_files, sizeof(*plan->workspace_files));
+	if (!plan->workspace_files)
+		return -ENOMEM;
+	for (size_t i = 0; i < req->n_files; i++)
+		plan->workspace_files[i] =
+		    (struct launcher_file){req->files[i].path, req->files[i].data,
+					   req->files[i].len, req->files[i].executable};
+	return 0;
+}
+
+int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
+	       const char *out_dir, struct agent_plan *ret, struct al_error *err)
+{
+	struct agent_plan plan = {0};
+	size_t n = 0;
+	int r = 0;
+
+	if (req->language != AGENT_LANGUAGE_COMMAND)
+		r = plan_runtime(req, p, code_dir, out_dir, &plan, &n, err);
 	for (size_t i = 0; r >= 0 && i < req->argc; i++)
 		r = agent_strv_push(&plan.argv, &n, req->argv[i]);
-	if (r < 0)
-		goto fail;
-	plan.file = info->file;
+	if (r >= 0)
+		r = plan_files(req, &plan);
+	if (r < 0) {
+		agent_plan_done(&plan);
+		return r;
+	}
 	*ret = plan;
 	return 0;
-fail:
-	agent_plan_done(&plan);
-	return r;
+}
+
+enum agent_error_kind agent_plan_error_kind(int r)
+{
+	return r == -ENOENT  ? AGENT_ERROR_UNSUPPORTED_LANGUAGE
+	       : r == -EPERM ? AGENT_ERROR_UNSUPPORTED_POLICY
+			     : AGENT_ERROR_SETUP_FAILED;
 }

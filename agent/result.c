@@ -169,15 +169,27 @@ int agent_result_print(FILE *out, const struct policy *p, const struct launcher_
 		       unsigned flags)
 {
 	_cleanup_json_ struct json_object *o = NULL;
-	_cleanup_free_ char *text = NULL;
 	int r;
 
 	r = agent_result_json(p, res, flags, &o);
-	if (r >= 0)
-		r = al_json_to_string(o, &text);
+	return r < 0 ? r : agent_json_print(out, o);
+}
+
+int agent_json_print(FILE *out, struct json_object *o)
+{
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	r = al_json_to_string(o, &text);
 	if (r < 0)
 		return r;
 	if (fprintf(out, "%s\n", text) < 0 || fflush(out) != 0)
 		return -EIO;
 	return 0;
+}
+
+unsigned agent_result_flags(const struct agent_request *req)
+{
+	return AGENT_RESULT_ERROR_FIELD | AGENT_RESULT_OUTPUT_FIELD |
+	       (req->language == AGENT_LANGUAGE_RUST ? AGENT_RESULT_COMPILE_FIELD : 0);
 }

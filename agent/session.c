@@ -13,8 +13,6 @@
 #include "agent/agent-internal.h"
 #include "common/fd-util.h"
 
-#define INPUT_FILE "input.json"
-
 static int make_env(const struct agent_request *req, const char *dir, char ***ret)
 {
 	char **v = NULL, *a = NULL;
@@ -27,7 +25,7 @@ static int make_env(const struct agent_request *req, const char *dir, char ***re
 		else if (i == req->n_env)
 			r = asprintf(&a, "AIRLOCK_RESULT=%s/result.json", dir);
 		else if (req->input)
-			r = asprintf(&a, "AIRLOCK_INPUT=%s/" INPUT_FILE, dir);
+			r = asprintf(&a, "AIRLOCK_INPUT=%s/" AGENT_INPUT_FILE, dir);
 		else
 			continue;
 		if (r < 0) {
@@ -61,8 +59,6 @@ struct session_exec {
 	struct agent_plan plan;
 	char dir[64], result[96];
 	char **env;
-	struct launcher_file files[2], *ws_files;
-	size_t n_files;
 	int in;
 	struct al_error err;
 };
@@ -72,7 +68,6 @@ static void session_exec_done(struct session_exec *x)
 	x->policy = policy_free(x->policy);
 	agent_plan_done(&x->plan);
 	x->env = agent_strv_free(x->env);
-	free(x->ws_files);
 	x->in = al_close(x->in);
 }
 
@@ -80,7 +75,6 @@ static void session_exec_done(struct session_exec *x)
 static int plan(const char *id, struct session_exec *x)
 {
 	const struct agent_request *req = x->req;
-	const struct agent_language_info *info = agent_language_info(req->language);
 	uint32_t rnd = 0;
 	int r;
 
@@ -97,21 +91,7 @@ static int plan(const char *id, struct session_exec *x)
 	(void)snprintf(x->dir, sizeof(x->dir), "/tmp/airlock-exec-%08x", rnd);
 	r = agent_plan(req, x->policy, x->dir, x->dir, &x->plan, &x->err);
 	if (r < 0)
-		return r == -ENOENT  ? AGENT_ERROR_UNSUPPORTED_LANGUAGE
-		       : r == -EPERM ? AGENT_ERROR_UNSUPPORTED_POLICY
-				     : AGENT_ERROR_SETUP_FAILED;
-	if (x->plan.file)
-		x->files[x->n_files++] =
-		    (struct launcher_file){info->file, req->code, req->code_len};
-	if (req->input)
-		x->files[x->n_files++] =
-		    (struct launcher_file){INPUT_FILE, req->input, strlen(req->input)};
-	if (req->n_files > 0 && !(x->ws_files = calloc(req->n_files, sizeof(*x->ws_files))))
-		return -ENOMEM;
-	for (size_t i = 0; i < req->n_files; i++)
-		x->ws_files[i] =
-		    (struct launcher_file){req->files[i].path, req->files[i].data,
-					   req->files[i].len, req->files[i].executable};
+		return agent_plan_error_kind(r);
 	(void)snprintf(x->result, sizeof(x->result), "%s/result.json", x->dir);
 	r = make_env(req, x->dir, &x->env);
 	if (r >= 0)
@@ -139,9 +119,9 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 		    .result_path = x.result,
 		    .capture = true,
 		    .dir = x.dir,
-		    .files = x.files,
-		    .n_files = x.n_files,
-		    .workspace_files = x.ws_files,
+		    .files = x.plan.files,
+		    .n_files = x.plan.n_files,
+		    .workspace_files = x.plan.workspace_files,
 		    .n_workspace_files = req->n_files,
 		    .prelude = x.plan.prelude,
 		};
@@ -156,10 +136,7 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 	else if (kind != AGENT_ERROR_NONE)
 		r = agent_exec_print_error(out, (enum agent_error_kind)kind, x.err.msg);
 	else
-		r = agent_result_print(
-		    out, x.policy, &res,
-		    AGENT_RESULT_ERROR_FIELD | AGENT_RESULT_OUTPUT_FIELD |
-			(req->language == AGENT_LANGUAGE_RUST ? AGENT_RESULT_COMPILE_FIELD : 0));
+		r = agent_result_print(out, x.policy, &res, agent_result_flags(req));
 	launcher_result_done(&res);
 	session_exec_done(&x);
 	return r < 0 ? r : kind;
