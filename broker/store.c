@@ -20,6 +20,7 @@
 #include "broker/broker.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 
 #define NAME_LEN_MAX 128
 
@@ -153,7 +154,8 @@ static int read_value(int fd, const char *name, struct broker_secret **ret, stru
 static int make_folders(const char *path, struct al_error *err)
 {
 	_cleanup_free_ char *dir = strdup(path);
-	char *slash, c;
+	char *slash;
+	int r;
 
 	if (!dir)
 		return -ENOMEM;
@@ -161,18 +163,10 @@ static int make_folders(const char *path, struct al_error *err)
 	if (!slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	for (char *p = dir + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		c = *p;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "vault %s: cannot create folder %s",
-						  path, dir);
-		*p = c;
-		if (c == '\0')
-			return 0;
-	}
+	r = al_mkdir_p(dir, 0700);
+	if (r < 0)
+		return al_error_set_errno(err, r, "vault %s: cannot create folder %s", path, dir);
+	return 0;
 }
 
 /* The vault's path and key. A missing vault is an error unless create is true; then its folder

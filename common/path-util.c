@@ -201,7 +201,7 @@ static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
 	return found;
 }
 
-void al_path_remove_tree(const char *path)
+void al_dir_empty(int dir)
 {
 	char **names = NULL, name[NAME_MAX + 1];
 	size_t depth = 0, steps = 0;
@@ -209,12 +209,8 @@ void al_path_remove_tree(const char *path)
 
 	/* By fds, one level open at a time: no path grows past PATH_MAX however deep the tree,
 	 * no link is followed, and the caller's fd limit is not a depth limit. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		(void)unlink(path);
-		return;
-	}
-	while (steps++ < REMOVE_STEPS_MAX) {
+	fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	while (fd >= 0 && steps++ < REMOVE_STEPS_MAX) {
 		if (empty_but_folders(fd, name, sizeof(name), &steps)) {
 			char **n = reallocarray(names, depth + 1, sizeof(*names));
 
@@ -236,11 +232,9 @@ void al_path_remove_tree(const char *path)
 			break;
 		sub = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		(void)close(fd);
-		if (sub < 0) {
-			fd = -1;
-			break;
-		}
 		fd = sub;
+		if (fd < 0)
+			break;
 		depth--;
 		(void)unlinkat(fd, names[depth], AT_REMOVEDIR);
 		free(names[depth]);
@@ -250,5 +244,37 @@ void al_path_remove_tree(const char *path)
 	while (depth > 0)
 		free(names[--depth]);
 	free(names);
+}
+
+void al_path_remove_tree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		(void)unlink(path);
+		return;
+	}
+	al_dir_empty(fd);
+	(void)close(fd);
 	(void)rmdir(path);
+}
+
+int al_mkdir_p(const char *dir, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(dir);
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (c == '\0')
+			return 0;
+	}
 }

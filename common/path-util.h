@@ -3,6 +3,7 @@
 /* Host paths that airlock exposes to a sandbox: resolving them and refusing the dangerous ones. */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "common/error.h"
 
@@ -25,3 +26,8 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 /* Removes path and everything below it, never following a link nor crossing into another mount;
  * what cannot be removed stays (best effort: for airlock's own temporary folders). */
 void al_path_remove_tree(const char *path);
+/* The same for what the folder dir holds (dir stays). */
+void al_dir_empty(int dir);
+
+/* Makes the folder dir (absolute) and those above it that are missing, with mode. */
+int al_mkdir_p(const char *dir, mode_t mode);

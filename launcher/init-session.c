@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "common/path-util.h"
 #include "launcher/launcher-internal.h"
 
 #define PAYLOAD_MAX (4 * 1024 * 1024)
@@ -172,22 +173,10 @@ static int make_dir(const char *path, struct al_error *err)
 	return fd >= 0 ? fd : al_error_set_errno(err, -errno, "Failed to open %s", path);
 }
 
-static void remove_dir(const char *path)
-{
-	_cleanup_close_ int fd = -EBADF;
-	struct launcher_tree_stats st = {0};
-
-	if (!path)
-		return;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		launcher_tree_clear(fd, 0, &st);
-	(void)rmdir(path);
-}
-
 static void slot_free(struct exec_slot *s)
 {
-	remove_dir(s->dir);
+	if (s->dir)
+		al_path_remove_tree(s->dir);
 	for (int i = 0; i < 3; i++)
 		s->stdio[i] = al_close(s->stdio[i]);
 	free(s->argv);
@@ -195,37 +184,6 @@ static void slot_free(struct exec_slot *s)
 	free(s->prelude);
 	free(s->text);
 	*s = (struct exec_slot){.stdio = {-EBADF, -EBADF, -EBADF}};
-}
-
-static void send_status(int sync_fd, uint32_t id, int status, uint32_t flags, int fd)
-{
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .id = id, .flags = flags};
-
-	if (WIFSIGNALED(status)) {
-		m.signal = WTERMSIG(status);
-		m.value = 128 + m.signal;
-	} else {
-		m.value = WEXITSTATUS(status);
-	}
-	(void)launcher_sync_send(sync_fd, &m, fd);
-}
-
-/* The command could not start (err says why when it is not an exec error). */
-static void send_exec_failure(int sync_fd, uint32_t id, int r, const struct al_error *err,
-			      uint32_t flags)
-{
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r, .id = id};
-
-	if (err)
-		m.err = *err;
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	m = (struct launcher_sync_msg){
-	    .type = LAUNCHER_SYNC_STATUS,
-	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
-	    .id = id,
-	    .flags = flags,
-	};
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
 }
 
 /* Starts the slot's prelude or command and hands airlock a pidfd of it. */
@@ -273,7 +231,7 @@ static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t
 	if (!slot) {
 		for (int i = 0; i < 4; i++)
 			fds[i] = al_close(fds[i]);
-		send_exec_failure(sync_fd, id, -EAGAIN, NULL, 0);
+		launcher_init_send_exec_failure(sync_fd, id, -EAGAIN, NULL, 0);
 		return;
 	}
 	*slot = (struct exec_slot){.id = id, .stdio = {fds[1], fds[2], fds[3]}};
@@ -313,8 +271,8 @@ static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t
 		r = spawn_slot(ctx, sync_fd, slot);
 	}
 	if (r < 0) {
-		send_exec_failure(sync_fd, id, r, err.msg[0] ? &err : NULL,
-				  slot->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0);
+		launcher_init_send_exec_failure(sync_fd, id, r, err.msg[0] ? &err : NULL,
+						slot->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0);
 		slot_free(slot);
 	}
 }
@@ -332,7 +290,7 @@ static void on_end(const struct launcher_context *ctx, int sync_fd, struct exec_
 		r = spawn_slot(ctx, sync_fd, s);
 		if (r >= 0)
 			return;
-		send_exec_failure(sync_fd, s->id, r, NULL, 0);
+		launcher_init_send_exec_failure(sync_fd, s->id, r, NULL, 0);
 		slot_free(s);
 		return;
 	}
@@ -342,7 +300,8 @@ static void on_end(const struct launcher_context *ctx, int sync_fd, struct exec_
 		/* The next exec starts without it. */
 		(void)unlink(s->result_path);
 	}
-	send_status(sync_fd, s->id, st, s->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0, fd);
+	launcher_init_send_status(sync_fd, s->id, st, s->in_prelude ? LAUNCHER_STATUS_PRELUDE : 0,
+				  fd);
 	(void)al_close(fd);
 	slot_free(s);
 }
@@ -460,7 +419,7 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 		(void)syncfs(ws);
 		launcher_tree_copy(ws, dir, 0, &st);
 	} else if (m.value == 0) {
-		launcher_tree_clear(ws, 0, &st);
+		al_dir_empty(ws);
 		launcher_tree_copy(dir, ws, 0, &st);
 		(void)syncfs(ws);
 	}

@@ -65,10 +65,9 @@ static int open_result(const struct launcher_context *ctx)
 	return fd < 0 ? -errno : fd;
 }
 
-_noreturn_ static void report_and_exit(const struct launcher_context *ctx, int sync_fd, int status,
-				       uint32_t flags)
+void launcher_init_send_status(int sync_fd, uint32_t id, int status, uint32_t flags, int fd)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .flags = flags};
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_STATUS, .id = id, .flags = flags};
 
 	if (WIFSIGNALED(status)) {
 		m.signal = WTERMSIG(status);
@@ -76,23 +75,40 @@ _noreturn_ static void report_and_exit(const struct launcher_context *ctx, int s
 	} else {
 		m.value = WEXITSTATUS(status);
 	}
+	(void)launcher_sync_send(sync_fd, &m, fd);
+}
+
+void launcher_init_send_exec_failure(int sync_fd, uint32_t id, int r, const struct al_error *err,
+				     uint32_t flags)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r, .id = id};
+
+	if (err)
+		m.err = *err;
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	m = (struct launcher_sync_msg){
+	    .type = LAUNCHER_SYNC_STATUS,
+	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
+	    .id = id,
+	    .flags = flags,
+	};
+	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+}
+
+_noreturn_ static void report_and_exit(const struct launcher_context *ctx, int sync_fd, int status,
+				       uint32_t flags)
+{
+	_cleanup_close_ int fd = flags ? -EBADF : open_result(ctx);
+
 	/* Whatever the command left running ends with it, before airlock hears the status. */
 	(void)kill(-1, SIGKILL);
-	(void)launcher_sync_send(sync_fd, &m, flags ? -EBADF : open_result(ctx));
+	launcher_init_send_status(sync_fd, 0, status, flags, fd);
 	_exit(0);
 }
 
 _noreturn_ static void report_exec_failure(int sync_fd, int r, uint32_t flags)
 {
-	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_EXEC_FAILED, .value = r};
-
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
-	m = (struct launcher_sync_msg){
-	    .type = LAUNCHER_SYNC_STATUS,
-	    .value = r == -ENOENT ? LAUNCHER_EXIT_NOTFOUND : LAUNCHER_EXIT_NOEXEC,
-	    .flags = flags,
-	};
-	(void)launcher_sync_send(sync_fd, &m, -EBADF);
+	launcher_init_send_exec_failure(sync_fd, 0, r, NULL, flags);
 	_exit(0);
 }
 

@@ -381,6 +381,13 @@ int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct laun
 _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
 				   pid_t cmd);
 
+/* What init reports of a command (id: a session's, 0 for a run's): its end, with its wait status
+ * and the result file's fd (or -EBADF); or that it could not start (r: the exec error, err: why
+ * when it is not one), which answers as exit status 127 or 126. */
+void launcher_init_send_status(int sync_fd, uint32_t id, int status, uint32_t flags, int fd);
+void launcher_init_send_exec_failure(int sync_fd, uint32_t id, int r, const struct al_error *err,
+				     uint32_t flags);
+
 /* ---- init-session.c (a session's pid 1) ---- */
 
 #define LAUNCHER_SESSION_EXECS_MAX 64 /* commands running at once in one session */
@@ -466,8 +473,6 @@ void launcher_tree_stats_done(struct launcher_tree_stats *st);
 /* Writes f (name: a path relative to root, without "." or ".." components) below root, making
  * its folders, never through a link, never into anything but a regular file. Fills err. */
 int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err);
-/* Removes what dir holds (what cannot be removed is counted in st). */
-void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st);
 
 /* ---- stream.c: moving bytes between airlock's stdio and the sandbox without ever blocking ---- */
 

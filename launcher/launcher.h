@@ -143,7 +143,6 @@ void launcher_session_fail(struct launcher_session *s, const char *message);
 int launcher_session_base(char *buf, size_t size);
 bool launcher_session_id_is_valid(const char *id);
 void launcher_session_remove_stale(const char *base);
-void launcher_session_remove_dir(const char *dir);
 int launcher_session_probe(const char *dir);
 
 struct launcher_session_info {

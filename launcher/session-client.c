@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "common/path-util.h"
 #include "common/socket-util.h"
 #include "launcher/launcher-internal.h"
 
@@ -334,9 +335,10 @@ int launcher_session_policy(const char *id, struct policy **ret, struct al_error
 	return r;
 }
 
-int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err)
+/* A checkpoint or restore (op) of the checkpoint name. */
+static int tree_request(const char *id, uint32_t op, const char *name, struct al_error *err)
 {
-	struct launcher_session_request req = {.op = LAUNCHER_SESSION_CHECKPOINT};
+	struct launcher_session_request req = {.op = op};
 
 	if (strlen(name) >= sizeof(req.name))
 		return al_error_set(err, -EINVAL, "The checkpoint name is too long");
@@ -344,14 +346,14 @@ int launcher_session_checkpoint(const char *id, const char *name, struct al_erro
 	return simple_request(id, &req, err);
 }
 
+int launcher_session_checkpoint(const char *id, const char *name, struct al_error *err)
+{
+	return tree_request(id, LAUNCHER_SESSION_CHECKPOINT, name, err);
+}
+
 int launcher_session_restore(const char *id, const char *name, struct al_error *err)
 {
-	struct launcher_session_request req = {.op = LAUNCHER_SESSION_RESTORE};
-
-	if (strlen(name) >= sizeof(req.name))
-		return al_error_set(err, -EINVAL, "The checkpoint name is too long");
-	(void)snprintf(req.name, sizeof(req.name), "%s", name);
-	return simple_request(id, &req, err);
+	return tree_request(id, LAUNCHER_SESSION_RESTORE, name, err);
 }
 
 int launcher_session_stop(const char *id, struct al_error *err)
@@ -377,6 +379,6 @@ int launcher_session_stop(const char *id, struct al_error *err)
 	/* It does not answer, or does not end: it is killed (its sandbox dies with it). */
 	if (launcher_session_read_info(dir, &info) >= 0 && info.pid > 0)
 		(void)kill(info.pid, SIGKILL);
-	launcher_session_remove_dir(dir);
+	al_path_remove_tree(dir);
 	return 0;
 }

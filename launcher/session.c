@@ -75,27 +75,6 @@ int launcher_session_base(char *buf, size_t size)
 	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }
 
-static int mkdir_p(char *path, mode_t mode)
-{
-	for (char *s = strchr(path + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(path, mode) < 0 && errno != EEXIST) {
-			if (s)
-				*s = '/';
-			return -errno;
-		}
-		if (!s)
-			return 0;
-		*s = '/';
-	}
-}
-
-void launcher_session_remove_dir(const char *dir)
-{
-	al_path_remove_tree(dir);
-}
-
 bool launcher_session_id_is_valid(const char *id)
 {
 	size_t n = strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-");
@@ -136,7 +115,7 @@ int launcher_session_new(const struct launcher_session_options *o, struct launch
 	r = launcher_session_base(base, sizeof(base));
 	if (r < 0)
 		return al_error_set_errno(err, r, "No folder for session state (set HOME)");
-	r = mkdir_p(base, 0700);
+	r = al_mkdir_p(base, 0700);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to create %s", base);
 	launcher_session_remove_stale(base);
@@ -202,7 +181,7 @@ struct launcher_session *launcher_session_free(struct launcher_session *s)
 	s->timer_fd = al_close(s->timer_fd);
 	s->ready_fd = al_close(s->ready_fd);
 	if (s->dir)
-		launcher_session_remove_dir(s->dir);
+		al_path_remove_tree(s->dir);
 	free(s->dir);
 	free(s);
 	return NULL;
@@ -406,7 +385,7 @@ static void start_tree_op(struct launcher_session *s, struct conn *c,
 		     m.type == LAUNCHER_SYNC_CHECKPOINT ? ".new-" : "", req->name) < 0)
 		return reply_error(c, -ENOMEM, NULL);
 	if (m.type == LAUNCHER_SYNC_CHECKPOINT) {
-		launcher_session_remove_dir(dir);
+		al_path_remove_tree(dir);
 		if (mkdir(dir, 0700) < 0)
 			return reply_error(c, -errno, NULL);
 	}
@@ -621,13 +600,13 @@ static void on_tree_done(struct launcher_session *s, const struct launcher_sync_
 	if (m->type == LAUNCHER_SYNC_CHECKPOINT && m->value == 0 && m->flags == 0 && !c->gone &&
 	    asprintf(&from, "%s/checkpoints/.new-%s", s->dir, c->name) >= 0 &&
 	    asprintf(&to, "%s/checkpoints/%s", s->dir, c->name) >= 0) {
-		launcher_session_remove_dir(to);
+		al_path_remove_tree(to);
 		if (rename(from, to) < 0)
 			rep.error =
 			    al_error_set_errno(&rep.err, -errno, "Failed to keep the checkpoint");
 	} else if (m->type == LAUNCHER_SYNC_CHECKPOINT &&
 		   asprintf(&from, "%s/checkpoints/.new-%s", s->dir, c->name) >= 0) {
-		launcher_session_remove_dir(from);
+		al_path_remove_tree(from);
 	}
 	if (rep.error == 0 && m->flags > 0)
 		rep.error = -EIO;
@@ -748,7 +727,7 @@ void launcher_session_remove_stale(const char *base)
 		r = launcher_session_probe(path);
 		/* A folder without a socket may be one being set up right now. */
 		if (r == -ECONNREFUSED || (r == -ENOENT && st.st_mtime + 60 < time(NULL))) {
-			launcher_session_remove_dir(path);
+			al_path_remove_tree(path);
 			removed = true;
 		}
 	}

@@ -1,6 +1,6 @@
 #define LOG_MODULE "launcher"
 
-/* Copying and clearing folder trees by fds: a session's checkpoint and restore, run by its pid 1
+/* Copying folder trees by fds: a session's checkpoint and restore, run by its pid 1
  * inside the sandbox, through the workspace's own mount. Links are copied as links and never
  * followed; what cannot be copied is counted, and the copy goes on. */
 
@@ -223,36 +223,6 @@ void launcher_tree_stats_done(struct launcher_tree_stats *st)
 	for (size_t i = 0; i < st->n_links; i++)
 		(void)al_close(st->links[i].fd);
 	st->n_links = 0;
-}
-
-void launcher_tree_clear(int dir, int depth, struct launcher_tree_stats *st)
-{
-	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		(void)al_close(fd);
-		count_failure(st, -errno, ".");
-		return;
-	}
-	for (struct dirent *de; (de = readdir(d));) {
-		struct stat s;
-
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		if (fstatat(dir, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(s.st_mode) && depth < TREE_DEPTH_MAX) {
-			_cleanup_close_ int sub = openat(
-			    dir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub >= 0)
-				launcher_tree_clear(sub, depth + 1, st);
-		}
-		if (unlinkat(dir, de->d_name, S_ISDIR(s.st_mode) ? AT_REMOVEDIR : 0) < 0)
-			count_failure(st, -errno, de->d_name);
-	}
-	(void)closedir(d);
 }
 
 /* Opens (creating it if need be) the folder name in dir, never through a link. */
