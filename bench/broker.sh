@@ -27,16 +27,6 @@ clients=(1 8 64)
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
-log()
-{
-	echo "broker.sh: $*" >&2
-}
-
-die()
-{
-	log "$*"
-	exit 1
-}
 
 case $seconds in
 '' | *[!0-9]* | 0) die "BENCH_SECONDS must be a positive number of seconds" ;;
@@ -46,7 +36,7 @@ case $opens in
 esac
 [ -x "$airlock" ] || die "no airlock binary at $airlock (build first: scripts/dev.sh build)"
 
-bench_install broker.sh gcc libc6-dev python3 || exit 1
+bench_install gcc libc6-dev python3 || exit 1
 
 # ---- the run folder, the servers, and cleanup ----
 

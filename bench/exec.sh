@@ -24,7 +24,7 @@ if [ ! -x "$airlock" ]; then
 	echo "exec.sh: no airlock binary at $airlock (build first: scripts/dev.sh build)" >&2
 	exit 1
 fi
-bench_install exec.sh bubblewrap hyperfine
+bench_install bubblewrap hyperfine
 
 tmp=$(mktemp -d /var/tmp/airlock-bench-exec.XXXXXX)
 session=""

@@ -74,16 +74,6 @@ case $repeats in
 	;;
 esac
 
-log()
-{
-	echo "fs.sh: $*" >&2
-}
-
-die()
-{
-	log "$*"
-	exit 1
-}
 
 on_err()
 {
@@ -125,7 +115,7 @@ done
 
 packages=(fio fuse3 gcc git python3)
 [[ " ${legs[*]} " == *" bindfs "* ]] && packages+=(bindfs)
-bench_install fs.sh "${packages[@]}" || exit 1
+bench_install "${packages[@]}" || exit 1
 if [ "${#legs[@]}" -gt 1 ] && ! { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }; then
 	die "cannot open /dev/fuse for reading and writing: the FUSE legs cannot run here"
 fi

@@ -29,7 +29,7 @@ if [ ! -x "$airlock" ]; then
 	exit 1
 fi
 
-bench_install launch.sh bubblewrap hyperfine
+bench_install bubblewrap hyperfine
 
 tmp=$(mktemp -d /tmp/airlock-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -29,31 +29,39 @@ open(path, "w").write(text)
 EOF2
 }
 
-# bench_apt WHO PKG...: installs the Debian packages PKG (none: nothing), as root only; WHO names
-# the script in its messages.
+# log MESSAGE...: a line on stderr, named after the script; die: the same, then exit 1.
+log()
+{
+	echo "${0##*/}: $*" >&2
+}
+
+die()
+{
+	log "$*"
+	exit 1
+}
+
+# bench_apt PKG...: installs the Debian packages PKG (none: nothing), as root only.
 bench_apt()
 {
-	local who=$1
-	shift
 	[ "$#" -gt 0 ] || return 0
 	if [ "$(id -u)" != 0 ]; then
-		echo "$who: missing packages: $* (apt-get install them as root)" >&2
+		log "missing packages: $* (apt-get install them as root)"
 		return 1
 	fi
-	echo "$who: installing $*" >&2
+	log "installing $*"
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q >&2
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q \
 		--no-install-recommends "$@" >&2
 }
 
-# bench_install WHO PKG...: bench_apt for those of the packages PKG that are not installed.
+# bench_install PKG...: bench_apt for those of the packages PKG that are not installed.
 bench_install()
 {
-	local who=$1 p missing=()
-	shift
+	local p missing=()
 	for p in "$@"; do
 		[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] ||
 			missing+=("$p")
 	done
-	bench_apt "$who" "${missing[@]}"
+	bench_apt "${missing[@]}"
 }

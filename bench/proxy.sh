@@ -53,16 +53,6 @@ connections=32
 threads=2
 warmup=1
 
-log()
-{
-	echo "proxy.sh: $*" >&2
-}
-
-die()
-{
-	log "$*"
-	exit 1
-}
 
 positive()
 {
@@ -109,7 +99,7 @@ for n in "${need[@]}"; do
 done
 # (Where the init system lets packages start their own services, they keep running; this
 # script does not use them.)
-bench_apt proxy.sh "${missing[@]}" || exit 1
+bench_apt "${missing[@]}" || exit 1
 export PATH=$PATH:/usr/sbin:/sbin
 
 ports=("$http_port" "$https_port" "$status_port")
