@@ -559,7 +559,7 @@ static int helper_run(char *const *argv, char **paths, uint64_t timeout, struct 
 {
 	_cleanup_(helper_done) struct helper h = {.pidfd = -EBADF, .out_fd = -EBADF};
 	uint64_t deadline = now_usec() + timeout;
-	siginfo_t si;
+	siginfo_t si = {0};
 	int r;
 
 	r = helper_spawn(argv, paths, &h, err);

@@ -179,7 +179,7 @@ int policy_json_map(const struct policy_where *w, struct json_object *v, struct 
 int policy_json_size(const struct policy_where *w, struct json_object *v, uint64_t *ret,
 		     struct al_error *err)
 {
-	const char *s;
+	const char *s = NULL;
 	int64_t i = 0;
 	int r;
 
@@ -202,7 +202,7 @@ int policy_json_size(const struct policy_where *w, struct json_object *v, uint64
 int policy_json_strv(const struct policy_where *w, struct json_object *v,
 		     policy_item_parse_fn parse, struct policy_strv *ret, struct al_error *err)
 {
-	size_t n;
+	size_t n = 0;
 	int r;
 
 	r = policy_json_array(w, v, &n, err);
@@ -210,7 +210,7 @@ int policy_json_strv(const struct policy_where *w, struct json_object *v,
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		const struct policy_where iw = POLICY_WHERE_INDEX(w, i);
-		const char *s;
+		const char *s = NULL;
 		char *d = NULL;
 
 		r = policy_json_string(&iw, json_object_array_get_idx(v, i), POLICY_STRING_MAX, &s,
@@ -248,7 +248,7 @@ int policy_json_elements(struct policy *p, const struct policy_where *w, struct 
 			 size_t item_size, void **items, size_t *n_items,
 			 policy_element_parse_fn parse, struct al_error *err)
 {
-	size_t n;
+	size_t n = 0;
 	int r;
 
 	r = policy_json_array(w, v, &n, err);
