@@ -14,37 +14,76 @@
 #include "common/fd-util.h"
 #include "common/log.h"
 
-static void help(void)
+#define SYNOPSIS_WIDTH 32
+
+static int cli_version(int argc, char **argv);
+static int cli_help(int argc, char **argv);
+
+/* Every subcommand, in the order `airlock --help` lists them: the help is made from this table,
+ * so no command can be dispatched without being listed. A synopsis may hold several lines. */
+static const struct verb {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis;
+	const char *summary;
+} verbs[] = {
+    {"run", cli_run, "run [OPTIONS] [--] CMD [ARG...]", "Run CMD in a sandbox"},
+    {"exec", cli_exec, "exec [--request FILE]", "Run one JSON request, print a JSON result"},
+    {"session", cli_session, "session start|exec|ls|stop|checkpoint|restore ...",
+     "Keep a sandbox across commands"},
+    {"capabilities", cli_capabilities, "capabilities [--json]",
+     "What this machine can enforce, which languages"},
+    {"fs", cli_fs, "fs [OPTIONS] ROOT MOUNTPOINT", "Mount ROOT through the workspace filesystem"},
+    {"secret", cli_secret, "secret put|ls|rm|bind ...", "Manage the vault's secrets"},
+    {"broker", cli_broker, "broker [status|sessions]",
+     "Run the credential broker daemon, or ask it"},
+    {"policy", cli_policy, "policy check|hash|show [FILE]",
+     "Check, hash or print a policy (canonical form)"},
+    {"doctor", cli_doctor, "doctor [--json]", "Probe the kernel features airlock needs"},
+    {"version", cli_version, "version", "Print the version"},
+    {"help", cli_help, "help", "Print this help"},
+};
+
+static void help(FILE *out)
 {
-	printf(
-	    "Usage: airlock [OPTIONS] COMMAND [ARGS...]\n"
-	    "\n"
-	    "Run untrusted programs in a Linux sandbox.\n"
-	    "\n"
-	    "Commands:\n"
-	    "  run [OPTIONS] [--] CMD [ARG...]  Run CMD in a sandbox (see airlock run --help)\n"
-	    "  exec [--request FILE]            Run one JSON request in a sandbox, print a JSON\n"
-	    "                                   result (see airlock exec --help)\n"
-	    "  capabilities [--json]            What this machine can enforce, which languages\n"
-	    "  fs [OPTIONS] ROOT MOUNTPOINT     Mount ROOT through the workspace filesystem\n"
-	    "  secret put|ls|rm|bind ...        Manage the vault's secrets\n"
-	    "  broker [status|sessions]         Run the credential broker daemon, or ask it\n"
-	    "  policy check FILE                Validate a policy file\n"
-	    "  policy hash [FILE]               Print the BLAKE2b-256 hash of a policy\n"
-	    "  policy show [FILE]               Print a policy in canonical form\n"
-	    "  doctor [--json]                  Probe the kernel features airlock needs\n"
-	    "  version                          Print the version\n"
-	    "  help                             Print this help\n"
-	    "\n"
-	    "Options:\n"
-	    "  -v, --verbose            Log debug messages to stderr\n"
-	    "      --log-level LEVEL    err, warning, notice, info or debug (or AIRLOCK_LOG)\n"
-	    "  -h, --help               Print this help\n"
-	    "      --version            Print the version\n"
-	    "\n"
-	    "Without a policy, run uses the embedded default: the current folder as the\n"
-	    "read-write workspace, no network, no credentials, restricted seccomp and default\n"
-	    "limits (memory 2Gi, pids 1024, /tmp 512Mi). airlock policy show prints it.\n");
+	fputs("Usage: airlock [OPTIONS] COMMAND [ARGS...]\n"
+	      "\n"
+	      "Run untrusted programs in a Linux sandbox.\n"
+	      "\n"
+	      "Commands (airlock COMMAND --help says more):\n",
+	      out);
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+		const struct verb *v = &verbs[i];
+
+		if (strlen(v->synopsis) <= SYNOPSIS_WIDTH)
+			fprintf(out, "  %-*s %s\n", SYNOPSIS_WIDTH, v->synopsis, v->summary);
+		else
+			fprintf(out, "  %s\n  %-*s %s\n", v->synopsis, SYNOPSIS_WIDTH, "",
+				v->summary);
+	}
+	fputs("\n"
+	      "Options:\n"
+	      "  -v, --verbose            Log debug messages to stderr\n"
+	      "      --log-level LEVEL    err, warning, notice, info or debug (or AIRLOCK_LOG)\n"
+	      "  -h, --help               Print this help\n"
+	      "      --version            Print the version\n"
+	      "\n"
+	      "Without a policy, run uses the embedded default: the current folder as the\n"
+	      "read-write workspace, no network, no credentials, restricted seccomp and default\n"
+	      "limits (memory 2Gi, pids 1024, /tmp 512Mi). airlock policy show prints it.\n",
+	      out);
+}
+
+static int cli_version(int argc, char **argv)
+{
+	printf("airlock %s\n", AIRLOCK_VERSION);
+	return 0;
+}
+
+static int cli_help(int argc, char **argv)
+{
+	help(stdout);
+	return 0;
 }
 
 /* airlock may be started by anything: undo what a careless parent left behind that would break
@@ -102,49 +141,24 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			help();
-			return 0;
+			return cli_help(0, NULL);
 		case 'V':
-			printf("airlock %s\n", AIRLOCK_VERSION);
-			return 0;
+			return cli_version(0, NULL);
 		default:
 			return CLI_EXIT_FAILURE;
 		}
 	}
 	if (optind >= argc) {
-		help();
+		help(stderr);
 		return CLI_EXIT_FAILURE;
 	}
 	verb = argv[optind];
 	argc -= optind;
 	argv += optind;
 	optind = 0; /* getopt_long restarts (and re-initializes) for the subcommand */
-	if (streq(verb, "run"))
-		return cli_run(argc, argv);
-	if (streq(verb, "exec"))
-		return cli_exec(argc, argv);
-	if (streq(verb, "session"))
-		return cli_session(argc, argv);
-	if (streq(verb, "capabilities"))
-		return cli_capabilities(argc, argv);
-	if (streq(verb, "policy"))
-		return cli_policy(argc, argv);
-	if (streq(verb, "doctor"))
-		return cli_doctor(argc, argv);
-	if (streq(verb, "fs"))
-		return cli_fs(argc, argv);
-	if (streq(verb, "secret"))
-		return cli_secret(argc, argv);
-	if (streq(verb, "broker"))
-		return cli_broker(argc, argv);
-	if (streq(verb, "version")) {
-		printf("airlock %s\n", AIRLOCK_VERSION);
-		return 0;
-	}
-	if (streq(verb, "help")) {
-		help();
-		return 0;
-	}
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+		if (streq(verb, verbs[i].name))
+			return verbs[i].run(argc, argv);
 	log_error("Unknown command \"%s\"; see airlock --help", verb);
 	return CLI_EXIT_FAILURE;
 }

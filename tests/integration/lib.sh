@@ -285,15 +285,21 @@ it_cgroups()
 	} | sort -u
 }
 
+# airlock's own temporary files: what it (or a sandbox through it) may leave in the host's
+# /tmp, /var/tmp or /dev/shm is named airlock* (exec's fresh workspaces live in
+# $TMPDIR/airlock-exec-UID/PID-XXXXXX). Other programs' files come and go as they like: they are
+# not this test's business, so only airlock's names are listed (the tests' own folders,
+# airlock-it.*, are not airlock's), each with its owner.
 it_tmp_entries()
 {
 	local d
 	for d in /tmp /var/tmp /dev/shm; do
 		[ -d "$d" ] || continue
-		find "$d" -mindepth 1 -maxdepth 1 2>/dev/null
-	done | grep -v -x -F "$IT_TMP" |
-		# compilers of builds that may run beside a developer's test run
-		grep -v -E '^/tmp/cc[A-Za-z0-9]{6}\.' | sort || true
+		find "$d" -mindepth 1 -maxdepth 1 -name 'airlock*' ! -name 'airlock-it.*' \
+			-printf '%p %u\n' 2>/dev/null
+		find "$d" -mindepth 2 -maxdepth 2 -path "$d/airlock-exec-*/*" \
+			-printf '%p %u\n' 2>/dev/null
+	done | sort || true
 }
 
 # Pids of processes whose command line mentions the marker (or $1), except this shell.
@@ -387,7 +393,7 @@ assert_clean()
 	fi
 	new=$(it_tmp_entries | comm -13 "$IT_TMP/state.tmp" -)
 	if [ -n "$new" ]; then
-		# Another program's temporary file comes and goes; a leftover stays.
+		# A run that is still ending (a daemon's last unlink) gets a moment; a leftover stays.
 		sleep 1
 		new=$(comm -12 <(sort <<<"$new") <(it_tmp_entries | comm -13 "$IT_TMP/state.tmp" -))
 	fi
