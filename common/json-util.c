@@ -1,6 +1,185 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/json-util.h"
+
+/* ---- duplicate keys ----
+ * json-c keeps the last of two equal keys, so {"tier": 4, "tier": 1} would read as tier 1 while a
+ * reviewer reads tier 4: every document with a repeated key is refused. The text (already parsed,
+ * so valid strict JSON) is scanned once: each ':' outside a string is one key of the innermost
+ * open object, so the keys written per object are counted, in the order the objects open. The
+ * parsed tree is walked in the same (pre-)order; an object with fewer keys than were written held
+ * a repeated one. Only then are that object's keys decoded, by json-c itself, to name it. */
+
+struct key_counts {
+	size_t *keys;  /* per object, in the order the objects open */
+	size_t *start; /* offset of each object's '{' */
+	size_t n;
+};
+
+static int count_keys(const char *buf, size_t len, int max_depth, struct key_counts *c)
+{
+	_cleanup_free_ ssize_t *open = calloc((size_t)max_depth + 1, sizeof(*open));
+	size_t cap = 0, depth = 0;
+	bool in_string = false;
+
+	if (!open)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		char ch = buf[i];
+
+		if (in_string) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_string = false;
+			continue;
+		}
+		if (ch == '"') {
+			in_string = true;
+		} else if (ch == '{' || ch == '[') {
+			if (depth > (size_t)max_depth)
+				return -EINVAL; /* json-c accepted it: not reached */
+			open[depth++] = ch == '[' ? -1 : (ssize_t)c->n;
+			if (ch == '[')
+				continue;
+			if (c->n == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				size_t *k = reallocarray(c->keys, ncap, sizeof(*k));
+
+				if (!k)
+					return -ENOMEM;
+				c->keys = k;
+				k = reallocarray(c->start, ncap, sizeof(*k));
+				if (!k)
+					return -ENOMEM;
+				c->start = k;
+				cap = ncap;
+			}
+			c->keys[c->n] = 0;
+			c->start[c->n++] = i;
+		} else if (ch == '}' || ch == ']') {
+			if (depth > 0)
+				depth--;
+		} else if (ch == ':' && depth > 0 && open[depth - 1] >= 0) {
+			c->keys[open[depth - 1]]++;
+		}
+	}
+	return 0;
+}
+
+/* The index (in c) of the first object, in pre-order from o, whose parsed keys are fewer than
+ * its written ones; -1 when there is none. *next is the index of o's object (if o is one). */
+static ssize_t find_short_object(struct json_object *o, const struct key_counts *c, size_t *next)
+{
+	ssize_t r;
+
+	if (json_object_is_type(o, json_type_object)) {
+		size_t me = (*next)++;
+
+		if (me >= c->n || (size_t)json_object_object_length(o) != c->keys[me])
+			return (ssize_t)me;
+		json_object_object_foreach(o, key, v)
+		{
+			(void)key;
+			r = v ? find_short_object(v, c, next) : -1;
+			if (r >= 0)
+				return r;
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+			struct json_object *v = json_object_array_get_idx(o, i);
+
+			r = v ? find_short_object(v, c, next) : -1;
+			if (r >= 0)
+				return r;
+		}
+	}
+	return -1;
+}
+
+/* A JSON string literal (buf, n bytes) decoded by json-c; NULL when it is not one. */
+static struct json_object *decode_string(const char *buf, size_t n)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o;
+
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, buf, (int)n);
+	json_tokener_free(tok);
+	if (o && !json_object_is_type(o, json_type_string)) {
+		(void)json_object_put(o);
+		o = NULL;
+	}
+	return o;
+}
+
+/* Names the repeated key of the object whose '{' is at buf[start]: decodes each of its keys (a
+ * string directly inside it, followed by ':') with json-c and compares it with the earlier ones. */
+static int name_repeated_key(const char *buf, size_t len, size_t start, struct al_error *err)
+{
+	_cleanup_json_ struct json_object *seen = json_object_new_object();
+	size_t depth = 0, key_start = 0;
+	bool in_string = false;
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = start; i < len; i++) {
+		char ch = buf[i];
+
+		if (in_string) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_string = false;
+			continue;
+		}
+		if (ch == '"') {
+			in_string = true;
+			key_start = i;
+		} else if (ch == '{' || ch == '[') {
+			depth++;
+		} else if (ch == '}' || ch == ']') {
+			if (--depth == 0)
+				break;
+		} else if (ch == ':' && depth == 1) {
+			_cleanup_json_ struct json_object *k = NULL;
+			const char *name;
+
+			k = decode_string(buf + key_start, i - key_start);
+			if (!k)
+				return -ENOMEM;
+			name = json_object_get_string(k);
+			if (json_object_object_get_ex(seen, name, NULL))
+				return al_error_set(
+				    err, -EINVAL,
+				    "invalid JSON at byte %zu: the key \"%.64s\" is "
+				    "repeated",
+				    key_start, name);
+			if (json_object_object_add(seen, name, NULL) < 0)
+				return -ENOMEM;
+		}
+	}
+	return al_error_set(err, -EINVAL, "invalid JSON at byte %zu: a key is repeated", start);
+}
+
+static int check_unique_keys(const char *buf, size_t len, int max_depth, struct json_object *o,
+			     struct al_error *err)
+{
+	struct key_counts c = {};
+	size_t next = 0;
+	ssize_t bad;
+	int r;
+
+	r = count_keys(buf, len, max_depth, &c);
+	bad = r < 0 ? -1 : find_short_object(o, &c, &next);
+	if (r >= 0 && bad >= 0)
+		r = name_repeated_key(buf, len, c.start[bad], err);
+	free(c.keys);
+	free(c.start);
+	return r;
+}
 
 int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object **ret,
 		  struct al_error *err)
@@ -9,6 +188,7 @@ int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object
 	struct json_object *o;
 	enum json_tokener_error jerr;
 	size_t off;
+	int r;
 
 	if (len > INT32_MAX)
 		return al_error_set(err, -EFBIG, "document too large");
@@ -43,6 +223,11 @@ int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object
 			    err, -EINVAL, "invalid JSON at byte %zu: trailing data after the value",
 			    off);
 		}
+	r = check_unique_keys(buf, len, max_depth, o, err);
+	if (r < 0) {
+		(void)json_object_put(o);
+		return r;
+	}
 	*ret = o;
 	return 0;
 }

@@ -89,6 +89,18 @@ bad_policy bad-rule-action "network.rules[0].action" \
 	'{"network": {"rules": [{"destination": "example.org", "action": "maybe"}]}}'
 bad_policy relative-mount-target "mounts[0].target" \
 	'{"mounts": [{"source": "/usr", "target": "relative", "mode": "ro"}]}'
+# A repeated key: json-c would keep the last one, a reader sees the first.
+bad_policy repeated-key 'the key "tier" is repeated' '{"tier": 4, "id": "x", "tier": 1}'
+bad_policy repeated-nested-key 'the key "memory" is repeated' \
+	'{"resources": {"memory": "64Mi", "memory": "max"}}'
+bad_policy repeated-escaped-key 'the key "A" is repeated' '{"env": {"A": "1", "\u0041": "2"}}'
+# ... nor in a request.
+printf '{"language": "shell", "code": "touch /workspace/ran", "code": "true"}' >"$IT_TMP/req.json"
+al_run exec --request "$IT_TMP/req.json"
+assert_ne 0 "$AL_RC" "exec refuses a request with a repeated key"
+assert_contains "$AL_OUT" '"kind":"invalid_request"' "a repeated key is an invalid_request"
+assert_contains "$AL_OUT" 'the key \"code\" is repeated' "the result names the repeated key"
+
 bad_policy gvisor-isolation "gvisor" '{"isolation": [{"type": "gvisor"}]}'
 bad_policy micro-vm-isolation "micro_vm" '{"isolation": [{"type": "micro_vm"}]}'
 
