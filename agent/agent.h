@@ -83,12 +83,22 @@ const char *agent_language_to_string(enum agent_language l);
 int agent_language_from_string(const char *s, enum agent_language *ret);
 const char *agent_error_kind_to_string(enum agent_error_kind k);
 
+/* What the operator lets a request bring under policy_dir (its own requests, without policy_dir
+ * nor policy_path, may bring both). Each gives the request the power of a policy file. */
+enum agent_exec_allow {
+	AGENT_EXEC_ALLOW_REQUEST_POLICY = 1u << 0,    /* an inline "policy" object */
+	AGENT_EXEC_ALLOW_REQUEST_WORKSPACE = 1u << 1, /* a "workspace" host folder */
+};
+
 struct agent_exec_options {
 	/* The operator's policy file: requests may then name neither a policy nor a workspace. */
 	const char *policy_path;
-	/* The folder a request's "policy": "NAME" is looked up in; NULL: requests may not name
-	 * policy files (only inline policies, unless policy_path is set). */
+	/* The folder a request's "policy": "NAME" is looked up in (beneath it only: no link is
+	 * followed, only a regular file is read). Requests are then not the operator's own: an
+	 * inline policy or a workspace is refused unless allow says otherwise. NULL: requests may
+	 * not name policy files (only inline policies, unless policy_path is set). */
 	const char *policy_dir;
+	unsigned allow;		   /* enum agent_exec_allow: only with policy_dir */
 	const char *admitted_path; /* NULL: the launcher's default */
 	const char *upstream_ca;
 	const struct broker_client_options *broker; /* NULL: the defaults */

@@ -134,14 +134,14 @@ static int make_scratch(struct exec *e)
 }
 
 /* Where the request's policy may come from: the operator decides. A request's inline policy has
- * the power of a policy file (mounts, credentials): an operator who forwards requests it did not
- * write fixes the policy with --policy; a request names a policy file only inside --policy-dir. */
-static int request_policy_allowed(struct exec *e, const struct agent_exec_options *o,
-				  char **ret_path)
+ * the power of a policy file (mounts, credentials, command sources), and so does its workspace
+ * (any host folder, writable). An operator who forwards requests it did not write fixes the
+ * policy with --policy, or lets them pick a file of --policy-dir: then neither an inline policy
+ * nor a workspace, unless it allows them explicitly. */
+static int request_policy_allowed(struct exec *e, const struct agent_exec_options *o)
 {
 	const struct agent_request *req = e->req;
 
-	*ret_path = NULL;
 	if (o->policy_path && (req->policy_json || req->policy_path || req->workspace))
 		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
 			    al_error_set(&e->err, -EPERM,
@@ -154,9 +154,21 @@ static int request_policy_allowed(struct exec *e, const struct agent_exec_option
 		return fail(e, AGENT_ERROR_INVALID_REQUEST,
 			    al_error_set(&e->err, -EINVAL,
 					 "workspace: the request's policy names the workspace"));
-	if (o->policy_path)
-		return (*ret_path = strdup(o->policy_path)) ? 0 : -ENOMEM;
-	if (!req->policy_path)
+	if (o->policy_dir && req->policy_json && !(o->allow & AGENT_EXEC_ALLOW_REQUEST_POLICY))
+		return fail(
+		    e, AGENT_ERROR_UNSUPPORTED_POLICY,
+		    al_error_set(&e->err, -EPERM,
+				 "policy: with --policy-dir a request may only name a file "
+				 "of the folder: an inline policy has the power of a policy "
+				 "file (the operator may allow it with "
+				 "--allow-request-policy)"));
+	if (o->policy_dir && req->workspace && !(o->allow & AGENT_EXEC_ALLOW_REQUEST_WORKSPACE))
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(&e->err, -EPERM,
+					 "workspace: with --policy-dir a request may not choose a "
+					 "host folder as its workspace (the operator may allow it "
+					 "with --allow-request-workspace)"));
+	if (o->policy_path || !req->policy_path)
 		return 0;
 	if (!o->policy_dir)
 		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
@@ -168,24 +180,81 @@ static int request_policy_allowed(struct exec *e, const struct agent_exec_option
 			    al_error_set(&e->err, -EINVAL,
 					 "policy: \"%s\" is not a file name in the policy folder",
 					 req->policy_path));
-	return asprintf(ret_path, "%s/%s", o->policy_dir, req->policy_path) < 0 ? -ENOMEM : 0;
+	return 0;
 }
 
-static int load_policy(struct exec *e, const struct agent_exec_options *o)
+/* Opens the request's policy name beneath the operator's folder: never through a symbolic link
+ * (one in the folder could lead to any file the caller may read), never out of it, and only a
+ * regular file, which is read whole (POLICY_FILE_MAX at most); a FIFO is refused, not waited
+ * on. Returns the text in *ret (malloc'd) or -errno with e->err naming the file. */
+static int read_policy_in_dir(struct exec *e, const char *dir, const char *name, char **ret,
+			      size_t *ret_len)
 {
-	const struct agent_request *req = e->req;
-	_cleanup_free_ char *canonical = NULL, *path = NULL;
+	struct open_how how = {
+	    .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+	struct stat st;
 	int r;
 
-	r = request_policy_allowed(e, o, &path);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fail(e, AGENT_ERROR_SETUP_FAILED,
+			    al_error_set_errno(&e->err, -errno, "--policy-dir %s", dir));
+	fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+	if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(&e->err, -EPERM,
+					 "policy: \"%s\" is a symbolic link in the policy folder: "
+					 "it is not followed",
+					 name));
+	if (fd < 0)
+		return fail(e, AGENT_ERROR_INVALID_REQUEST,
+			    al_error_set_errno(&e->err, -errno, "policy: %s/%s", dir, name));
+	if (fstat(fd, &st) < 0)
+		return fail(e, AGENT_ERROR_SETUP_FAILED,
+			    al_error_set_errno(&e->err, -errno, "policy: %s/%s", dir, name));
+	if (!S_ISREG(st.st_mode))
+		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
+			    al_error_set(
+				&e->err, -EPERM,
+				"policy: \"%s\" in the policy folder is not a regular file", name));
+	r = al_read_fd(fd, POLICY_FILE_MAX, ret, ret_len);
+	if (r == -EFBIG)
+		return fail(e, AGENT_ERROR_INVALID_REQUEST,
+			    al_error_set(&e->err, r,
+					 "policy: %s/%s: the policy is larger than %d bytes", dir,
+					 name, POLICY_FILE_MAX));
 	if (r < 0)
-		return r;
-	if (req->policy_json && !o->policy_path)
+		return fail(e, AGENT_ERROR_SETUP_FAILED,
+			    al_error_set_errno(&e->err, r, "policy: %s/%s", dir, name));
+	return 0;
+}
+
+/* The policy as written: the operator's file, a file of its folder, the request's own, or the
+ * embedded default. */
+static int load_base(struct exec *e, const struct agent_exec_options *o)
+{
+	const struct agent_request *req = e->req;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (o->policy_path) {
+		r = policy_load_file(o->policy_path, &e->base, &e->err);
+	} else if (req->policy_path) {
+		r = read_policy_in_dir(e, o->policy_dir, req->policy_path, &text, &len);
+		if (r < 0)
+			return r;
+		r = policy_load_buffer(text, len, &e->base, &e->err);
+		if (r < 0)
+			al_error_prefix(&e->err, "%s", req->policy_path);
+	} else if (req->policy_json) {
 		r = policy_load_string(req->policy_json, &e->base, &e->err);
-	else if (path)
-		r = policy_load_file(path, &e->base, &e->err);
-	else
+	} else {
 		r = policy_new_default(&e->base);
+	}
 	if (r < 0) {
 		al_error_prefix(&e->err, "policy");
 		return fail(e,
@@ -193,6 +262,19 @@ static int load_policy(struct exec *e, const struct agent_exec_options *o)
 					     : AGENT_ERROR_INVALID_REQUEST,
 			    r);
 	}
+	return 0;
+}
+
+static int load_policy(struct exec *e, const struct agent_exec_options *o)
+{
+	_cleanup_free_ char *canonical = NULL;
+	int r;
+
+	r = request_policy_allowed(e, o);
+	if (r >= 0)
+		r = load_base(e, o);
+	if (r < 0)
+		return r;
 	/* The launcher checks it again; here it is told apart from a failure. */
 	r = policy_check_admitted(
 	    e->base, o->admitted_path ? o->admitted_path : LAUNCHER_ADMITTED_DEFAULT, &e->err);

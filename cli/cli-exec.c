@@ -19,11 +19,14 @@ enum {
 	ARG_UPSTREAM_CA,
 	ARG_JSON,
 	ARG_POLICY_DIR,
+	ARG_ALLOW_REQUEST_POLICY,
+	ARG_ALLOW_REQUEST_WORKSPACE,
 };
 
 static const char *arg_request;
 static const char *arg_policy;
 static const char *arg_policy_dir;
+static unsigned arg_allow; /* enum agent_exec_allow */
 static const char *arg_admitted;
 static const char *arg_upstream_ca;
 static struct broker_client_options arg_broker;
@@ -44,7 +47,16 @@ static void help(void)
 	       "                         neither a policy nor a workspace\n"
 	       "      --policy-dir DIR   Where a request's \"policy\": \"NAME\" is looked up "
 	       "(without\n"
-	       "                         it, a request may give only an inline policy)\n"
+	       "                         it, a request may give only an inline policy). A\n"
+	       "                         request may then name neither an inline policy nor a\n"
+	       "                         workspace, unless allowed by:\n"
+	       "      --allow-request-policy     With --policy-dir: a request may bring its own\n"
+	       "                         inline policy. WARNING: that gives the request the power\n"
+	       "                         of a policy file (host mounts, credential sources that\n"
+	       "                         run host commands); admission still applies\n"
+	       "      --allow-request-workspace  With --policy-dir: a request may pick any host\n"
+	       "                         folder as its (writable) workspace. WARNING: as powerful\n"
+	       "                         as writing the policy's workspace.root\n"
 	       "      --admitted FILE    The admitted set for policies of tier 3 and up\n"
 	       "                         (default " LAUNCHER_ADMITTED_DEFAULT ")\n"
 	       "      --upstream-ca FILE Verify intercepted upstreams against the CAs in FILE\n"
@@ -64,6 +76,8 @@ static int parse_argv(int argc, char **argv)
 	    {"request", required_argument, NULL, ARG_REQUEST},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
+	    {"allow-request-policy", no_argument, NULL, ARG_ALLOW_REQUEST_POLICY},
+	    {"allow-request-workspace", no_argument, NULL, ARG_ALLOW_REQUEST_WORKSPACE},
 	    {"admitted", required_argument, NULL, ARG_ADMITTED},
 	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
 	    CLI_BROKER_OPTIONS,
@@ -88,6 +102,12 @@ static int parse_argv(int argc, char **argv)
 		case ARG_POLICY_DIR:
 			arg_policy_dir = optarg;
 			break;
+		case ARG_ALLOW_REQUEST_POLICY:
+			arg_allow |= AGENT_EXEC_ALLOW_REQUEST_POLICY;
+			break;
+		case ARG_ALLOW_REQUEST_WORKSPACE:
+			arg_allow |= AGENT_EXEC_ALLOW_REQUEST_WORKSPACE;
+			break;
 		case ARG_ADMITTED:
 			arg_admitted = optarg;
 			break;
@@ -104,6 +124,13 @@ static int parse_argv(int argc, char **argv)
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"; the request is JSON",
 				       argv[optind]);
+	/* Without --policy-dir they would mean nothing: with --policy nothing is the request's,
+	 * without either everything is (the operator's own requests). */
+	if (arg_allow && !arg_policy_dir)
+		return log_error_errno(-EINVAL, "--allow-request-policy and "
+						"--allow-request-workspace go with --policy-dir");
+	if (arg_policy && arg_policy_dir)
+		return log_error_errno(-EINVAL, "--policy and --policy-dir exclude each other");
 	return 1;
 }
 
@@ -160,6 +187,7 @@ int cli_exec(int argc, char **argv)
 	o = (struct agent_exec_options){
 	    .policy_path = arg_policy,
 	    .policy_dir = arg_policy_dir,
+	    .allow = arg_allow,
 	    .admitted_path = arg_admitted,
 	    .upstream_ca = arg_upstream_ca,
 	    .broker = &arg_broker,

@@ -90,6 +90,54 @@ assert_eq "" "$(ls -A "$IT_TMP/victim")" "nothing was written through the link"
 assert_false "no hook was written" test -e "$IT_TMP/filesws/.git"
 assert_false "nothing ran" test -e "$MARKER"
 
+# --policy-dir: the operator forwards requests that are not its own. A request may then only name a
+# policy file of the folder: an inline policy (it could run a command source on the host) and a
+# request's workspace (it could make any host folder writable) are refused, unless the operator
+# allows them on the command line. Names are opened beneath the folder only: a symbolic link is
+# not followed, a FIFO is refused without waiting for a writer.
+PDIR=$IT_TMP/pdir
+HOSTILE=$IT_TMP/hostile-ran
+mkdir -p "$PDIR" "$IT_TMP/victim-ssh"
+write_policy "$PDIR/plain.json" <<EOF2
+{"id": "plain", "workspace": {"root": "$WS"}}
+EOF2
+printf '%s\n' '{"id": "outside", "workspace": {"root": "'"$WS"'"}}' >"$IT_TMP/outside.json"
+ln -s "$IT_TMP/outside.json" "$PDIR/link.json"
+mkfifo "$PDIR/fifo.json"
+exd()
+{
+	printf '%s' "$1" >"$REQ"
+	shift
+	al_run exec --policy-dir "$PDIR" "$@" --request "$REQ"
+}
+cmd_policy='{"workspace": {"root": "'"$WS"'"}, "tier": 1,
+   "credentials": [{"name": "c", "source": {"type": "command", "command": ["/bin/sh", "-c", "id > '"$HOSTILE"'"]},
+                    "injection": {"type": "env_var", "var_name": "C"}, "hosts": ["api.example.com"]}]}'
+exd '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5, "policy": '"$cmd_policy"'}'
+refused unsupported_policy "--allow-request-policy" "--policy-dir: an inline policy with a command source"
+assert_false "--policy-dir: the command source did not run on the host" test -e "$HOSTILE"
+exd '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5, "workspace": "'"$IT_TMP/victim-ssh"'",
+      "files": [{"path": "authorized_keys", "content": "ssh-ed25519 AAAA attacker"}]}'
+refused unsupported_policy "--allow-request-workspace" "--policy-dir: a request's workspace"
+assert_eq "" "$(ls -A "$IT_TMP/victim-ssh")" "--policy-dir: nothing was written into the host folder"
+exd '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5, "policy": "link.json"}'
+refused unsupported_policy "link.json" "--policy-dir: a symbolic link in the folder"
+start=$(date +%s)
+exd '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5, "policy": "fifo.json"}'
+refused unsupported_policy "not a regular file" "--policy-dir: a FIFO in the folder"
+assert_true "--policy-dir: the FIFO was refused at once" test $(($(date +%s) - start)) -lt 5
+exd '{"language": "shell", "code": "echo plain", "timeout": 5, "policy": "plain.json"}'
+assert_eq "0 plain" "$AL_RC $(json_get "$RES" 'd["stdout"].strip()')" "--policy-dir: a plain policy file of the folder runs"
+exd '{"language": "shell", "code": "echo inline", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}}}' \
+	--allow-request-policy
+assert_eq "0 inline" "$AL_RC $(json_get "$RES" 'd["stdout"].strip()')" "--allow-request-policy: an inline policy runs"
+exd '{"language": "shell", "code": "echo ws > seen; cat seen", "timeout": 5, "workspace": "'"$IT_TMP/victim-ssh"'"}' \
+	--allow-request-workspace
+assert_eq "0 ws" "$AL_RC $(json_get "$RES" 'd["stdout"].strip()')" "--allow-request-workspace: a request's workspace is used"
+al_run exec -p "$PDIR/plain.json" --allow-request-policy --request "$REQ"
+assert_eq 125 "$AL_RC" "--allow-request-policy with --policy is refused"
+assert_one_error_line "$AL_ERR" "... with one error line"
+
 # capabilities: what this machine can enforce, probed; the languages present
 al_run capabilities --json
 assert_eq 0 "$AL_RC" "capabilities --json exits 0"
