@@ -1,8 +1,12 @@
 /* Admission: which policies of a high tier may run at all. The admitted set is a file the
  * operator keeps (by default /etc/airlock/admitted), one policy hash per line; the policy's own
- * fields cannot name it, so a request that brings its own policy cannot admit itself. */
+ * fields cannot name it, so a request that brings its own policy cannot admit itself. Nor can a
+ * policy lower its tier by declaring one: what it can do on the host sets a floor (the table of
+ * docs/SECURITY.md, "The tier of a policy", which policy_min_tier() is). */
 
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -72,26 +76,160 @@ int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret
 	return 0;
 }
 
+struct tier_walk {
+	int tier;
+	struct policy_tier_reason reason;
+};
+
+/* Keeps the first field that calls for the highest tier so far. */
+_printf_(4, 5) static void tier_raise(struct tier_walk *t, int tier, const char *why,
+				      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (tier <= t->tier)
+		return;
+	t->tier = tier;
+	t->reason.why = why;
+	va_start(ap, fmt);
+	(void)vsnprintf(t->reason.field, sizeof(t->reason.field), fmt, ap);
+	va_end(ap);
+}
+
+static bool has_egress(const struct policy *p)
+{
+	if (p->network.default_action == POLICY_NET_ALLOW)
+		return true;
+	for (size_t i = 0; i < p->network.n_rules; i++)
+		if (p->network.rules[i].action == POLICY_NET_ALLOW)
+			return true;
+	return false;
+}
+
+static void credentials_tier(const struct policy *p, struct tier_walk *t)
+{
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct policy_credential *c = &p->credentials[i];
+
+		switch (c->source) {
+		case POLICY_CRED_SOURCE_COMMAND:
+			tier_raise(t, 4, "a command source", "credentials[%zu].source", i);
+			break;
+		case POLICY_CRED_SOURCE_FILE:
+			tier_raise(t, 3, "a file source", "credentials[%zu].source", i);
+			break;
+		case POLICY_CRED_SOURCE_KEYRING:
+			tier_raise(t, 3, "a keyring source", "credentials[%zu].source", i);
+			break;
+		case POLICY_CRED_SOURCE_ENV:
+			tier_raise(t, 2, "an env source", "credentials[%zu].source", i);
+			break;
+		case POLICY_CRED_SOURCE_VAULT:
+			tier_raise(t, 2, "a vault source", "credentials[%zu].source", i);
+			break;
+		}
+		if (c->expose)
+			tier_raise(t, 3, "an exposed credential", "credentials[%zu].expose", i);
+	}
+}
+
+static void network_tier(const struct policy *p, struct tier_walk *t)
+{
+	if (p->network.default_action == POLICY_NET_ALLOW)
+		tier_raise(t, 3, "allowing all egress", "network.default");
+	for (size_t i = 0; i < p->network.n_rules; i++) {
+		const struct policy_net_rule *rule = &p->network.rules[i];
+
+		if (rule->action != POLICY_NET_ALLOW)
+			continue;
+		if (rule->kind == POLICY_DEST_CIDR && rule->prefix_len == 0)
+			tier_raise(t, 3, "a rule allowing every address", "network.rules[%zu]", i);
+		else
+			tier_raise(t, 2, "egress", "network.rules[%zu]", i);
+	}
+	if (p->network.n_resolve > 0)
+		tier_raise(t, 2, "pinned names", "network.resolve");
+}
+
+int policy_min_tier(const struct policy *p, struct policy_tier_reason *ret)
+{
+	struct tier_walk t = {0};
+	bool egress = has_egress(p);
+
+	credentials_tier(p, &t);
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		if (!p->mounts[i].read_only)
+			tier_raise(&t, 3, "a writable host folder", "mounts[%zu]", i);
+		else if (egress)
+			tier_raise(&t, 3, "a host folder readable by a sandbox with egress",
+				   "mounts[%zu]", i);
+		else
+			tier_raise(&t, 2, "a read-only host folder", "mounts[%zu]", i);
+	}
+	if (p->image)
+		tier_raise(&t, egress ? 3 : 2,
+			   egress ? "a container image (a host folder) with egress"
+				  : "a container image (a host folder)",
+			   "isolation.image");
+	if (p->audit)
+		tier_raise(&t, 3, "an audit file on the host", "audit");
+	network_tier(p, &t);
+	if (p->seccomp == POLICY_SECCOMP_BASELINE)
+		tier_raise(&t, 2, "the baseline seccomp level", "seccomp");
+	if (ret)
+		*ret = t.reason;
+	return t.tier;
+}
+
+int policy_effective_tier(const struct policy *p, struct policy_tier_reason *ret)
+{
+	struct policy_tier_reason reason;
+	int tier = policy_min_tier(p, &reason);
+
+	if (tier <= p->tier) {
+		if (ret)
+			*ret = (struct policy_tier_reason){0};
+		return p->tier;
+	}
+	if (ret)
+		*ret = reason;
+	return tier;
+}
+
+/* "Policy HASH (tier N)", or what raised it: "FIELD: WHY makes this a tier N policy; its hash
+ * HASH". */
+static void describe(const struct policy_tier_reason *why, int tier, const char *hash, char *buf,
+		     size_t size)
+{
+	if (why->why)
+		(void)snprintf(buf, size, "%s: %s makes this a tier %d policy; its hash %s",
+			       why->field, why->why, tier, hash);
+	else
+		(void)snprintf(buf, size, "Policy %s (tier %d)", hash, tier);
+}
+
 int policy_check_admitted(const struct policy *p, const char *path, struct al_error *err)
 {
-	char hash[POLICY_HASH_HEX_SIZE];
+	char hash[POLICY_HASH_HEX_SIZE], what[256];
+	struct policy_tier_reason why;
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	bool admitted = false;
+	int tier, r;
 	size_t len;
-	int r;
 
-	if (p->tier < POLICY_TIER_ADMITTED)
+	tier = policy_effective_tier(p, &why);
+	if (tier < POLICY_TIER_ADMITTED)
 		return 0;
 	r = policy_hash_hex(p, hash);
 	if (r < 0)
 		return al_error_set(err, r, "Failed to hash the policy");
+	describe(&why, tier, hash, what, sizeof(what));
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return al_error_set(err, -EPERM,
-				    "Policy %s (tier %d) is not admitted: the admitted set %s "
-				    "cannot be read (%s)",
-				    hash, p->tier, path, strerror(errno));
+				    "%s is not admitted: the admitted set %s cannot be read (%s)",
+				    what, path, strerror(errno));
 	r = check_trusted(fd, path, err);
 	if (r < 0)
 		return r;
@@ -105,8 +243,7 @@ int policy_check_admitted(const struct policy *p, const char *path, struct al_er
 		return r;
 	}
 	if (!admitted)
-		return al_error_set(err, -EPERM,
-				    "Policy %s (tier %d) is not admitted: its hash is not in %s",
-				    hash, p->tier, path);
+		return al_error_set(err, -EPERM, "%s is not admitted%s %s", what,
+				    why.why ? " in" : ": its hash is not in", path);
 	return 0;
 }

@@ -185,7 +185,22 @@ int policy_to_canonical_json(const struct policy *p, char **ret);
  * to root (or the caller) and be writable by no one else. Returns 0 when p may run, -EPERM with
  * err naming the policy's hash when it may not, -EINVAL for a malformed set (line named). */
 #define POLICY_TIER_ADMITTED 3
+/* The tier checked is policy_effective_tier(): a policy cannot skip admission by declaring a
+ * low tier. When the derived tier decides, the refusal names the field that raised it. */
 int policy_check_admitted(const struct policy *p, const char *path, struct al_error *err);
+
+/* Why a policy has the tier it has (docs/SECURITY.md, "The tier of a policy"). */
+struct policy_tier_reason {
+	char field[64];	 /* "credentials[0].source", "mounts[1]", ...; "" when nothing raised it */
+	const char *why; /* static: "a command source", ...; NULL when nothing raised it */
+};
+/* The lowest tier what p can do on the host calls for (running host programs, reading host
+ * secrets, writing host folders, egress, ...), 0..4, and into ret (may be NULL) the first field
+ * that calls for it. Pure: looks at nothing but p. */
+int policy_min_tier(const struct policy *p, struct policy_tier_reason *ret);
+/* The higher of p->tier and policy_min_tier(p): the tier admission applies. ret (may be NULL)
+ * says which field raised it, or is empty when the declared tier is as high. */
+int policy_effective_tier(const struct policy *p, struct policy_tier_reason *ret);
 /* The parser of the admitted set: whether hash is listed in text. */
 int policy_admitted_in(const char *text, size_t len, const char *hash, bool *ret,
 		       struct al_error *err);

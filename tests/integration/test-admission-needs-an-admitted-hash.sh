@@ -85,6 +85,61 @@ sed 's/"high"/"high2"/' "$IT_TMP/t3.json" >"$IT_TMP/t3b.json"
 al_run run -p "$IT_TMP/t3b.json" --admitted "$ADMITTED" -- /bin/echo changed
 assert_eq 125 "$AL_RC" "a changed tier 3 policy is another hash, refused"
 
+# The tier a policy declares is a floor, not the word on it: what the policy can do on the host
+# raises it (docs/SECURITY.md, "The tier of a policy"). A policy that says "tier": 1 but runs a
+# command on the host, binds a host folder writable, allows all egress or hands a raw secret to
+# the sandbox needs admission all the same; the refusal names the field and the tier.
+mkdir -p "$IT_TMP/hostdir"
+export IT_ADMIT_SECRET=secret-$RANDOM$RANDOM
+derived()
+{
+	local name=$1 field=$2 tier=$3 json=$4 h
+	printf '%s\n' "$json" >"$IT_TMP/$name.json"
+	al_run policy hash "$IT_TMP/$name.json"
+	h=$AL_OUT
+	al_run run --no-broker -p "$IT_TMP/$name.json" --admitted "$ADMITTED" -- /bin/sh -c \
+		"echo ran; touch /opt/h/written 2>/dev/null; true"
+	assert_eq 125 "$AL_RC" "$name, declared tier 1: refused without admission"
+	assert_contains "$AL_ERR" "$field" "$name: the refusal names the field"
+	assert_contains "$AL_ERR" "tier $tier policy" "$name: ... and the tier it makes"
+	assert_contains "$AL_ERR" "$h" "$name: ... and the hash"
+	assert_one_error_line "$AL_ERR" "$name: one error line"
+	assert_false "$name: nothing was written into the host folder" test -e "$IT_TMP/hostdir/written"
+	printf '%s  %s\n' "$h" "$name" >"$IT_TMP/admitted-$name"
+	chmod 644 "$IT_TMP/admitted-$name"
+	al_run run --no-broker -p "$IT_TMP/$name.json" --admitted "$IT_TMP/admitted-$name" -- /bin/sh -c \
+		"echo ran; touch /opt/h/written 2>/dev/null; true"
+	assert_eq "0 ran" "$AL_RC $AL_OUT" "$name: runs once admitted"
+	rm -f "$IT_TMP/hostdir/written"
+}
+cred()
+{
+	printf '{"name": "c", "source": %s, "injection": {"type": "env_var", "var_name": "C"}, "hosts": ["api.example.com"]%s}' "$1" "${2:-}"
+}
+derived command-source "credentials[0].source" 4 \
+	'{"tier": 1, "workspace": {"root": "'"$WS"'"}, "credentials": ['"$(cred '{"type": "command", "command": ["/bin/sh", "-c", "id >> '"$IT_TMP"'/cmd-ran; echo tok-12345678"]}')"']}'
+derived rw-mount "mounts[0]" 3 \
+	'{"tier": 1, "workspace": {"root": "'"$WS"'"}, "mounts": [{"source": "'"$IT_TMP/hostdir"'", "target": "/opt/h", "mode": "rw"}]}'
+derived allow-all "network.default" 3 \
+	'{"tier": 1, "workspace": {"root": "'"$WS"'"}, "network": {"default": "allow"}}'
+derived expose "credentials[0].expose" 3 \
+	'{"tier": 1, "workspace": {"root": "'"$WS"'"}, "credentials": ['"$(cred '{"type": "env", "var": "IT_ADMIT_SECRET"}' ', "expose": true')"']}'
+# the command source ran only once, when its policy was admitted
+assert_eq 1 "$(grep -c uid= "$IT_TMP/cmd-ran" 2>/dev/null || echo 0)" "the command source ran on the host only when admitted"
+# exec, with the operator's leave for inline policies: the same refusal, as unsupported_policy
+printf '{"language": "shell", "code": "echo ran", "timeout": 10, "policy": %s}' "$(cat "$IT_TMP/command-source.json")" >"$IT_TMP/req.json"
+mkdir -p "$IT_TMP/empty-pdir"
+al_run exec --no-broker --policy-dir "$IT_TMP/empty-pdir" --allow-request-policy --admitted "$ADMITTED" --request "$IT_TMP/req.json"
+assert_eq "125 unsupported_policy" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
+	"exec: an inline tier 1 policy with a command source is not admitted"
+assert_contains "$(json_get "$IT_TMP/al.out" 'd["error"]["message"]')" "a command source makes this a tier 4 policy" \
+	"exec: the message says why"
+# the embedded default and the demo policy need no admission
+al_run run -w "$WS" --admitted "$IT_TMP/none" -- /bin/echo default
+assert_eq "0 default" "$AL_RC $AL_OUT" "the embedded default needs no admission"
+(cd "$WS" && al_run run -p "$IT_SOURCE_ROOT/examples/demo-policy.json" --admitted "$IT_TMP/none" -- /bin/echo demo
+ assert_eq "0 demo" "$AL_RC $AL_OUT" "examples/demo-policy.json needs no admission")
+
 chmod 666 "$ADMITTED"
 al_run run -p "$IT_TMP/t3.json" --admitted "$ADMITTED" -- /bin/echo high
 assert_eq 125 "$AL_RC" "an admitted set writable by others is not trusted"
