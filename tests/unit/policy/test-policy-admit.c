@@ -1,4 +1,6 @@
-/* policy-admit.c: the admitted set's parser, policy_admitted_in(). */
+/* policy-admit.c: the admitted set's parser, policy_admitted_in(), and the tier a policy's
+ * capabilities call for, policy_min_tier() / policy_effective_tier() (the table of
+ * docs/SECURITY.md, "The tier of a policy"). */
 
 #include <errno.h>
 
@@ -132,6 +134,142 @@ static void test_admitted_reads_only_len_bytes(void **state)
 	assert_int_equal(policy_admitted_in(HASH_A "\0\n", 66, HASH_A, &found, &err), -EINVAL);
 }
 
+#define CRED(src, extra)                                                                           \
+	"{'credentials':[{'name':'c','source':" src                                                \
+	",'injection':{'type':'env_var','var_name':'C'},"                                          \
+	"'hosts':['api.example.com']" extra "}]"
+#define MOUNT(mode) "'mounts':[{'source':'/srv/data','target':'/opt/data','mode':'" mode "'}]"
+#define EGRESS "'network':{'rules':[{'destination':'api.example.com','action':'allow'}]}"
+
+/* One row of the table: a policy (declared tier 0 unless it says), the tier it calls for and the
+ * field and reason that raise it (NULL: nothing does). */
+static const struct tier_case {
+	const char *name;
+	const char *json;
+	int tier;
+	const char *field;
+	const char *why;
+} tier_cases[] = {
+    {"the default (an empty policy) is tier 0", "{}", 0, NULL, NULL},
+    {"workspace, env, executables, limits stay tier 0",
+     "{'workspace':{'root':'/srv/ws','write':['**']},'env':{'A':'1'},'executables':['/usr/bin/"
+     "python3'],'resources':{'memory':'max','pids':'max'},'isolation':[{'type':'process'}],"
+     "'seccomp':'strict'}",
+     0, NULL, NULL},
+    {"a command source is tier 4", CRED("{'type':'command','command':['/bin/id']}", "") "}", 4,
+     "credentials[0].source", "a command source"},
+    {"a file source is tier 3", CRED("{'type':'file','path':'/root/.ssh/id_ed25519'}", "") "}", 3,
+     "credentials[0].source", "a file source"},
+    {"a keyring source is tier 3", CRED("{'type':'keyring','key':'k'}", "") "}", 3,
+     "credentials[0].source", "a keyring source"},
+    {"an env source is tier 2", CRED("{'type':'env','var':'TOKEN'}", "") "}", 2,
+     "credentials[0].source", "an env source"},
+    {"a vault source is tier 2", CRED("{'type':'vault'}", "") "}", 2, "credentials[0].source",
+     "a vault source"},
+    {"an exposed credential is tier 3", CRED("{'type':'vault'}", ",'expose':true") "}", 3,
+     "credentials[0].expose", "an exposed credential"},
+    {"a command source outranks expose",
+     CRED("{'type':'command','command':['/bin/id']}", ",'expose':true") "}", 4,
+     "credentials[0].source", "a command source"},
+    {"a writable host folder is tier 3", "{" MOUNT("rw") "}", 3, "mounts[0]",
+     "a writable host folder"},
+    {"a read-only host folder is tier 2", "{" MOUNT("ro") "}", 2, "mounts[0]",
+     "a read-only host folder"},
+    {"a read-only host folder with egress is tier 3", "{" MOUNT("ro") "," EGRESS "}", 3,
+     "mounts[0]", "a host folder readable by a sandbox with egress"},
+    {"an audit file is tier 3", "{'audit':'/var/log/airlock/a.jsonl'}", 3, "audit",
+     "an audit file on the host"},
+    {"all egress is tier 3", "{'network':{'default':'allow'}}", 3, "network.default",
+     "allowing all egress"},
+    {"a rule allowing every address is tier 3",
+     "{'network':{'rules':[{'destination':'0.0.0.0/0','action':'allow'}]}}", 3, "network.rules[0]",
+     "a rule allowing every address"},
+    {"egress to named hosts is tier 2", "{" EGRESS "}", 2, "network.rules[0]", "egress"},
+    {"deny rules alone are tier 0",
+     "{'network':{'rules':[{'destination':'10.0.0.0/8','action':'deny'}]}}", 0, NULL, NULL},
+    {"pinned names are tier 2", "{'network':{'resolve':{'git.internal':'192.0.2.10'}}}", 2,
+     "network.resolve", "pinned names"},
+    {"the baseline seccomp level is tier 2", "{'seccomp':'baseline'}", 2, "seccomp",
+     "the baseline seccomp level"},
+    {"the first field of the highest tier is named",
+     "{'mounts':[{'source':'/a','target':'/a','mode':'ro'},"
+     "{'source':'/b','target':'/b','mode':'rw'},{'source':'/c','target':'/c','mode':'rw'}]}",
+     3, "mounts[1]", "a writable host folder"},
+};
+
+static void test_min_tier_follows_the_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(tier_cases) / sizeof(tier_cases[0]); i++) {
+		const struct tier_case *c = &tier_cases[i];
+		_cleanup_free_ char *json = test_json(c->json);
+		_cleanup_(policy_freep) struct policy *p = NULL;
+		struct policy_tier_reason why;
+		struct al_error err = {};
+		int tier;
+
+		if (policy_load_string(json, &p, &err) < 0) {
+			print_error("%s: %s: %s\n", c->name, json, err.msg);
+			fail();
+		}
+		tier = policy_min_tier(p, &why);
+		if (tier != c->tier ||
+		    (c->why ? !why.why || strcmp(why.why, c->why) || strcmp(why.field, c->field)
+			    : why.why || why.field[0])) {
+			print_error("%s: tier %d (%s: %s), expected %d (%s: %s)\n", c->name, tier,
+				    why.field, why.why ? why.why : "-", c->tier,
+				    c->field ? c->field : "", c->why ? c->why : "-");
+			fail();
+		}
+	}
+}
+
+static void test_min_tier_of_the_embedded_default_is_below_admission(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p = NULL;
+
+	(void)state;
+	assert_int_equal(policy_new_default(&p), 0);
+	assert_int_equal(policy_min_tier(p, NULL), 0);
+	assert_int_equal(policy_effective_tier(p, NULL), 0);
+}
+
+static void test_effective_tier_is_the_higher_of_declared_and_derived(void **state)
+{
+	_cleanup_free_ char *low = test_json(
+				CRED("{'type':'command','command':['/bin/id']}", "") ",'tier':1}"),
+			    *high = test_json("{'tier':4," MOUNT("rw") "}");
+	_cleanup_(policy_freep) struct policy *p = NULL, *q = NULL;
+	struct policy_tier_reason why;
+
+	(void)state;
+	assert_int_equal(policy_load_string(low, &p, NULL), 0);
+	assert_int_equal(policy_effective_tier(p, &why), 4);
+	assert_string_equal(why.field, "credentials[0].source");
+	/* Declared higher than derived: the declared tier, and nothing raised it. */
+	assert_int_equal(policy_load_string(high, &q, NULL), 0);
+	assert_int_equal(policy_effective_tier(q, &why), 4);
+	assert_null(why.why);
+	assert_string_equal(why.field, "");
+}
+
+static void test_check_admitted_refuses_a_low_declared_tier_naming_the_field(void **state)
+{
+	_cleanup_free_ char *json = test_json("{'tier':1,'network':{'default':'allow'}}");
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	char hash[POLICY_HASH_HEX_SIZE];
+	struct al_error err = {};
+
+	(void)state;
+	assert_int_equal(policy_load_string(json, &p, NULL), 0);
+	assert_int_equal(policy_hash_hex(p, hash), 0);
+	assert_int_equal(policy_check_admitted(p, "/nonexistent/airlock-admitted", &err), -EPERM);
+	assert_non_null(strstr(err.msg, "network.default: allowing all egress makes this a tier 3 "
+					"policy; its hash "));
+	assert_non_null(strstr(err.msg, hash));
+	assert_non_null(strstr(err.msg, "is not admitted"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -144,6 +282,10 @@ int main(void)
 	    cmocka_unit_test(test_admitted_hash_followed_directly_by_hash_sign_is_refused),
 	    cmocka_unit_test(test_admitted_uppercase_hex_is_refused),
 	    cmocka_unit_test(test_admitted_reads_only_len_bytes),
+	    cmocka_unit_test(test_min_tier_follows_the_table),
+	    cmocka_unit_test(test_min_tier_of_the_embedded_default_is_below_admission),
+	    cmocka_unit_test(test_effective_tier_is_the_higher_of_declared_and_derived),
+	    cmocka_unit_test(test_check_admitted_refuses_a_low_declared_tier_naming_the_field),
 	};
 
 	return cmocka_run_group_tests_name("policy-admit", tests, NULL, NULL);
