@@ -356,6 +356,42 @@ int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_i
 	return r;
 }
 
+int fusefs_known_list(struct fusefs *fs, struct fusefs_known **ret, size_t *ret_n)
+{
+	struct fusefs_known *k;
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	k = calloc(fs->n_inodes + 1, sizeof(*k));
+	for (size_t i = 0; k && i < fs->n_buckets; i++)
+		for (struct fusefs_inode *in = fs->buckets[i]; in; in = in->hash_next) {
+			char *name = strdup(in->name);
+
+			if (!name)
+				continue; /* not refreshed: as if the kernel held it no more */
+			in->refs++;
+			k[n++] = (struct fusefs_known){
+			    .in = in, .parent = (uintptr_t)in->parent, .name = name};
+		}
+	pthread_mutex_unlock(&fs->lock);
+	if (!k)
+		return -ENOMEM;
+	*ret = k;
+	*ret_n = n;
+	return 0;
+}
+
+void fusefs_known_free(struct fusefs *fs, struct fusefs_known *k, size_t n)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < n; i++) {
+		free(k[i].name);
+		inode_unref_locked(fs, k[i].in);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(k);
+}
+
 /* The quota's bookkeeping (usage, and each inode's blocks, open_count and orphan) is under
  * quota_lock, and so is the fstat() each change is measured with: two writes of one file that
  * measured out of order would otherwise leave the older count. */

@@ -163,6 +163,7 @@ struct fusefs {
 	uint64_t audited;	/* allowed accesses audited so far */
 	uint64_t denials[4096]; /* per hashed (operation, path): denials so far */
 	bool writeback;		/* the kernel caches writes: O_APPEND is its business */
+	bool refreshing;	/* a FUSEFS_IOC_REFRESH of the root is under way */
 	struct fusefs_conn conns[2];
 };
 
@@ -190,6 +191,17 @@ void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struc
 void fusefs_inode_closed(struct fusefs *fs, struct fusefs_inode *in, int fd);
 /* Charges the quota with how in's allocation changed, fd being an fd of it. */
 void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd);
+
+/* An inode the kernel may hold, for fusefs_refresh(): a reference to it, its parent's address
+ * and its name there when it was listed. */
+struct fusefs_known {
+	struct fusefs_inode *in;
+	uintptr_t parent; /* the parent's address, 0 for none */
+	char *name;
+};
+/* Every inode of the table, each with a reference that fusefs_known_free() drops. -ENOMEM. */
+int fusefs_known_list(struct fusefs *fs, struct fusefs_known **ret, size_t *ret_n);
+void fusefs_known_free(struct fusefs *fs, struct fusefs_known *k, size_t n);
 
 /* Writes the workspace-relative path of name in parent (name NULL: of parent itself) into buf.
  * -ENAMETOOLONG past FUSEFS_PATH_MAX or FUSEFS_DEPTH_MAX. */
@@ -222,3 +234,12 @@ bool fusefs_quota_full(struct fusefs *fs);
 struct fuse_session;
 /* A libfuse session for the workspace, or (secrets) the credential files' connection. */
 int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **ret);
+
+/* ---- refresh.c ---- */
+struct fuse_file_info;
+struct fuse_req;
+/* The FUSE ioctl operation (a fuse_req_t, a fuse_ino_t): FUSEFS_IOC_REFRESH (see fusefs.h),
+ * ENOTTY for anything else. */
+void fusefs_op_ioctl(struct fuse_req *req, uint64_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 #include "common/error.h"
 #include "common/macro.h"
@@ -73,6 +74,18 @@ struct fusefs_violation {
 	int32_t error;	  /* the errno the sandbox got */
 	uint32_t dropped; /* earlier records that did not fit */
 };
+
+/* ioctl(fd, FUSEFS_IOC_REFRESH, &size), on a file or folder of the workspace mount: the kernel
+ * keeps entries, attributes and pages for a minute and, with the write-back cache, trusts its own
+ * idea of a file's size for as long as it holds the file, so a change made on the host behind the
+ * mount can stay unseen. This asks the daemon to drop what the kernel caches of it: for a folder,
+ * its listing and the entry of every name the host folder holds (a new name the sandbox looked
+ * for before is found), and for the root folder also the entry and attributes of every inode the
+ * kernel holds (a name the host removed or renamed is looked up again); for a file, its
+ * attributes and pages, growing the kernel's size to the host's. size (uint64_t) gets the host
+ * file's size, which a reader of the file takes over the kernel's. Anyone in the sandbox may ask:
+ * it costs only cache misses. */
+#define FUSEFS_IOC_REFRESH _IOR(0xaf, 0x01, uint64_t)
 
 /* The fds a process serving fs must keep (the root folder's), into fds; returns how many. */
 size_t fusefs_fds(const struct fusefs *fs, int *fds, size_t n);

@@ -1344,7 +1344,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ | FUSE_CAP_WRITEBACK_CACHE |
-			FUSE_CAP_DONT_MASK;
+			FUSE_CAP_DONT_MASK | FUSE_CAP_IOCTL_DIR;
 
 	conn->want |= want & conn->capable;
 	/* Locks stay the kernel's: every process using them is behind this one mount. */
@@ -1382,6 +1382,7 @@ const struct fuse_lowlevel_ops fusefs_ops = {
     .fsync = op_fsync,
     .fallocate = op_fallocate,
     .lseek = op_lseek,
+    .ioctl = fusefs_op_ioctl,
     .opendir = op_opendir,
     .readdir = op_readdir,
     .readdirplus = op_readdirplus,

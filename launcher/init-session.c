@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +22,7 @@
 
 #include "common/fd-util.h"
 #include "common/path-util.h"
+#include "fusefs/fusefs.h"
 #include "launcher/launcher-internal.h"
 
 #define PAYLOAD_MAX (4 * 1024 * 1024)
@@ -405,7 +407,8 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 				  const struct launcher_sync_msg *in, int dir)
 {
 	struct launcher_sync_msg m = {.type = in->type};
-	struct launcher_tree_stats st = {.budget = in->size};
+	struct launcher_tree_stats st = {.budget = in->size,
+					 .refresh = in->type == LAUNCHER_SYNC_CHECKPOINT};
 	_cleanup_close_ int ws = -EBADF;
 
 	ws = open(ctx->policy->workspace.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -415,10 +418,14 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 		m.value = stop_all();
 	if (m.value == 0 && in->type == LAUNCHER_SYNC_CHECKPOINT) {
 		/* What the kernel still holds in its write-back cache goes to the workspace's
-		 * daemon first: where a file has data (SEEK_DATA) is the daemon's to say. */
+		 * daemon first: where a file has data (SEEK_DATA) is the daemon's to say. Then
+		 * each folder and file has the daemon drop the kernel's caches of it before it is
+		 * read (st.refresh): the host may have changed it behind the mount. */
 		(void)syncfs(ws);
 		launcher_tree_copy(ws, dir, 0, &st);
 	} else if (m.value == 0) {
+		/* What the host made or removed behind the mount is emptied too. */
+		(void)ioctl(ws, FUSEFS_IOC_REFRESH, &(uint64_t){0});
 		al_dir_empty(ws);
 		launcher_tree_copy(dir, ws, 0, &st);
 		(void)syncfs(ws);

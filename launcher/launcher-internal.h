@@ -457,6 +457,7 @@ struct launcher_tree_stats {
 	uint32_t copied, failed, skipped; /* skipped: special files, other file systems */
 	uint64_t budget, used;		  /* bytes the copy may take (0: no limit), taken */
 	dev_t dev;			  /* the source's file system */
+	bool refresh; /* the source is the workspace mount: FUSEFS_IOC_REFRESH before each read */
 	struct {
 		dev_t dev;
 		ino_t ino;

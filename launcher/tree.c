@@ -2,16 +2,20 @@
 
 /* Copying folder trees by fds: a session's checkpoint and restore, run by its pid 1
  * inside the sandbox, through the workspace's own mount. Links are copied as links and never
- * followed; what cannot be copied is counted, and the copy goes on. */
+ * followed; what cannot be copied is counted, and the copy goes on. Copying from the workspace,
+ * each folder and file is refreshed first (FUSEFS_IOC_REFRESH): the kernel's caches of it may
+ * predate a change the host made behind the mount. */
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "fusefs/fusefs.h"
 #include "launcher/launcher-internal.h"
 
 #define TREE_DEPTH_MAX 256 /* three fds a level: within a sandbox's default RLIMIT_NOFILE */
@@ -85,6 +89,22 @@ static int copy_data(int from, int to, off_t size)
 	return ftruncate(to, size) < 0 ? -errno : 0;
 }
 
+/* Has the workspace's daemon drop the kernel's caches of fd (a file or folder of the workspace
+ * mount), into *size the host file's size (the kernel's may be stale). No-op without st->refresh.
+ */
+static int refresh(int fd, const struct launcher_tree_stats *st, off_t *size)
+{
+	uint64_t host_size;
+
+	if (!st->refresh)
+		return 0;
+	if (ioctl(fd, FUSEFS_IOC_REFRESH, &host_size) < 0)
+		return -errno;
+	if (size)
+		*size = (off_t)host_size;
+	return 0;
+}
+
 /* A file with other names: the copy of its first one is linked again for the others, so that
  * a file with fifty names is copied once (and stays one file). */
 static bool link_again(int dst_dir, const char *name, const struct stat *s,
@@ -117,6 +137,7 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 		     struct launcher_tree_stats *st)
 {
 	_cleanup_close_ int from = -EBADF, to = -EBADF;
+	off_t size = s->st_size;
 	int r;
 
 	if (s->st_nlink > 1 && link_again(dst_dir, name, s, st))
@@ -129,11 +150,14 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 	from = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (from < 0)
 		return -errno;
+	r = refresh(from, st, &size);
+	if (r < 0)
+		return r;
 	to = openat(dst_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		    s->st_mode & 07777);
 	if (to < 0)
 		return -errno;
-	r = copy_data(from, to, s->st_size);
+	r = copy_data(from, to, size);
 	if (r >= 0 && fchmod(to, s->st_mode & 07777) < 0)
 		r = -errno;
 	if (r >= 0)
@@ -193,20 +217,27 @@ static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
 
 void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st)
 {
-	int fd = fcntl(src_dir, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct stat self;
+	DIR *d = NULL;
+	int fd, r;
 
-	if (!d) {
-		(void)al_close(fd);
-		count_failure(st, -errno, ".");
+	/* Before it is listed: the kernel may keep an old listing and old "no such file"s. */
+	r = refresh(src_dir, st, NULL);
+	if (r >= 0) {
+		fd = fcntl(src_dir, F_DUPFD_CLOEXEC, 3);
+		d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d)
+			r = -errno;
+		if (fd >= 0 && !d)
+			(void)al_close(fd);
+	}
+	if (r < 0) {
+		count_failure(st, r, ".");
 		return;
 	}
 	if (depth == 0 && fstat(src_dir, &self) == 0)
 		st->dev = self.st_dev;
 	for (struct dirent *de; (de = readdir(d));) {
-		int r;
-
 		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
 			continue;
 		r = copy_entry(src_dir, dst_dir, de->d_name, depth, st);
