@@ -43,6 +43,10 @@ static const struct special {
     {AF_INET6, 32, {0x20, 0x01}, "Teredo"},
     {AF_INET6, 10, {0xfe, 0xc0}, "site-local"},
     {AF_INET6, 64, {0x01, 0x00}, "discard-only"},
+    /* After ::, ::1 and ::ffff:0:0/96, so that those keep their names: the rest of ::/8 holds
+     * the IPv4-compatible (::a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d, SIIT) forms,
+     * which a host with sit0 or a translator delivers to IPv4. */
+    {AF_INET6, 8, {0}, "reserved (IPv4-compatible or IPv4-translated)"},
 };
 
 /* Whether addr lies in net/prefix_len. */
@@ -72,9 +76,13 @@ const char *netns_addr_special(int family, const uint8_t *addr)
 	return s ? s->name : NULL;
 }
 
+/* A rule without a port: an allow opens 80 and 443 (the web), a deny closes every port (a
+ * reader takes "deny evil.example" to mean the host, not its web ports). */
 static bool port_matches(const struct policy_net_rule *r, uint16_t port)
 {
-	return r->port ? r->port == port : port == 80 || port == 443;
+	if (r->port)
+		return r->port == port;
+	return r->action == POLICY_NET_DENY || port == 80 || port == 443;
 }
 
 static bool name_matches(const struct policy_net_rule *r, const char *name)

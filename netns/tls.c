@@ -766,8 +766,10 @@ int netns_tls_connect(struct netns_tls *t, int fd, const char *name, struct netn
 		r = conn_new(t, false, fd, name, &c, err);
 	if (r < 0)
 		return r;
-	/* SNI, and the name the certificate must carry (no "f*.example.com" wildcards). */
-	SSL_set_hostflags(c->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	/* SNI, and the name the certificate must carry: in its subjectAltName (a CN alone is not
+	 * believed, as browsers do), no "f*.example.com" wildcards. */
+	SSL_set_hostflags(c->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+				      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (!SSL_set_tlsext_host_name(c->ssl, name) || !SSL_set1_host(c->ssl, name))
 		return tls_error(err, -EIO, "Failed to set the server name %s", name);
 	s = session_take(t, name);

@@ -74,7 +74,11 @@ static void test_default_allow_lets_other_names_through(void **state)
 	(void)state;
 	assert_true(name_allowed(p, "example.com", 443));
 	assert_false(name_allowed(p, "x.example", 443));
-	assert_true(name_allowed(p, "x.example", 22)); /* the deny covers 80 and 443 */
+	/* A deny without a port closes the host, not only its web ports. */
+	assert_false(name_allowed(p, "x.example", 22));
+	assert_false(name_allowed(p, "x.example", 8080));
+	assert_false(netns_name_may_connect(p, "x.example"));
+	assert_true(netns_name_may_connect(p, "example.com"));
 }
 
 static void test_raw_addresses_need_a_cidr_rule(void **state)
@@ -152,6 +156,15 @@ static void test_ipv6_ranges_reaching_ipv4_or_metadata_are_special(void **state)
 	assert_false(addr_allowed(p, "a.test", "fec0::1", 80));
 	assert_int_equal(inet_pton(AF_INET6, "fd00:ec2::254", a), 1);
 	assert_string_equal(netns_addr_special(AF_INET6, a), "metadata service");
+	/* IPv4-compatible and IPv4-translated (SIIT) forms: the rest of ::/8. */
+	assert_false(addr_allowed(p, "a.test", "::127.0.0.1", 80));
+	assert_false(addr_allowed(p, "a.test", "::7f00:1", 80));
+	assert_false(addr_allowed(p, "a.test", "::ffff:0:7f00:1", 80));
+	assert_false(addr_allowed(p, "a.test", "::a9fe:a9fe", 80));
+	assert_int_equal(inet_pton(AF_INET6, "::1", a), 1);
+	assert_string_equal(netns_addr_special(AF_INET6, a), "loopback");
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:127.0.0.1", a), 1);
+	assert_string_equal(netns_addr_special(AF_INET6, a), "IPv4-mapped");
 	assert_true(addr_allowed(p, "a.test", "2606:4700::1111", 80));
 }
 

@@ -267,16 +267,19 @@ static SSL *plain_client(int fd, const char *name, X509 *ca, const char *alpn, S
 	return ssl;
 }
 
-/* A self-signed certificate for the names (the first one also its CN), for a plain upstream. */
+/* A self-signed certificate for the names (the first one also its CN), for a plain upstream;
+ * "CN=name" makes one that names its host in the CN alone, without a subjectAltName. */
 static X509 *self_signed(EVP_PKEY *key, const char *names)
 {
 	_cleanup_(X509_freep) X509 *x = X509_new();
+	bool cn_only = strncmp(names, "CN=", 3) == 0;
 	X509_EXTENSION *ext;
 	X509V3_CTX v3;
 	char cn[64];
 
 	assert_non_null(x);
-	(void)snprintf(cn, sizeof(cn), "%.*s", (int)strcspn(names + 4, ","), names + 4);
+	(void)snprintf(cn, sizeof(cn), "%.*s", (int)strcspn(names + (cn_only ? 3 : 4), ","),
+		       names + (cn_only ? 3 : 4));
 	assert_int_equal(X509_set_version(x, X509_VERSION_3), 1);
 	assert_int_equal(ASN1_INTEGER_set(X509_get_serialNumber(x), 42), 1);
 	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), -60));
@@ -286,11 +289,13 @@ static X509 *self_signed(EVP_PKEY *key, const char *names)
 			 1);
 	assert_int_equal(X509_set_issuer_name(x, X509_get_subject_name(x)), 1);
 	assert_int_equal(X509_set_pubkey(x, key), 1);
-	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, names);
-	assert_non_null(ext);
-	assert_int_equal(X509_add_ext(x, ext, -1), 1);
-	X509_EXTENSION_free(ext);
+	if (!cn_only) {
+		X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+		ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, names);
+		assert_non_null(ext);
+		assert_int_equal(X509_add_ext(x, ext, -1), 1);
+		X509_EXTENSION_free(ext);
+	}
 	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
 	return TAKE_PTR(x);
 }
@@ -1153,6 +1158,31 @@ static void test_connect_sends_sni_and_offers_only_http11(void **state)
 	close_pair(fds);
 }
 
+static void test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only(void **state)
+{
+	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
+	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
+	_cleanup_free_ char *pem = NULL;
+	struct seen_hello seen = {0};
+	struct end s = {0}, c = {0};
+	int fds[2];
+
+	(void)state;
+	ctx = plain_server_ctx("CN=api.test", &seen, &pem);
+	t = new_trusting(pem);
+	pair(fds);
+	s.fd = fds[0];
+	c.fd = fds[1];
+	s.ssl = plain_server(ctx, s.fd);
+	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", &c.c, &c.err), 0);
+	handshake(&s, &c);
+	assert_int_equal(c.r, -EPROTO);
+	assert_non_null(strstr(c.err.msg, "hostname mismatch"));
+	SSL_free(s.ssl);
+	netns_tls_conn_free(c.c);
+	close_pair(fds);
+}
+
 /* ---- Resumption ---- */
 
 /* One connection of t's client for name to a plain server of ctx: handshake, a byte from the
@@ -1467,6 +1497,7 @@ int main(void)
 	    cmocka_unit_test(test_alpn_without_http11_is_refused_with_no_application_protocol),
 	    cmocka_unit_test(test_client_without_alpn_gets_none),
 	    cmocka_unit_test(test_connect_sends_sni_and_offers_only_http11),
+	    cmocka_unit_test(test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only),
 	    cmocka_unit_test(test_client_resumes_the_upstream_session_of_the_same_name),
 	    cmocka_unit_test(test_client_resumes_a_tls12_upstream_session),
 	    cmocka_unit_test(test_client_uses_a_tls13_ticket_only_once),
