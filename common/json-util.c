@@ -9,7 +9,8 @@
  * so valid strict JSON) is scanned once: each ':' outside a string is one key of the innermost
  * open object, so the keys written per object are counted, in the order the objects open. The
  * parsed tree is walked in the same (pre-)order; an object with fewer keys than were written held
- * a repeated one. Only then are that object's keys decoded, by json-c itself, to name it. */
+ * a repeated one. Only then are that object's keys decoded, by json-c itself, to name it. The
+ * same scan refuses a lone UTF-16 surrogate escape (see skip_escape()). */
 
 struct key_counts {
 	size_t *keys;  /* per object, in the order the objects open */
@@ -17,7 +18,44 @@ struct key_counts {
 	size_t n;
 };
 
-static int count_keys(const char *buf, size_t len, int max_depth, struct key_counts *c)
+/* The UTF-16 unit of the \\uXXXX escape at p (4 hex digits, as json-c checked), or -1. */
+static int escaped_unit(const char *p, const char *end)
+{
+	char hex[5];
+	char *e;
+	long v;
+
+	if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
+		return -1;
+	memcpy(hex, p + 2, 4);
+	hex[4] = '\0';
+	v = strtol(hex, &e, 16);
+	return *e ? -1 : (int)v;
+}
+
+/* Past the escape at buf[i] (a backslash): the index of its last byte. A UTF-16 surrogate that is
+ * not one half of a pair is refused: json-c would turn it into U+FFFD, and two documents that
+ * differ would read as one. */
+static int skip_escape(const char *buf, size_t len, size_t i, size_t *ret, struct al_error *err)
+{
+	int u = escaped_unit(buf + i, buf + len), lo;
+
+	if (u < 0xd800 || u > 0xdfff) {
+		*ret = i + (u < 0 ? 1 : 5);
+		return 0;
+	}
+	lo = u <= 0xdbff ? escaped_unit(buf + i + 6, buf + len) : -1;
+	if (lo < 0xdc00 || lo > 0xdfff)
+		return al_error_set(err, -EINVAL,
+				    "invalid JSON at byte %zu: \\u%04x is half of a UTF-16 "
+				    "surrogate pair, alone",
+				    i, (unsigned)u);
+	*ret = i + 11;
+	return 0;
+}
+
+static int count_keys(const char *buf, size_t len, int max_depth, struct key_counts *c,
+		      struct al_error *err)
 {
 	_cleanup_free_ ssize_t *open = calloc((size_t)max_depth + 1, sizeof(*open));
 	size_t cap = 0, depth = 0;
@@ -29,10 +67,14 @@ static int count_keys(const char *buf, size_t len, int max_depth, struct key_cou
 		char ch = buf[i];
 
 		if (in_string) {
-			if (ch == '\\')
-				i++;
-			else if (ch == '"')
+			if (ch == '\\') {
+				int r = skip_escape(buf, len, i, &i, err);
+
+				if (r < 0)
+					return r;
+			} else if (ch == '"') {
 				in_string = false;
+			}
 			continue;
 		}
 		if (ch == '"') {
@@ -172,7 +214,7 @@ static int check_unique_keys(const char *buf, size_t len, int max_depth, struct 
 	ssize_t bad;
 	int r;
 
-	r = count_keys(buf, len, max_depth, &c);
+	r = count_keys(buf, len, max_depth, &c, err);
 	bad = r < 0 ? -1 : find_short_object(o, &c, &next);
 	if (r >= 0 && bad >= 0)
 		r = name_repeated_key(buf, len, c.start[bad], err);

@@ -67,11 +67,38 @@ static void test_json_refuses_a_repeated_key_and_names_it(void **state)
 	}
 }
 
+static void test_json_refuses_a_lone_surrogate_and_keeps_pairs(void **state)
+{
+	static const char *const bad[] = {
+	    "\"\\ud800\"",     "\"\\udc00\"",	     "{\"a\\ud83d\": 1}",
+	    "[\"x\\ud83dy\"]", "\"\\ud83d\\u0041\"", "\"\\ud83d\\ud83d\"",
+	};
+	static const char *const good[] = {
+	    "\"\\ud83d\\ude00\"",
+	    "\"\\u00e9\\\\ud800\"",
+	    "{\"\\uD83D\\uDE00\": 1}",
+	};
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct al_error err = {0};
+
+		assert_int_equal(parse(bad[i], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "surrogate"));
+	}
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+		struct al_error err = {0};
+
+		if (parse(good[i], &err) != 0)
+			fail_msg("refused %s: %s", good[i], err.msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_json_accepts_distinct_keys_at_every_level),
 	    cmocka_unit_test(test_json_refuses_a_repeated_key_and_names_it),
+	    cmocka_unit_test(test_json_refuses_a_lone_surrogate_and_keeps_pairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
