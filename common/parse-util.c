@@ -171,6 +171,11 @@ int al_parse_duration(const char *s, uint64_t *ret_usec)
 
 	if (*s == '\0')
 		return -EINVAL;
+	/* Zero is zero in every unit: a lone "0" needs none ("--ttl 0" for never). */
+	if (streq(s, "0")) {
+		*ret_usec = 0;
+		return 0;
+	}
 	while (*s != '\0') {
 		uint64_t n, factor = 0;
 		size_t l = 0;

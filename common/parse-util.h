@@ -14,7 +14,8 @@ int al_parse_size(const char *s, uint64_t *ret_bytes);
 int al_parse_cpu(const char *s, uint64_t *ret_millicores);
 
 /* "30s", "5m", "1h", "250ms", "1m30s" -> microseconds. A unit is required for every number;
- * units: us, ms, s, m, h, d. 0 is valid ("0s"). */
+ * units: us, ms, s, m, h, d. 0 is valid ("0s", or a lone "0" without a unit); callers for which
+ * zero makes no sense refuse it themselves. */
 int al_parse_duration(const char *s, uint64_t *ret_usec);
 
 /* Formats for messages and canonical forms: "512Mi" style when exact, else bytes. */

@@ -245,6 +245,22 @@ EOF2
 al_run session start -p "$IT_TMP/t3.json" --owner 0 --admitted "$IT_TMP/none"
 assert_eq 125 "$AL_RC" "a tier 3 policy that is not admitted is refused"
 assert_contains "$AL_ERR" "not admitted" "the refusal says why"
+# --ttl 0 (or 0s): the session never expires
+for ttl in 0 0s; do
+	al_run session start -w "$WS" --owner 0 --ttl "$ttl"
+	assert_eq 0 "$AL_RC" "--ttl $ttl is accepted"
+	ID=$AL_OUT
+	al_run session ls --json
+	assert_eq "0" "$(json_get "$IT_TMP/al.out" '[s["expires"] for s in d if s["id"] == "'"$ID"'"][0]')" \
+		"--ttl $ttl: session ls shows no expiry"
+	al_run session stop "$ID"
+done
+al_run session start -w "$WS" --owner 0 --ttl 1h
+ID=$AL_OUT
+al_run session ls --json
+assert_true "--ttl 1h: session ls shows its expiry" \
+	test "$(json_get "$IT_TMP/al.out" '[s["expires"] for s in d if s["id"] == "'"$ID"'"][0]')" -gt "$(date +%s)"
+al_run session stop "$ID"
 al_run session start --ttl soon
 assert_eq 125 "$AL_RC" "a bad TTL is refused"
 assert_eq "" "$(ls "$SESSIONS" 2>/dev/null)" "no session folder is left by the refusals"

@@ -221,6 +221,20 @@ static void test_duration_needs_a_unit_for_every_number_in_order(void **state)
 	check_bad(al_parse_duration, "al_parse_duration", bad, ELEMENTSOF(bad));
 }
 
+/* "0" is zero in every unit: `session start --ttl 0` (never) needs no unit. Only a lone 0. */
+static void test_duration_accepts_a_lone_zero_without_a_unit(void **state)
+{
+	static const struct good good[] = {{"0", 0}};
+	static const struct bad bad[] = {
+	    {"00", -EINVAL}, {"1m0", -EINVAL}, {"0 ", -EINVAL},
+	    {" 0", -EINVAL}, {"-0", -EINVAL},  {"0.0", -EINVAL},
+	};
+
+	(void)state;
+	check_good(al_parse_duration, "al_parse_duration", good, ELEMENTSOF(good));
+	check_bad(al_parse_duration, "al_parse_duration", bad, ELEMENTSOF(bad));
+}
+
 static void test_duration_overflow_is_erange(void **state)
 {
 	static const struct bad bad[] = {
@@ -285,6 +299,7 @@ int main(void)
 	    cmocka_unit_test(test_cpu_overflow_is_erange),
 	    cmocka_unit_test(test_duration_accepts_every_unit_and_combinations),
 	    cmocka_unit_test(test_duration_needs_a_unit_for_every_number_in_order),
+	    cmocka_unit_test(test_duration_accepts_a_lone_zero_without_a_unit),
 	    cmocka_unit_test(test_duration_overflow_is_erange),
 	    cmocka_unit_test(test_format_size_uses_the_largest_exact_unit),
 	    cmocka_unit_test(test_format_size_reports_a_short_buffer),
