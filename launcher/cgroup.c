@@ -9,7 +9,12 @@
  * id is "<airlock pid>-<8 hex digits>": the pid is how launcher_cgroup_remove_stale() tells a
  * leftover of a dead run from the cgroup of a live one. The "airlock" directories are shared by
  * concurrent runs: the last run out removes one (rmdir fails while another run's cgroup is in it),
- * and a run that finds it gone between creating it and its own cgroup creates it again. */
+ * and a run that finds it gone between creating it and its own cgroup creates it again.
+ *
+ * An airlock killed with SIGKILL can't remove its cgroups: a watcher process does. It is forked
+ * outside the sandbox when the cgroups are made, waits for airlock's end (a pidfd), then does
+ * airlock's teardown; airlock stops it at a normal end. The next run or session command removes
+ * what a killed watcher could not (launcher_cgroup_remove_stale()). */
 
 #define LOG_MODULE "cgroup"
 
@@ -21,14 +26,17 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +76,7 @@ struct launcher_cgroup {
 	char *dirs[CGROUP_DIRS_MAX]; /* the directories we created, in creation order */
 	size_t n_dirs;
 	int dir_of[_CTRL_MAX]; /* index in dirs of each controller's cgroup, or -1 */
+	pid_t watcher;	       /* our child that removes the dirs if we are killed, or 0 */
 	char warning[512];
 };
 
@@ -413,6 +422,24 @@ static pid_t cgroup_id_pid(const char *name)
 	return p[9] == '\0' ? (pid_t)pid : 0;
 }
 
+/* Has the airlock that made a cgroup ended? One killed with SIGKILL stays a zombie until its
+ * parent (often init, which adopted it, and may reap late) waits for it: that counts as ended. */
+static bool airlock_has_ended(pid_t pid)
+{
+	char path[64];
+	_cleanup_free_ char *stat = NULL;
+	const char *end;
+
+	if (kill(pid, 0) < 0)
+		return errno == ESRCH;
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (al_read_file_at(AT_FDCWD, path, 4096, &stat, NULL) < 0)
+		return false;
+	/* "pid (comm) S ...": comm may hold anything, the state follows its last ')' */
+	end = strrchr(stat, ')');
+	return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+}
+
 static bool cgroup_is_empty(const char *dir)
 {
 	_cleanup_free_ char *procs = NULL;
@@ -421,7 +448,8 @@ static bool cgroup_is_empty(const char *dir)
 }
 
 /* Removes the leftovers in one "airlock" directory: cgroups whose airlock is gone (its pid does
- * not exist) and that hold no process. A live run's cgroup always has a live airlock pid. */
+ * not exist, or is a zombie) and that hold no process. A live run's cgroup always has a live
+ * airlock pid. */
 static int remove_stale_in(const char *parent)
 {
 	_cleanup_(closedirp) DIR *d = NULL;
@@ -434,7 +462,7 @@ static int remove_stale_in(const char *parent)
 	for (struct dirent *de; (de = readdir(d));) {
 		pid_t pid = cgroup_id_pid(de->d_name);
 
-		if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		if (pid <= 0 || !airlock_has_ended(pid))
 			continue;
 		if (path_printf(dir, sizeof(dir), "%s/%s", parent, de->d_name) < 0 ||
 		    !cgroup_is_empty(dir))
@@ -832,12 +860,18 @@ int launcher_cgroup_new_env(const struct launcher_cgroup_env *env, const char *i
 	return 0;
 }
 
+static void cgroup_watch(struct launcher_cgroup *cg);
+
 int launcher_cgroup_new(const char *id, const struct policy_resources *res,
 			struct launcher_cgroup **ret, struct al_error *err)
 {
 	struct launcher_cgroup_env env = cgroup_env_default();
+	int r;
 
-	return launcher_cgroup_new_env(&env, id, res, ret, err);
+	r = launcher_cgroup_new_env(&env, id, res, ret, err);
+	if (r >= 0 && (*ret)->n_dirs > 0)
+		cgroup_watch(*ret);
+	return r;
 }
 
 const char *launcher_cgroup_warning(const struct launcher_cgroup *cg)
@@ -981,10 +1015,69 @@ static void cgroup_rmdir(const char *dir)
 	log_debug("Failed to remove cgroup %s: %m", dir);
 }
 
+/* The watcher's life, in a child of airlock's: airlock's end (airlock_fd, a pidfd, turns
+ * readable), then the teardown airlock did not do. Each step of it is bounded (cgroup_kill(),
+ * cgroup_rmdir()), so it ends soon after airlock. */
+_noreturn_ static void watcher_main(struct launcher_cgroup *cg, int airlock_fd)
+{
+	struct pollfd pfd = {.fd = airlock_fd, .events = POLLIN};
+	int keep[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, airlock_fd};
+	sigset_t none;
+	int fd;
+
+	(void)prctl(PR_SET_NAME, "airlock-cgroups", 0, 0, 0);
+	/* A session of its own: a terminal's ^C, or a signal to airlock's process group, is for
+	 * airlock, whose end it waits for. */
+	(void)setsid();
+	(void)sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	/* None of airlock's files: a caller reading airlock's stdout, the session's control socket,
+	 * the sandbox's pipes must see them close when airlock ends. */
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		_exit(EXIT_FAILURE);
+	for (int i = STDIN_FILENO; i <= STDERR_FILENO; i++)
+		if (fd != i && dup2(fd, i) < 0)
+			_exit(EXIT_FAILURE);
+	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
+		_exit(EXIT_FAILURE);
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		;
+	(void)launcher_cgroup_free(cg);
+	_exit(EXIT_SUCCESS);
+}
+
+/* Forks the watcher of cg's dirs (a child of ours, outside them). Without it (no pidfds, no
+ * fork) only the next run or session command removes them after a SIGKILL: not an error. */
+static void cgroup_watch(struct launcher_cgroup *cg)
+{
+	_cleanup_close_ int self = -EBADF;
+	pid_t pid;
+
+	self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (self < 0) {
+		log_debug_errno(-errno, "No watcher for the sandbox's cgroups: %m");
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		log_debug_errno(-errno, "Failed to fork the watcher of the sandbox's cgroups: %m");
+		return;
+	}
+	if (pid == 0)
+		watcher_main(cg, self);
+	cg->watcher = pid;
+}
+
 struct launcher_cgroup *launcher_cgroup_free(struct launcher_cgroup *cg)
 {
 	if (!cg)
 		return NULL;
+	/* The watcher is not needed any more: it dies while we tear down, and is reaped after (our
+	 * child: its pid is its own until then). A SIGKILL from now on leaves the dirs to the next
+	 * run or session command. */
+	if (cg->watcher > 0)
+		(void)kill(cg->watcher, SIGKILL);
 	/* every process is in each of the dirs: killing through one is enough */
 	if (cg->n_dirs > 0)
 		cgroup_kill(cg, cg->dirs[0]);
@@ -1000,6 +1093,8 @@ struct launcher_cgroup *launcher_cgroup_free(struct launcher_cgroup *cg)
 		}
 		free(cg->dirs[i - 1]);
 	}
+	if (cg->watcher > 0)
+		(void)waitpid(cg->watcher, NULL, 0);
 	free(cg);
 	return NULL;
 }

@@ -81,7 +81,9 @@ struct launcher_cgroup;
  * limit that cannot be applied is an error (-EOPNOTSUPP/-EACCES, message names the field and
  * points at `airlock doctor`); io weight that the hierarchy cannot express is skipped and
  * reported by launcher_cgroup_warning(). Also removes stale cgroups of dead airlock runs. When
- * res sets no limit, no cgroup is created and the object is empty (attach does nothing). */
+ * res sets no limit, no cgroup is created and the object is empty (attach does nothing).
+ * Otherwise it forks a watcher (a child, "airlock-cgroups") that removes the cgroups if the
+ * caller dies without launcher_cgroup_free(); launcher_cgroup_free() ends it. */
 int launcher_cgroup_new(const char *id, const struct policy_resources *res,
 			struct launcher_cgroup **ret, struct al_error *err);
 

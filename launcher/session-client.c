@@ -36,6 +36,8 @@ static int session_dir(const char *id, char *buf, size_t size, struct al_error *
 	r = launcher_session_base(base, sizeof(base));
 	if (r < 0)
 		return al_error_set_errno(err, r, "No folder for session state");
+	/* Every session command clears what killed supervisors left (folders, cgroups). */
+	launcher_session_remove_stale(base);
 	if ((size_t)snprintf(buf, size, "%s/%s", base, id) >= size)
 		return al_error_set(err, -ENAMETOOLONG, "Session path too long");
 	return 0;

@@ -6,7 +6,8 @@
  * caller's stdio, stop, checkpoint, restore). It enforces each command's timeout, reports the
  * violations seen while it ran, and ends the session when asked, when its TTL passes or when its
  * owner (the process that started it) is gone. The state folder is removed when it ends, and by
- * any later session command when its supervisor was killed. */
+ * any later session command when its supervisor was killed (its cgroups, by their watcher, see
+ * cgroup.c). */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -711,8 +712,11 @@ void launcher_session_remove_stale(const char *base)
 {
 	DIR *d = opendir(base);
 	char path[PATH_MAX];
-	bool removed = false;
 
+	/* A killed supervisor could not remove its cgroups either; its watcher does, unless it was
+	 * killed too. Every call looks: the call that removes the folder may come while the
+	 * session's processes are still exiting, or before the dead supervisor is reaped. */
+	(void)launcher_cgroup_remove_stale();
 	if (!d)
 		return;
 	for (struct dirent *de; (de = readdir(d));) {
@@ -726,13 +730,8 @@ void launcher_session_remove_stale(const char *base)
 			continue;
 		r = launcher_session_probe(path);
 		/* A folder without a socket may be one being set up right now. */
-		if (r == -ECONNREFUSED || (r == -ENOENT && st.st_mtime + 60 < time(NULL))) {
+		if (r == -ECONNREFUSED || (r == -ENOENT && st.st_mtime + 60 < time(NULL)))
 			al_path_remove_tree(path);
-			removed = true;
-		}
 	}
 	(void)closedir(d);
-	/* A killed supervisor could not remove its cgroups either. */
-	if (removed)
-		(void)launcher_cgroup_remove_stale();
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Whatever way a run ends (success, failure, refusal, setup error, timeout, or airlock itself
 # killed with SIGKILL), no process of the sandbox, mount, cgroup or temporary file remains; a
-# running sandbox adds no mount to the host; and the cgroup a killed airlock could not remove is
-# removed by the next run.
+# running sandbox adds no mount to the host; and the cgroups a killed airlock could not remove are
+# removed at once by its watcher (or, if that was killed too, by the next run).
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -66,6 +66,8 @@ assert_eq "" "$new_mounts" "a running sandbox adds no mount to the host's mount 
 # The sandbox's cgroups: where its sleep is, unless that is where this test is too.
 run_cgroups=$(comm -13 <(it_cgroup_dirs_of self | sort) <(it_cgroup_dirs_of "${sandbox_pid:-0}" | sort))
 assert_ne "" "$run_cgroups" "the sandbox runs in cgroups of its own"
+watcher=$(pgrep -P "$(cat "$IT_TMP/airlock.pid")" -x airlock-cgroups)
+assert_ne "" "$watcher" "a process outside the sandbox waits to remove its cgroups"
 kill -KILL "$(cat "$IT_TMP/airlock.pid")"
 wait "$runner"
 assert_eq 137 "$?" "airlock died of SIGKILL"
@@ -80,8 +82,39 @@ else
 	it_fail "no process of the killed run is left" "$(it_marked_pids)"
 fi
 assert_eq "" "$(it_mounts | comm -13 "$IT_TMP/state.mounts" -)" "a killed airlock leaves no mount behind"
+no_cgroup_of_the_run()
+{
+	local cg
+	for cg in $run_cgroups; do
+		[ ! -d "$cg" ] || return 1
+	done
+}
+if wait_for 5 no_cgroup_of_the_run; then
+	it_pass "the killed run's cgroups are removed without another run"
+else
+	it_fail "the killed run's cgroups are removed without another run" "$run_cgroups"
+fi
+assert_clean "after airlock was killed"
 
-# The next run removes what the killed one could not.
+# Watcher killed too: the next run removes what the killed one could not.
+it_snapshot
+rm -f "$WS/ready"
+"$ITRUN" -p "$IT_TMP/airlock.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -p "$IT_TMP/limits.json" -- \
+	/bin/sh -c "echo ready > /workspace/ready; sleep $sleep_arg" "$IT_MARK" \
+	>"$IT_TMP/kill.out" 2>"$IT_TMP/kill.err" &
+runner=$!
+wait_for 20 test -s "$WS/ready" || true
+sandbox_pid=""
+for p in $(it_marked_pids "sleep $sleep_arg"); do
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && sandbox_pid=$p
+done
+run_cgroups=$(comm -13 <(it_cgroup_dirs_of self | sort) <(it_cgroup_dirs_of "${sandbox_pid:-0}" | sort))
+assert_ne "" "$run_cgroups" "a second run, in cgroups of its own"
+airlock_pid=$(cat "$IT_TMP/airlock.pid")
+# shellcheck disable=SC2046 # the watcher's pid, or none
+kill -KILL "$airlock_pid" $(pgrep -P "$airlock_pid" -x airlock-cgroups)
+wait "$runner"
+wait_for 10 it_no_marked_processes || true
 sb_sh 'echo next'
 assert_eq next "$AL_OUT" "the next run works"
 left=""
@@ -89,6 +122,6 @@ for cg in $run_cgroups; do
 	[ -d "$cg" ] && left="$left $cg"
 done
 assert_eq "" "$left" "the killed run's cgroups are removed by the next run"
-assert_clean "after airlock was killed and the next run"
+assert_clean "after airlock and its watcher were killed and the next run"
 
 it_finish

@@ -208,6 +208,80 @@ al_run session ls
 assert_false "supervisor killed: session ls removes its folder" test -e "$SESSIONS/$ID"
 assert_clean "after the supervisor was killed"
 
+# the supervisor of a session with limits killed with SIGKILL: none of its cgroups stays, in any
+# hierarchy, and no other command is needed for that
+write_policy "$IT_TMP/limits.json" <<EOF2
+{"workspace": {"root": "$WS"}, "resources": {"memory": "256Mi", "pids": 128}}
+EOF2
+# session_cgroups ID: the cgroup folders of the session's pid 1 that are not this test's own
+session_cgroups()
+{
+	local sup init
+	sup=$(sed -n 's/^pid=//p' "$SESSIONS/$1/info")
+	init=$(pgrep -P "$sup" -x airlock-init)
+	comm -13 <(it_cgroup_dirs_of self | sort) <(it_cgroup_dirs_of "${init:-0}" | sort)
+}
+no_cgroup_of_it()
+{
+	local cg
+	for cg in $cgroups; do
+		[ ! -d "$cg" ] || return 1
+	done
+}
+# process_gone PID: it has exited (a zombie its new parent has not reaped yet counts as gone)
+process_gone()
+{
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 0
+	[ "${st%% *}" = Z ] || [ -z "$st" ]
+}
+cgroups_of_it_are_empty()
+{
+	local cg
+	for cg in $cgroups; do
+		[ ! -s "$cg/cgroup.procs" ] || return 1
+	done
+}
+al_run session start -p "$IT_TMP/limits.json" --owner 0
+ID=$AL_OUT
+al_run session exec "$ID" -- /bin/sh -c "(sleep 300.$RANDOM &); echo ok"
+cgroups=$(session_cgroups "$ID")
+assert_eq 2 "$(wc -w <<<"$cgroups")" "a session with memory and pids limits has a cgroup in each hierarchy"
+pid=$(sed -n 's/^pid=//p' "$SESSIONS/$ID/info")
+watcher=$(pgrep -P "$pid" -x airlock-cgroups)
+assert_ne "" "$watcher" "a process outside the sandbox waits to remove its cgroups"
+kill -KILL "$pid"
+if wait_for 5 no_cgroup_of_it; then
+	it_pass "supervisor killed: its cgroups are removed without another command"
+else
+	it_fail "supervisor killed: its cgroups are removed without another command" "$cgroups"
+fi
+if wait_for 5 process_gone "${watcher:-0}"; then
+	it_pass "and the process that removed them is gone"
+else
+	it_fail "and the process that removed them is gone" "$(ps -o pid,stat,args -p "$watcher")"
+fi
+al_run session ls
+assert_clean "after the supervisor of a session with limits was killed"
+
+# the same, with the watcher killed too: a session command removes them, even one that comes
+# after the command that removed the session's folder (while its processes were still exiting)
+al_run session start -p "$IT_TMP/limits.json" --owner 0
+ID=$AL_OUT
+cgroups=$(session_cgroups "$ID")
+pid=$(sed -n 's/^pid=//p' "$SESSIONS/$ID/info")
+# shellcheck disable=SC2046 # none, or the watcher's pid
+kill -KILL "$pid" $(pgrep -P "$pid" -x airlock-cgroups)
+al_run session ls
+wait_for 10 cgroups_of_it_are_empty || true
+al_run session ls
+if no_cgroup_of_it; then
+	it_pass "supervisor and watcher killed: the next session command removes its cgroups"
+else
+	it_fail "supervisor and watcher killed: the next session command removes its cgroups" "$cgroups"
+fi
+assert_clean "after the supervisor and its watcher were killed"
+
 # a sparse file costs its size in the workspace quota (so it cannot be grown past it), and its
 # blocks only in a checkpoint, there and back
 write_policy "$IT_TMP/quota.json" <<EOF2

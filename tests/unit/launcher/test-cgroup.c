@@ -675,6 +675,30 @@ static void test_remove_stale_removes_only_empty_cgroups_of_dead_runs(void **sta
 	assert_true(exists(other));
 }
 
+/* A killed airlock stays a zombie until its (adoptive) parent reaps it, which init may do late:
+ * its cgroups are stale all the same. */
+static void test_remove_stale_counts_a_zombie_airlock_as_ended(void **state)
+{
+	struct launcher_cgroup_env env = setup_v1();
+	char dir[PATH_MAX];
+	siginfo_t si = {0};
+	pid_t zombie = fork();
+
+	(void)state;
+	assert_true(zombie >= 0);
+	if (zombie == 0)
+		_exit(0);
+	/* exited, not reaped */
+	assert_int_equal(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+	(void)snprintf(dir, sizeof(dir), "%s/pids/user.slice/airlock/%d-0000abcd", fs_root,
+		       (int)zombie);
+	mkdirs("%s", dir);
+
+	assert_int_equal(launcher_cgroup_remove_stale_env(&env), 1);
+	assert_false(exists(dir));
+	assert_int_equal(waitpid(zombie, NULL, 0), zombie);
+}
+
 /* ---- v2 ---- */
 
 static struct launcher_cgroup_env setup_v2(const char *controllers)
@@ -877,6 +901,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_remove_stale_removes_only_empty_cgroups_of_dead_runs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_remove_stale_counts_a_zombie_airlock_as_ended,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_v2_as_root_places_under_the_root_and_enables_controllers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
