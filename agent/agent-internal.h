@@ -47,6 +47,14 @@ void agent_plan_done(struct agent_plan *plan);
 /* The kind of result agent_plan()'s error r is. */
 enum agent_error_kind agent_plan_error_kind(int r);
 
+/* Where a request's policy may come from: the operator decides (exec.c). With o->policy_path
+ * the request names neither a policy nor a workspace; with o->policy_dir it names only a file of
+ * that folder (a plain name), and brings an inline policy or a workspace only when o->allow says
+ * so; without either, it is the operator's own request and may bring both. Returns 0, -EPERM
+ * (unsupported_policy) or -EINVAL (invalid_request), err naming the field. Pure. */
+int agent_policy_source_check(const struct agent_request *req, const struct agent_exec_options *o,
+			      struct al_error *err);
+
 /* The program's stdin, a memfd (nothing on disk): the request's stdin, else its input, else
  * nothing. */
 int agent_request_stdin(const struct agent_request *req, int *ret);

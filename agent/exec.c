@@ -133,53 +133,52 @@ static int make_scratch(struct exec *e)
 	return policy_set_workspace(e->policy, e->scratch, &e->err);
 }
 
-/* Where the request's policy may come from: the operator decides. A request's inline policy has
- * the power of a policy file (mounts, credentials, command sources), and so does its workspace
- * (any host folder, writable). An operator who forwards requests it did not write fixes the
- * policy with --policy, or lets them pick a file of --policy-dir: then neither an inline policy
- * nor a workspace, unless it allows them explicitly. */
-static int request_policy_allowed(struct exec *e, const struct agent_exec_options *o)
+int agent_policy_source_check(const struct agent_request *req, const struct agent_exec_options *o,
+			      struct al_error *err)
 {
-	const struct agent_request *req = e->req;
-
 	if (o->policy_path && (req->policy_json || req->policy_path || req->workspace))
-		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
-			    al_error_set(&e->err, -EPERM,
-					 "%s: the operator fixed the policy (--policy): a request "
-					 "may not name one",
-					 req->workspace && !req->policy_json && !req->policy_path
-					     ? "workspace"
-					     : "policy"));
+		return al_error_set(
+		    err, -EPERM,
+		    "%s: the operator fixed the policy (--policy): a request may not "
+		    "name one",
+		    req->workspace && !req->policy_json && !req->policy_path ? "workspace"
+									     : "policy");
 	if ((req->policy_json || req->policy_path) && req->workspace)
-		return fail(e, AGENT_ERROR_INVALID_REQUEST,
-			    al_error_set(&e->err, -EINVAL,
-					 "workspace: the request's policy names the workspace"));
+		return al_error_set(err, -EINVAL,
+				    "workspace: the request's policy names the workspace");
 	if (o->policy_dir && req->policy_json && !(o->allow & AGENT_EXEC_ALLOW_REQUEST_POLICY))
-		return fail(
-		    e, AGENT_ERROR_UNSUPPORTED_POLICY,
-		    al_error_set(&e->err, -EPERM,
-				 "policy: with --policy-dir a request may only name a file "
-				 "of the folder: an inline policy has the power of a policy "
-				 "file (the operator may allow it with "
-				 "--allow-request-policy)"));
+		return al_error_set(
+		    err, -EPERM,
+		    "policy: with --policy-dir a request may only name a file of the "
+		    "folder: an inline policy has the power of a policy file (the "
+		    "operator may allow it with --allow-request-policy)");
 	if (o->policy_dir && req->workspace && !(o->allow & AGENT_EXEC_ALLOW_REQUEST_WORKSPACE))
-		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
-			    al_error_set(&e->err, -EPERM,
-					 "workspace: with --policy-dir a request may not choose a "
-					 "host folder as its workspace (the operator may allow it "
-					 "with --allow-request-workspace)"));
+		return al_error_set(err, -EPERM,
+				    "workspace: with --policy-dir a request may not choose a host "
+				    "folder as its workspace (the operator may allow it with "
+				    "--allow-request-workspace)");
 	if (o->policy_path || !req->policy_path)
 		return 0;
 	if (!o->policy_dir)
-		return fail(e, AGENT_ERROR_UNSUPPORTED_POLICY,
-			    al_error_set(&e->err, -EPERM,
-					 "policy: a request may name a policy file only when the "
-					 "operator gave --policy-dir"));
+		return al_error_set(
+		    err, -EPERM,
+		    "policy: a request may name a policy file only when the operator "
+		    "gave --policy-dir");
 	if (strchr(req->policy_path, '/') || req->policy_path[0] == '.' || !req->policy_path[0])
-		return fail(e, AGENT_ERROR_INVALID_REQUEST,
-			    al_error_set(&e->err, -EINVAL,
-					 "policy: \"%s\" is not a file name in the policy folder",
-					 req->policy_path));
+		return al_error_set(err, -EINVAL,
+				    "policy: \"%s\" is not a file name in the policy folder",
+				    req->policy_path);
+	return 0;
+}
+
+static int request_policy_allowed(struct exec *e, const struct agent_exec_options *o)
+{
+	int r = agent_policy_source_check(e->req, o, &e->err);
+
+	if (r < 0)
+		return fail(
+		    e, r == -EINVAL ? AGENT_ERROR_INVALID_REQUEST : AGENT_ERROR_UNSUPPORTED_POLICY,
+		    r);
 	return 0;
 }
 
