@@ -214,6 +214,18 @@ write_policy()
 	cat >"$1"
 }
 
+# it_admit POLICY...: lists each policy's hash in the test's own admitted set, $IT_TMP/admitted.
+# A policy of tier 3 or more (declared, or called for by what it does: docs/SECURITY.md) runs only
+# with `--admitted "$IT_TMP/admitted"`.
+it_admit()
+{
+	local p
+	for p in "$@"; do
+		"$AIRLOCK" policy hash "$p" >>"$IT_TMP/admitted" || it_fail "airlock policy hash $p"
+	done
+	chmod 644 "$IT_TMP/admitted"
+}
+
 # ---- host state: nothing may be left behind ----
 
 it_mounts()

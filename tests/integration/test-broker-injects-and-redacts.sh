@@ -41,6 +41,7 @@ write_policy "$policy" <<EOF2
    "injection": {"type": "sidecar", "header": "Authorization", "format": "Bearer {}"},
    "hosts": ["api.example.com"]}]}
 EOF2
+it_admit "$policy" # an exposed credential: tier 3
 
 "$AIRLOCK" broker --vault "$vault" --key-file "$key" --socket "$sock" --audit "$baudit" >>"$log" 2>&1 &
 broker_pid=$!
@@ -61,7 +62,7 @@ read -r go
 '
 # It waits on its stdin, a FIFO the test holds open.
 mkfifo "$IT_TMP/go"
-"$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run --broker "$sock" --audit "$raudit" -p "$policy" \
+"$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run --admitted "$IT_TMP/admitted" --broker "$sock" --audit "$raudit" -p "$policy" \
 	-- /bin/sh -c "$probe" <"$IT_TMP/go" >"$IT_TMP/run.out" 2>"$IT_TMP/run.err" &
 run_pid=$!
 exec 9>"$IT_TMP/go"
@@ -105,12 +106,12 @@ assert_contains "$out" '"sessions": [' "the daemon answers the list"
 assert_not_contains "$out" '"label"' "the session ended with the run"
 
 # --json: the captured output is redacted too.
-al_run run --broker "$sock" --json -p "$policy" -- /bin/sh -c \
+al_run run --admitted "$IT_TMP/admitted" --broker "$sock" --json -p "$policy" -- /bin/sh -c \
 	'printf "a%.6s" "$EXPOSED"; sleep 0.1; printf "%sb" "${EXPOSED#??????}"'
 assert_eq "a[REDACTED:ex]b" "$(json_get "$IT_TMP/al.out" 'd["stdout"]')" "--json output is redacted"
 
 # A run killed outright: its connection closes, so its session ends.
-"$AIRLOCK" run --broker "$sock" -p "$policy" -- /bin/sleep 60 >/dev/null 2>&1 &
+"$AIRLOCK" run --admitted "$IT_TMP/admitted" --broker "$sock" -p "$policy" -- /bin/sleep 60 >/dev/null 2>&1 &
 killed=$!
 wait_for 20 sh -c "'$AIRLOCK' broker sessions --socket '$sock' | grep -q label"
 kill -KILL "$killed"
@@ -121,7 +122,8 @@ assert_true "the session of a SIGKILLed airlock ends" \
 # The vault's binding limits what a policy may ask.
 sed 's/"hosts": \["api.github.com"\]}/"hosts": ["api.github.com", "evil.example.net"]}/' "$policy" \
 	>"$IT_TMP/wide.json"
-al_run run --broker "$sock" -p "$IT_TMP/wide.json" -- /bin/true
+it_admit "$IT_TMP/wide.json"
+al_run run --admitted "$IT_TMP/admitted" --broker "$sock" -p "$IT_TMP/wide.json" -- /bin/true
 assert_eq 125 "$AL_RC" "a policy binding a vault secret to a host the vault does not allow is refused"
 assert_contains "$AL_ERR" "credential gh: the vault binds \"gh\" to other hosts than evil.example.net" \
 	"the refusal names the credential and the host"
@@ -129,7 +131,8 @@ assert_contains "$AL_ERR" "credential gh: the vault binds \"gh\" to other hosts 
 # A vault secret bound to hosts is never exposed.
 sed 's/"injection": {"type": "env_var", "var_name": "GITHUB_TOKEN"}, "hosts"/"expose": true, "injection": {"type": "env_var", "var_name": "GITHUB_TOKEN"}, "hosts"/' \
 	"$policy" >"$IT_TMP/expose.json"
-al_run run --broker "$sock" -p "$IT_TMP/expose.json" -- /bin/true
+it_admit "$IT_TMP/expose.json"
+al_run run --admitted "$IT_TMP/admitted" --broker "$sock" -p "$IT_TMP/expose.json" -- /bin/true
 assert_eq 125 "$AL_RC" "exposing a vault secret that is bound to hosts is refused"
 assert_contains "$AL_ERR" "never exposed" "... saying why"
 
@@ -138,7 +141,8 @@ python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))
 p["mounts"] = [{"source": sys.argv[2], "target": "/mnt/t", "mode": "ro"}]
 print(json.dumps(p))' "$policy" "$IT_TMP" >"$IT_TMP/bind.json"
-al_run run --broker "$sock" -p "$IT_TMP/bind.json" -- /bin/true
+it_admit "$IT_TMP/bind.json"
+al_run run --admitted "$IT_TMP/admitted" --broker "$sock" -p "$IT_TMP/bind.json" -- /bin/true
 assert_eq 125 "$AL_RC" "a read-only bind of the broker socket's folder is refused"
 assert_contains "$AL_ERR" "credential broker's folder" "... naming why"
 
@@ -146,12 +150,12 @@ kill -TERM "$broker_pid"
 wait "$broker_pid"
 
 # The embedded broker: no daemon, the vault opened by airlock run itself.
-al_run run --no-broker --vault "$vault" --key-file "$key" -p "$policy" -- /bin/sh -c \
+al_run run --admitted "$IT_TMP/admitted" --no-broker --vault "$vault" --key-file "$key" -p "$policy" -- /bin/sh -c \
 	'echo "gh=$GITHUB_TOKEN"; echo "ex=$EXPOSED"'
 assert_eq 0 "$AL_RC" "the embedded broker serves the same policy"
 assert_match '^gh=ghp_[A-Za-z0-9]{36}$' "$(grep '^gh=' <<<"$AL_OUT")" "... with a shaped surrogate"
 assert_contains "$AL_OUT" "ex=[REDACTED:ex]" "... and redacts the same way"
-al_run run --no-broker --vault "$vault" -p "$policy" -- /bin/true
+al_run run --admitted "$IT_TMP/admitted" --no-broker --vault "$vault" -p "$policy" -- /bin/true
 assert_eq 125 "$AL_RC" "without a key the embedded broker refuses the run"
 assert_contains "$AL_ERR" "credential gh: vault source" "... naming the credential"
 

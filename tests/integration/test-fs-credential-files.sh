@@ -19,6 +19,7 @@ write_policy "$policy" <<EOF2
   {"name": "fromfile", "source": {"type": "file", "path": "$IT_TMP/secret-file"}, "expose": true,
    "injection": {"type": "file", "path": "/workspace/fromfile"}, "hosts": ["api.example.com"]}]}
 EOF2
+it_admit "$policy" # exposed credentials, a file source: tier 3
 mkdir -p "$WS/.config"
 printf 'file-%s' "$secret" >"$IT_TMP/secret-file"
 chmod 600 "$IT_TMP/secret-file"
@@ -40,7 +41,7 @@ try "mv /workspace/.config/token /workspace/t2" rename
 try "rm /workspace/.config/token" remove
 try "ln /workspace/.config/token /workspace/t3" link
 '
-IT_SECRET=$secret al_run run -p "$policy" --audit "$audit" -- /bin/sh -c "$probe"
+IT_SECRET=$secret al_run run --admitted "$IT_TMP/admitted" -p "$policy" --audit "$audit" -- /bin/sh -c "$probe"
 assert_eq 0 "$AL_RC" "the credential probe ran"
 sha() { printf '%s' "$1" | sha256sum | cut -c1-32; }
 assert_contains "$AL_OUT" "api=$(sha "$secret")" "an exposed credential file gives the real value at /run/secrets"
@@ -68,7 +69,7 @@ assert_eq no "$([ -e "$WS/.config/token" ] && echo yes || echo no)" \
 
 # Many threads of the sandbox opening credential files at once: the workspace daemon's threads
 # share one broker connection, one exchange at a time.
-IT_SECRET=$secret al_run run -p "$policy" -- /bin/sh -c '
+IT_SECRET=$secret al_run run --admitted "$IT_TMP/admitted" -p "$policy" -- /bin/sh -c '
 for i in 1 2 3 4 5 6 7 8; do
 	(for j in $(seq 40); do cat /run/secrets/api /workspace/.config/token >/dev/null || echo bad; done) &
 done
@@ -77,7 +78,7 @@ assert_eq "done" "$AL_OUT" "320 concurrent opens of credential files all succeed
 
 # Every source is read when the session opens: one that cannot be read stops the run before the
 # command runs, with one line naming the credential and its source.
-env -u IT_SECRET "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -p "$policy" -- /bin/sh -c 'echo ran' >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
+env -u IT_SECRET "$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run --admitted "$IT_TMP/admitted" -p "$policy" -- /bin/sh -c 'echo ran' >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
 assert_eq 125 "$?" "a credential whose source is missing refuses the run"
 assert_eq "" "$(cat "$IT_TMP/al.out")" "the command did not run"
 assert_contains "$(cat "$IT_TMP/al.err")" "credential api: env source" "the refusal names the credential and its source"
@@ -87,7 +88,8 @@ write_policy "$policy" <<EOF2
  "credentials": [{"name": "v", "source": {"type": "vault"}, "expose": true,
    "injection": {"type": "file", "path": "/run/secrets/v"}, "hosts": ["a.example.com"]}]}
 EOF2
-AIRLOCK_VAULT=$IT_TMP/no-vault al_run run --no-broker -p "$policy" -- /bin/true
+it_admit "$policy" # an exposed credential: tier 3
+AIRLOCK_VAULT=$IT_TMP/no-vault al_run run --admitted "$IT_TMP/admitted" --no-broker -p "$policy" -- /bin/true
 assert_eq 125 "$AL_RC" "a vault credential without a vault is refused"
 assert_contains "$AL_ERR" "credential v: vault source: vault $IT_TMP/no-vault does not exist" "the refusal names the credential and the vault"
 

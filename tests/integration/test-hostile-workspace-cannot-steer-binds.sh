@@ -48,7 +48,8 @@ for src in /etc /var/cache /var/lib/airlock; do
 	write_policy "$policy" <<EOF2
 {"workspace": {"root": "$WS"}, "mounts": [{"source": "$src", "target": "/mnt/x", "mode": "rw"}]}
 EOF2
-	al_run run -p "$policy" -- /bin/true
+	it_admit "$policy" # a writable host folder: tier 3
+	al_run run -p "$policy" --admitted "$IT_TMP/admitted" -- /bin/true
 	assert_eq 125 "$AL_RC" "a writable bind of $src is refused"
 	assert_contains "$AL_ERR" "mounts[0].source: refusing to expose $src" \
 		"the refusal names mounts[0].source for $src"

@@ -22,11 +22,12 @@ write_policy "$policy" <<EOF2
 	"resources": {"disk": "8Mi"}
 }
 EOF2
+it_admit "$policy" # a writable host folder: tier 3
 
 # pol_sh SCRIPT: runs SCRIPT in the sandbox of $policy.
 pol_sh()
 {
-	al_run run -p "$policy" -- /bin/sh -c "$1" "$IT_MARK"
+	al_run run -p "$policy" --admitted "$IT_TMP/admitted" -- /bin/sh -c "$1" "$IT_MARK"
 }
 
 pol_sh 'cat /workspace/hello.txt'

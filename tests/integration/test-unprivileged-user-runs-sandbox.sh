@@ -97,9 +97,10 @@ write_policy "$cpolicy" <<EOF2
    "injection": {"type": "env_var", "var_name": "TOK"}, "hosts": ["api.example.com"]}]}
 EOF2
 chmod 644 "$cpolicy"
+it_admit "$cpolicy" # an exposed credential: tier 3
 tok=tok-$IT_MARK-value
 mkfifo -m 644 "$IT_TMP/go"
-(cd / && IT_TOK=$tok "${nobody[@]}" "$bin/airlock" run --no-broker -p "$cpolicy" -- \
+(cd / && IT_TOK=$tok "${nobody[@]}" "$bin/airlock" run --no-broker --admitted "$IT_TMP/admitted" -p "$cpolicy" -- \
 	/bin/sh -c 'echo "tok=$TOK"; read -r go') <"$IT_TMP/go" >"$IT_TMP/cred.out" 2>&1 &
 cred_pid=$!
 exec 9>"$IT_TMP/go"
