@@ -883,6 +883,9 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	r = fusefs_rules_new(o->policy, &fs->rules, err);
 	if (r < 0)
 		return r;
+	r = fusefs_rules_protect_git(fs->rules, fs->root_fd, root);
+	if (r < 0)
+		return r;
 	fs->any_writable = fusefs_rules_any_writable(fs->rules);
 	r = setup_creds(fs, root, o->mount, err);
 	if (r < 0)

@@ -49,16 +49,34 @@ struct fusefs_rules;
 
 /* Compiles workspace.read, workspace.write and workspace.deny of p (an empty list means no path:
  * the policy module itself gives an absent read or write list its default ["**"], so "write": []
- * makes the workspace read-only), plus the built-in write-protected list:
- *   .git/hooks/\**, .git/config, .gitmodules, .envrc, .bashrc, .profile, .gitconfig,
- *   .vscode/\**, .idea/\**, .devcontainer/\**
- * which apply at any depth (a nested repository's .git/hooks is protected too). A protected
+ * makes the workspace read-only), plus the built-in write-protected list (protected_entries in
+ * rules.c: .git but git's data, hook managers' files, shells' start-up files, editors', dev
+ * containers' and coding agents' settings), which apply at any depth (a nested repository's .git/hooks is protected too). A protected
  * entry is lifted only by name: when workspace.write holds that very pattern (".git/hooks/\**")
  * or a pattern without wildcards naming the path (".git/config"); "**" does not lift it.
  * Errors: -ENOMEM, -EINVAL (with err) for a pattern policy_check_glob() would refuse. */
 int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct al_error *err);
 struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct fusefs_rules *, fusefs_rules_free);
+
+/* Protects, besides the built-in list, what the workspace's own git config makes the host's git
+ * run or read (see git-config.c): the folder core.hooksPath names, and every file that
+ * include.path / includeIf.*.path names (read in turn, 10 levels deep, as git does), where they
+ * lie in the workspace (root_fd, whose host path is root). Lifted only by a write pattern without
+ * wildcards naming the path. A missing or unreadable config is no error. Errors: -ENOMEM. */
+int fusefs_rules_protect_git(struct fusefs_rules *r, int root_fd, const char *root);
+
+/* What a git config value names (fusefs_git_config_paths()). */
+enum fusefs_git_path {
+	FUSEFS_GIT_HOOKS,   /* core.hooksPath: relative to the work tree */
+	FUSEFS_GIT_INCLUDE, /* include.path, includeIf.*.path: relative to the config file */
+};
+typedef int (*fusefs_git_path_fn)(enum fusefs_git_path kind, const char *value, void *userdata);
+
+/* Calls fn for each core.hooksPath and include path in a git config text (len bytes, no NUL
+ * needed), in order, with the value unquoted and unescaped. A malformed line is skipped. Returns
+ * 0, or the first negative value fn returns. */
+int fusefs_git_config_paths(const char *text, size_t len, fusefs_git_path_fn fn, void *userdata);
 
 /* The FUSEFS_ACCESS_* bits for path. Deny wins over everything, and a denied folder hides all
  * below it; a path whose parent is hidden is hidden. WRITE implies READ. The root "" is always

@@ -14,11 +14,17 @@
  *    pattern is the same pattern, or is made of plain names and "**" and matches it as text. */
 
 #include <assert.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "common/fd-util.h"
 #include "fusefs/fusefs-internal.h"
 
 /* The longest pattern kept: the longest string a policy holds, plus the "/\**" added to deny
@@ -46,6 +52,32 @@ static const struct {
     {".vscode/**", "**/.vscode/**"},
     {".idea/**", "**/.idea/**"},
     {".devcontainer/**", "**/.devcontainer/**"},
+    {".devcontainer.json", "**/.devcontainer.json"}, /* initializeCommand runs on the host */
+    /* Hook managers: git runs what they hold (husky sets core.hooksPath to .husky/_; the others
+     * install hooks that run what these files say). */
+    {".githooks/**", "**/.githooks/**"},
+    {".husky/**", "**/.husky/**"},
+    {".pre-commit-config.yaml", "**/.pre-commit-config.yaml"},
+    {"lefthook.yml", "**/lefthook.yml"},
+    {"lefthook.yaml", "**/lefthook.yaml"},
+    {".lefthook.yml", "**/.lefthook.yml"},
+    {"lefthook-local.yml", "**/lefthook-local.yml"},
+    /* Other version control systems' configuration, which names hooks and commands. */
+    {".hg/hgrc", "**/.hg/hgrc"},
+    {".jj/repo/config.toml", "**/.jj/repo/config.toml"},
+    /* Shells' start-up files, for a workspace that is someone's home one day. */
+    {".bash_profile", "**/.bash_profile"},
+    {".bash_login", "**/.bash_login"},
+    {".bash_logout", "**/.bash_logout"},
+    {".zshrc", "**/.zshrc"},
+    {".zshenv", "**/.zshenv"},
+    {".zprofile", "**/.zprofile"},
+    {".zlogin", "**/.zlogin"},
+    /* Coding agents' own settings: hooks and MCP servers, which the host's agent runs. */
+    {".claude/settings.json", "**/.claude/settings.json"},
+    {".claude/settings.local.json", "**/.claude/settings.local.json"},
+    {".mcp.json", "**/.mcp.json"},
+    {".cursor/**", "**/.cursor/**"},
 };
 
 /* Inside .git (and a submodule's or a worktree's git folder), what git writes as it commits,
@@ -79,6 +111,7 @@ struct fusefs_rules {
 	struct rules_list read, write, deny;
 	char *git_data[GIT_DATA_GLOBS]; /* every git_dirs prefix with every git_data entry */
 	bool lifted[ELEMENTSOF(protected_entries)]; /* workspace.write holds the entry's name */
+	struct rules_list git_named; /* what the workspace's git config names (protect_git) */
 	bool any_writable;
 };
 
@@ -220,7 +253,7 @@ static bool is_protected(const struct fusefs_rules *rules, const char *path)
 			return false;
 		return !write_names(rules, path);
 	}
-	return false;
+	return list_matches(&rules->git_named, path) && !write_names(rules, path);
 }
 
 /* No ancestor of path needs a look of its own: a read pattern that matches path, or could match
@@ -314,6 +347,7 @@ struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *rules)
 	list_done(&rules->read);
 	list_done(&rules->write);
 	list_done(&rules->deny);
+	list_done(&rules->git_named);
 	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
 		free(rules->git_data[i]);
 	free(rules);
@@ -369,7 +403,8 @@ bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char
 				    const char *to)
 {
 	if (!list_is_uniform(&rules->read, from, to) || !list_is_uniform(&rules->write, from, to) ||
-	    !list_is_uniform(&rules->deny, from, to))
+	    !list_is_uniform(&rules->deny, from, to) ||
+	    !list_is_uniform(&rules->git_named, from, to))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
 		if (!glob_is_uniform(protected_entries[i].glob, from, to))
@@ -378,4 +413,179 @@ bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char
 		if (!glob_is_uniform(rules->git_data[i], from, to))
 			return false;
 	return true;
+}
+
+/* ---- what the workspace's git config names ---- */
+
+#define GIT_CONFIG_MAX (1024 * 1024)
+#define GIT_INCLUDE_DEPTH_MAX 10 /* as git's own limit */
+
+/* Hooks git runs from a core.hooksPath that is the work tree itself. */
+static const char *const git_hook_names[] = {
+    "applypatch-msg",	  "pre-applypatch",
+    "post-applypatch",	  "pre-commit",
+    "pre-merge-commit",	  "prepare-commit-msg",
+    "commit-msg",	  "post-commit",
+    "pre-rebase",	  "post-checkout",
+    "post-merge",	  "pre-push",
+    "pre-receive",	  "update",
+    "proc-receive",	  "post-receive",
+    "post-update",	  "reference-transaction",
+    "push-to-checkout",	  "pre-auto-gc",
+    "post-rewrite",	  "sendemail-validate",
+    "fsmonitor-watchman", "post-index-change",
+};
+
+struct git_walk {
+	struct fusefs_rules *rules;
+	int root_fd;
+	const char *root; /* the workspace's host path */
+	const char *base; /* the folder an include path is relative to (workspace-relative) */
+	unsigned depth;
+};
+
+static int read_git_config(struct git_walk *w, const char *path);
+
+/* Adds path (a pattern when it ends in "/\**") to the git_named list, once. A '*' that git's path
+ * holds becomes '?', which matches it and more: a path is never left out, at worst more is
+ * protected. */
+static int git_named_add(struct fusefs_rules *rules, const char *path, bool below)
+{
+	struct rules_list *l = &rules->git_named;
+	struct rules_glob *items;
+	char *g;
+
+	if (asprintf(&g, "%s%s", path, below ? "/**" : "") < 0)
+		return -ENOMEM;
+	for (char *c = g; *c && (!below || c < g + strlen(path)); c++)
+		if (*c == '*')
+			*c = '?';
+	if (!glob_is_valid(g))
+		return free(g), 0; /* too long for a pattern: no policy path is either */
+	for (size_t i = 0; i < l->n; i++)
+		if (streq(l->items[i].glob, g))
+			return free(g), 0;
+	items = reallocarray(l->items, l->n + 1, sizeof(*items));
+	if (!items) {
+		free(g);
+		return -ENOMEM;
+	}
+	l->items = items;
+	l->items[l->n++] = (struct rules_glob){.glob = g, .literal = !strpbrk(g, "*?")};
+	return 0;
+}
+
+/* value (relative to base, or absolute) as a workspace-relative path without ".", ".." or "//",
+ * into buf; false when it lies outside the workspace or names a home folder ("~"). */
+static bool git_path_in_workspace(const struct git_walk *w, const char *base, const char *value,
+				  char *buf, size_t size)
+{
+	char joined[2 * FUSEFS_PATH_MAX];
+	const char *rest;
+	size_t n = 0;
+
+	if (value[0] == '~' || startswith(value, "%(prefix)/") || value[0] == '\0')
+		return false;
+	if (value[0] == '/') {
+		rest = startswith(value, w->root);
+		if (!rest || (rest[0] != '/' && rest[0] != '\0'))
+			return false;
+		(void)snprintf(joined, sizeof(joined), "%s", rest);
+	} else {
+		(void)snprintf(joined, sizeof(joined), "%s/%s", base, value);
+	}
+	for (char *save = NULL, *c = strtok_r(joined, "/", &save); c;
+	     c = strtok_r(NULL, "/", &save)) {
+		size_t cl = strlen(c);
+
+		if (streq(c, "."))
+			continue;
+		if (streq(c, "..")) {
+			if (n == 0)
+				return false;
+			while (n > 0 && buf[--n] != '/')
+				;
+			continue;
+		}
+		if (n + (n > 0) + cl + 1 > size)
+			return false;
+		if (n > 0)
+			buf[n++] = '/';
+		memcpy(buf + n, c, cl);
+		n += cl;
+	}
+	buf[n] = '\0';
+	return true;
+}
+
+static int git_named_hooks(struct git_walk *w, const char *dir)
+{
+	int r = 0;
+
+	if (dir[0] != '\0')
+		return git_named_add(w->rules, dir, true);
+	for (size_t i = 0; i < ELEMENTSOF(git_hook_names) && r >= 0; i++)
+		r = git_named_add(w->rules, git_hook_names[i], false);
+	return r;
+}
+
+static int on_git_path(enum fusefs_git_path kind, const char *value, void *userdata)
+{
+	struct git_walk *w = userdata;
+	char path[FUSEFS_PATH_MAX];
+	int r;
+
+	if (!git_path_in_workspace(w, kind == FUSEFS_GIT_HOOKS ? "" : w->base, value, path,
+				   sizeof(path)))
+		return 0;
+	if (kind == FUSEFS_GIT_HOOKS)
+		return git_named_hooks(w, path);
+	r = git_named_add(w->rules, path, false);
+	if (r < 0 || w->depth >= GIT_INCLUDE_DEPTH_MAX)
+		return r;
+	return read_git_config(w, path);
+}
+
+/* Reads the config file at path (workspace-relative, beneath the root only, a regular file) and
+ * protects what it names; a file that is not there or not readable names nothing. */
+static int read_git_config(struct git_walk *w, const char *path)
+{
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	_cleanup_free_ char *text = NULL, *base = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	const char *saved = w->base;
+	struct stat st;
+	ssize_t n;
+	char *slash;
+	int r;
+
+	fd = (int)syscall(SYS_openat2, w->root_fd, path, &how, sizeof(how));
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > GIT_CONFIG_MAX)
+		return 0;
+	text = malloc((size_t)st.st_size + 1);
+	base = strdup(path);
+	if (!text || !base)
+		return -ENOMEM;
+	n = read(fd, text, (size_t)st.st_size);
+	if (n < 0)
+		return 0;
+	slash = strrchr(base, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		base[0] = '\0';
+	w->base = base;
+	w->depth++;
+	r = fusefs_git_config_paths(text, (size_t)n, on_git_path, w);
+	w->depth--;
+	w->base = saved;
+	return r;
+}
+
+int fusefs_rules_protect_git(struct fusefs_rules *rules, int root_fd, const char *root)
+{
+	struct git_walk w = {.rules = rules, .root_fd = root_fd, .root = root, .base = ""};
+
+	return read_git_config(&w, ".git/config");
 }

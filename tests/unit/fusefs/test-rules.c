@@ -1,12 +1,16 @@
 /* tests/unit/fusefs/test-rules.c: per-path decisions of the workspace (fusefs/rules.c), from
  * policies loaded the way the launcher loads them. */
 
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -228,6 +232,118 @@ static void test_every_builtin_entry_is_protected(void **state)
 	      {".devcontainer/devcontainer.json", false, R | P}, {"sub/.envrc", false, R | P},
 	      {"a/b/.vscode/tasks.json", false, R | P}, {"envrc", false, R | W},
 	      {".profile.d", true, R | W});
+	/* What hook managers, other version control systems, shells and agents run on the host. */
+	CHECK(NULL, {".devcontainer.json", false, R | P}, {".githooks/pre-commit", false, R | P},
+	      {".husky/pre-commit", false, R | P}, {".husky/_/h", false, R | P},
+	      {".pre-commit-config.yaml", false, R | P}, {"lefthook.yml", false, R | P},
+	      {"web/lefthook.yaml", false, R | P}, {".hg/hgrc", false, R | P},
+	      {".hg/store/data", false, R | W}, {".jj/repo/config.toml", false, R | P},
+	      {".bash_profile", false, R | P}, {".zshrc", false, R | P},
+	      {".claude/settings.json", false, R | P},
+	      {".claude/settings.local.json", false, R | P}, {".claude/notes.md", false, R | W},
+	      {".mcp.json", false, R | P}, {".cursor/mcp.json", false, R | P});
+}
+
+/* ---- what the workspace's git config names ---- */
+
+struct seen_path {
+	enum fusefs_git_path kind;
+	char value[128];
+};
+
+struct seen_paths {
+	struct seen_path items[8];
+	size_t n;
+};
+
+static int record_path(enum fusefs_git_path kind, const char *value, void *userdata)
+{
+	struct seen_paths *s = userdata;
+
+	assert_true(s->n < ELEMENTSOF(s->items));
+	s->items[s->n].kind = kind;
+	(void)snprintf(s->items[s->n].value, sizeof(s->items[s->n].value), "%s", value);
+	s->n++;
+	return 0;
+}
+
+static void test_git_config_paths_follow_gits_syntax(void **state)
+{
+	static const char text[] = "# a comment\n"
+				   "[user]\n\tname = x\n\thooksPath = not-core\n"
+				   "[core]\n\trepositoryformatversion = 0\n\tbare\n"
+				   "\thooksPath = .husky/_   \n"
+				   "[CORE] HOOKSPATH = \"my hooks\" ; a comment\n"
+				   "[core]\n\thooksPath = a\\\nb # joined\n"
+				   "[include]\n\tpath = ../team.gitconfig\n"
+				   "[includeIf \"gitdir:/x/]\"]\n\tpath = \"q\\\"uote\"\n"
+				   "[core]\n\thooksPath = \"open\n"
+				   "[broken\n\thooksPath = nope\n";
+	struct seen_paths s = {0};
+
+	(void)state;
+	assert_int_equal(fusefs_git_config_paths(text, sizeof(text) - 1, record_path, &s), 0);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(s.items[0].kind, FUSEFS_GIT_HOOKS);
+	assert_string_equal(s.items[0].value, ".husky/_");
+	assert_string_equal(s.items[1].value, "my hooks");
+	assert_string_equal(s.items[2].value, "ab");
+	assert_int_equal(s.items[3].kind, FUSEFS_GIT_INCLUDE);
+	assert_string_equal(s.items[3].value, "../team.gitconfig");
+	assert_string_equal(s.items[4].value, "q\"uote");
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_what_the_workspaces_git_config_names_is_protected(void **state)
+{
+	char root[] = "/tmp/airlock-unit-git-XXXXXX", abs[600], cmd[700];
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
+	int root_fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	(void)snprintf(cmd, sizeof(cmd), "%s/.git", root);
+	assert_int_equal(mkdir(cmd, 0700), 0);
+	(void)snprintf(abs, sizeof(abs),
+		       "[core]\n\thooksPath = tools/./hooks\n"
+		       "[include]\n\tpath = ../team.gitconfig\n\tpath = ../../outside\n"
+		       "\tpath = %s/abs.gitconfig\n\tpath = ~/.gitconfig\n",
+		       root);
+	write_file(root, ".git/config", abs);
+	write_file(root, "team.gitconfig", "[core]\n\thooksPath = ci/h**ks\n");
+	write_file(root, "abs.gitconfig", "[include]\n\tpath = .git/more\n");
+	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(root_fd >= 0);
+	assert_int_equal(fusefs_rules_protect_git(rules, root_fd, root), 0);
+	(void)close(root_fd);
+	check(rules,
+	      (const struct expect[]){
+		  {"tools/hooks/pre-commit", false, R | P},
+		  {"tools/hooks", true, R | P},
+		  {"team.gitconfig", false, R | P},
+		  {"ci/h**ks/pre-push", false, R | P},
+		  {"ci/hooks", true, R | P}, /* '*' is protected as '?': more, never less */
+		  {"ci/other", true, R | W},
+		  {"abs.gitconfig", false, R | P},
+		  {".gitconfig.d", true, R | W},
+		  {"tools/other", false, R | W},
+		  {"outside", false, R | W},
+	      },
+	      10);
+	assert_false(fusefs_rules_rename_is_uniform(rules, "tools", "tools2"));
+	(void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_write_list_naming_git_config_lifts_its_protection(void **state)
@@ -518,6 +634,8 @@ int main(void)
 	    cmocka_unit_test(test_all_of_git_but_its_data_is_protected),
 	    cmocka_unit_test(test_lifting_git_config_by_name_is_not_undone_by_the_git_folder_entry),
 	    cmocka_unit_test(test_every_builtin_entry_is_protected),
+	    cmocka_unit_test(test_git_config_paths_follow_gits_syntax),
+	    cmocka_unit_test(test_what_the_workspaces_git_config_names_is_protected),
 	    cmocka_unit_test(test_write_list_naming_git_config_lifts_its_protection),
 	    cmocka_unit_test(test_write_list_holding_the_hooks_pattern_lifts_it_at_the_top_only),
 	    cmocka_unit_test(test_wildcards_do_not_lift_protection),
