@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@
 #include "broker/broker-internal.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 
 #define KEY_SIZE 32
 #define KEY_HEX_SIZE (2 * KEY_SIZE)
@@ -30,24 +31,10 @@
 
 /* ---- the vault's path ---- */
 
-/* The user's home folder: $HOME when absolute, else the password database's. */
-static const char *home_folder(char *buf, size_t size)
-{
-	const char *home = getenv("HOME");
-	struct passwd pw, *found = NULL;
-
-	if (home && home[0] == '/')
-		return home;
-	if (getpwuid_r(geteuid(), &pw, buf, size, &found) != 0 || !found || !pw.pw_dir ||
-	    pw.pw_dir[0] != '/')
-		return NULL;
-	return pw.pw_dir;
-}
-
 int broker_vault_path(const char *opt, char **ret, struct al_error *err)
 {
-	const char *env = getenv("AIRLOCK_VAULT"), *data = getenv("XDG_DATA_HOME"), *home;
-	char buf[4096];
+	const char *env = getenv("AIRLOCK_VAULT");
+	char dir[PATH_MAX];
 	char *p = NULL;
 	int r = 0;
 
@@ -57,12 +44,8 @@ int broker_vault_path(const char *opt, char **ret, struct al_error *err)
 		p = strdup(opt);
 	else if (env && env[0] != '\0')
 		p = strdup(env);
-	else if (geteuid() == 0)
-		p = strdup("/var/lib/airlock/vault");
-	else if (data && data[0] == '/') /* the XDG spec: a relative path is ignored */
-		r = asprintf(&p, "%s/airlock/vault", data);
-	else if ((home = home_folder(buf, sizeof(buf))))
-		r = asprintf(&p, "%s/.local/share/airlock/vault", home);
+	else if (al_state_dir(AL_STATE_DATA, dir, sizeof(dir)) >= 0)
+		r = asprintf(&p, "%s/vault", dir);
 	else
 		return al_error_set(err, -ENOENT,
 				    "cannot tell where the vault is: no --vault, AIRLOCK_VAULT, "

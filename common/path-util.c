@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,33 +113,178 @@ static int check_writable(const char *canonical, const char *field, struct al_er
 	return 0;
 }
 
-/* Where the credential broker listens and keeps its vault: the socket must be out of every
- * sandbox's reach, even read-only (connect() works on a read-only mount), so no bind may be or
- * contain the default folders of root's and the user's daemon, or the one $AIRLOCK_BROKER names
- * (a folder inside them holds neither). */
-static int check_broker(const char *canonical, const char *field, struct al_error *err)
-{
-	const char *rt = getenv("XDG_RUNTIME_DIR"), *sock = getenv("AIRLOCK_BROKER");
-	_cleanup_free_ char *user = NULL, *sock_dir = NULL;
-	const char *dirs[4] = {"/run/airlock", "/var/lib/airlock"};
-	size_t n = 2;
-	char *slash;
+/* ---- airlock's state folders ---- */
 
-	if (rt && rt[0] == '/' && asprintf(&user, "%s/airlock", rt) >= 0)
-		dirs[n++] = user;
-	if (sock && sock[0] == '/' && (sock_dir = strdup(sock)) &&
-	    (slash = strrchr(sock_dir, '/')) && slash != sock_dir) {
-		*slash = '\0';
-		dirs[n++] = sock_dir;
+static int format(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+static int format(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n >= 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+/* The user's home folder: $HOME when absolute, else the password database's. */
+static const char *home_folder(char *buf, size_t size)
+{
+	const char *home = getenv("HOME");
+	struct passwd pw, *found = NULL;
+
+	if (home && home[0] == '/')
+		return home;
+	if (getpwuid_r(geteuid(), &pw, buf, size, &found) != 0 || !found || !pw.pw_dir ||
+	    pw.pw_dir[0] != '/')
+		return NULL;
+	return pw.pw_dir;
+}
+
+/* An absolute $name, or NULL (the XDG spec: a relative path is ignored). */
+static const char *xdg(const char *name, bool use)
+{
+	const char *v = use ? getenv(name) : NULL;
+
+	return v && v[0] == '/' ? v : NULL;
+}
+
+/* kind's folder as root (root) or as this user; use_xdg false gives the user's folders as they
+ * are without the XDG variables (which another airlock of the same user may not have). */
+static int state_dir_of(enum al_state_kind kind, bool root, bool use_xdg, char *buf, size_t size)
+{
+	char pwbuf[4096];
+	const char *home = home_folder(pwbuf, sizeof(pwbuf)), *x;
+
+	switch (kind) {
+	case AL_STATE_SESSIONS:
+		if (root)
+			return format(buf, size, "/var/lib/airlock/sessions");
+		if ((x = xdg("XDG_STATE_HOME", use_xdg)))
+			return format(buf, size, "%s/airlock/sessions", x);
+		return home ? format(buf, size, "%s/.local/state/airlock/sessions", home) : -ENOENT;
+	case AL_STATE_DATA:
+		if (root)
+			return format(buf, size, "/var/lib/airlock");
+		if ((x = xdg("XDG_DATA_HOME", use_xdg)))
+			return format(buf, size, "%s/airlock", x);
+		return home ? format(buf, size, "%s/.local/share/airlock", home) : -ENOENT;
+	case AL_STATE_RUNTIME:
+		if (root)
+			return format(buf, size, "/run/airlock");
+		if (!use_xdg)
+			return format(buf, size, "/run/user/%u/airlock", geteuid());
+		x = xdg("XDG_RUNTIME_DIR", true);
+		return x ? format(buf, size, "%s/airlock", x) : -ENOENT;
+	case AL_STATE_CACHE:
+		return root ? format(buf, size, "/var/cache/airlock") : -ENOENT;
+	case AL_STATE_SCRATCH:
+		x = xdg("TMPDIR", use_xdg);
+		return format(buf, size, "%s/airlock-exec-%u", x ? x : "/tmp", geteuid());
+	default:
+		return -EINVAL;
 	}
+}
+
+int al_state_dir(enum al_state_kind kind, char *buf, size_t size)
+{
+	return state_dir_of(kind, geteuid() == 0, true, buf, size);
+}
+
+/* path with its longest existing beginning resolved (the state folders may not exist yet, and a
+ * bind is named by its real path: /home -> /var/home must not hide one). */
+static int canonical_prefix(const char *path, char *buf, size_t size)
+{
+	char tmp[PATH_MAX];
+	size_t cut = strlen(path);
+
+	if (format(tmp, sizeof(tmp), "%s", path) < 0)
+		return -ENAMETOOLONG;
+	for (;;) {
+		_cleanup_free_ char *real = realpath(tmp, NULL);
+		char *slash;
+
+		if (real)
+			return format(buf, size, "%s%s", streq(real, "/") ? "" : real, path + cut);
+		slash = strrchr(tmp, '/');
+		if ((errno != ENOENT && errno != ENOTDIR) || !slash || slash == tmp)
+			return format(buf, size, "%s", path);
+		*slash = '\0';
+		cut = (size_t)(slash - tmp);
+	}
+}
+
+#define STATE_DIRS_MAX 24
+
+struct state_dir {
+	char path[PATH_MAX];
+	bool
+	    holder; /* only a bind that is or contains it is refused: exec's workspaces are below */
+};
+
+static void state_add(struct state_dir *d, size_t *n, const char *path, bool holder)
+{
+	char c[PATH_MAX];
+
+	if (*n >= STATE_DIRS_MAX || canonical_prefix(path, c, sizeof(c)) < 0)
+		return;
+	for (size_t i = 0; i < *n; i++)
+		if (streq(d[i].path, c))
+			return;
+	(void)format(d[*n].path, sizeof(d[*n].path), "%s", c);
+	d[(*n)++].holder = holder;
+}
+
+/* Every state folder of airlock's this process can tell: root's, this user's with and without
+ * the XDG variables, exec's scratch folder, the folder of $AIRLOCK_BROKER and the file
+ * $AIRLOCK_VAULT (neither of which may hold anything else of airlock's). */
+static size_t state_dirs(struct state_dir *d)
+{
+	const char *sock = getenv("AIRLOCK_BROKER"), *vault = getenv("AIRLOCK_VAULT");
+	char buf[PATH_MAX], *slash;
+	size_t n = 0;
+
+	for (int kind = 0; kind < _AL_STATE_MAX; kind++)
+		for (int v = 0; v < 4; v++)
+			if (state_dir_of(kind, v & 1, v & 2, buf, sizeof(buf)) >= 0)
+				state_add(d, &n, buf, kind == AL_STATE_SCRATCH);
+	if (sock && sock[0] == '/' && format(buf, sizeof(buf), "%s", sock) >= 0 &&
+	    (slash = strrchr(buf, '/')) && slash != buf) {
+		*slash = '\0';
+		state_add(d, &n, buf, true);
+	}
+	if (vault && vault[0] == '/')
+		state_add(d, &n, vault, true);
+	return n;
+}
+
+/* No bind, read-only or not, may reach airlock's state: a session's or the broker's socket
+ * accepts connect() through a read-only mount (and SO_PEERCRED sees the same uid), the vault is
+ * the secrets' ciphertext, the cache holds later sandboxes' filters. */
+static int check_state(const char *canonical, const char *field, struct al_error *err)
+{
+	struct state_dir d[STATE_DIRS_MAX];
+	size_t n = state_dirs(d);
+
 	for (size_t i = 0; i < n; i++)
-		if (al_path_is_within(dirs[i], canonical))
+		if (al_path_is_within(d[i].path, canonical) ||
+		    (!d[i].holder && al_path_is_within(canonical, d[i].path)))
 			return al_error_set(
 			    err, -EPERM,
-			    "%s: refusing to expose %s: it holds or is the credential "
-			    "broker's folder (%s)",
-			    field, canonical, dirs[i]);
+			    "%s: refusing to expose %s, even read-only: it holds or "
+			    "is airlock's own state (%s: sessions' and the credential "
+			    "broker's folders, the vault, caches)",
+			    field, canonical, d[i].path);
 	return 0;
+}
+
+int al_path_check_state(const char *path, const char *field, struct al_error *err)
+{
+	_cleanup_free_ char *canonical = realpath(path, NULL);
+
+	if (!canonical)
+		return al_error_set_errno(err, -errno, "%s: %s", field, path);
+	return check_state(canonical, field, err);
 }
 
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
@@ -157,9 +304,9 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 				    "%s: %s resolves through a symbolic link to %s; name the real "
 				    "path",
 				    field, source, canonical);
-	r = check_broker(canonical, field, err);
-	if (r >= 0 && writable)
-		r = check_writable(canonical, field, err);
+	r = writable ? check_writable(canonical, field, err) : 0;
+	if (r >= 0)
+		r = check_state(canonical, field, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(canonical);

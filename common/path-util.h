@@ -14,12 +14,39 @@ bool al_path_is_within(const char *a, const char *b);
  * path in *ret. Refuses, naming field in err: a path that does not exist (-errno), one that
  * resolves through a symbolic link (-ELOOP: the workspace is the sandbox's to shape, so a link
  * found on the way may have been planted by an earlier sandbox to aim a later bind at a host
- * folder), one that is or holds a credential broker's folder even read-only (/run/airlock,
- * /var/lib/airlock, $XDG_RUNTIME_DIR/airlock, the folder of $AIRLOCK_BROKER: a socket is reachable
- * through a read-only bind), and, when writable, /, the system trees (/etc, /usr, /proc, /sys,
- * /dev, /boot,
- * ...), the roots of /var, /home, /tmp, /run ..., the user's home folder itself, and airlock's own
- * state (-EPERM). */
+ * folder), one that is, lies in or holds one of airlock's state folders even read-only
+ * (al_path_check_state(): a socket is reachable through a read-only bind), and, when writable, /,
+ * the system trees (/etc, /usr, /proc, /sys, /dev, /boot, ...), the roots of /var, /home, /tmp,
+ * /run ..., the user's home folder itself, and /etc/airlock (-EPERM). */
+/* airlock's state folders, as this process (its euid and environment) places them. This is the
+ * one place that computes them: their users and the bind checks both call it. */
+enum al_state_kind {
+	/* sessions' folders (control sockets, policies, checkpoints): root
+	 * /var/lib/airlock/sessions, else $XDG_STATE_HOME/airlock/sessions or
+	 * ~/.local/state/airlock/sessions */
+	AL_STATE_SESSIONS,
+	/* the default vault's folder: root /var/lib/airlock, else $XDG_DATA_HOME/airlock or
+	 * ~/.local/share/airlock */
+	AL_STATE_DATA,
+	/* the broker daemon's socket folder: root /run/airlock, else $XDG_RUNTIME_DIR/airlock */
+	AL_STATE_RUNTIME,
+	/* the seccomp filter cache's parent: /var/cache/airlock, root only */
+	AL_STATE_CACHE,
+	/* exec's fresh workspaces: $TMPDIR/airlock-exec-UID (/tmp without $TMPDIR) */
+	AL_STATE_SCRATCH,
+	_AL_STATE_MAX,
+};
+/* Writes kind's folder to buf. Returns 0, -ENOENT when there is none (no home folder or
+ * $XDG_RUNTIME_DIR; no cache but root's), -ENAMETOOLONG. */
+int al_state_dir(enum al_state_kind kind, char *buf, size_t size);
+
+/* Refuses (-EPERM, naming field) path when it is, lies in or contains one of airlock's state
+ * folders: every kind above for root and for this user (with and without the XDG variables),
+ * the folder of $AIRLOCK_BROKER and the file $AIRLOCK_VAULT. exec's scratch folder and the last
+ * two may have binds below them (a fresh workspace), not above. -errno when path cannot be
+ * resolved. For every bind a sandbox gets, read-only ones included. */
+int al_path_check_state(const char *path, const char *field, struct al_error *err);
+
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
 			      struct al_error *err);
 

@@ -1,6 +1,11 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/fd-util.h"
 #include "common/macro.h"
@@ -79,4 +84,74 @@ ssize_t al_recv_fds(int sock, void *buf, size_t len, int *fds, size_t max)
 		return k == 0 ? -EPIPE : -EBADMSG;
 	}
 	return k;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+int al_fdinfo_pid_depth(const char *fdinfo)
+{
+	const char *p = startswith(fdinfo, "NSpid:");
+	long first;
+	char *end;
+	int n = 0;
+
+	if (!p) {
+		p = strstr(fdinfo, "\nNSpid:");
+		if (!p)
+			return -EOPNOTSUPP;
+		p += strlen("\nNSpid:");
+	}
+	first = strtol(p, &end, 10);
+	if (end == p)
+		return -EBADMSG;
+	if (first < 0)
+		return -ESRCH;
+	if (first == 0)
+		return 0;
+	for (n = 1, p = end; *p == '\t' || *p == ' ';) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v <= 0)
+			return -EBADMSG;
+		n++;
+		p = end;
+	}
+	return n;
+}
+
+/* The depth of pidfd's process below the pid namespace of /proc (see al_fdinfo_pid_depth()). */
+static int pidfd_depth(int pidfd)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[64];
+	int r;
+
+	(void)snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	r = al_read_file_at(AT_FDCWD, path, 4096, &text, NULL);
+	return r < 0 ? r : al_fdinfo_pid_depth(text);
+}
+
+int al_socket_peer_in_my_pidns(int fd)
+{
+	_cleanup_close_ int peer = -EBADF, self = -EBADF;
+	socklen_t len = sizeof(peer);
+	int r;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &peer, &len) < 0)
+		return errno == ENOPROTOOPT ? -EOPNOTSUPP : -errno;
+	/* /proc must be this process's own pid namespace's for the peer's depth to say anything. */
+	self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (self < 0)
+		return -errno;
+	r = pidfd_depth(self);
+	if (r < 0)
+		return r;
+	if (r != 1)
+		return -EOPNOTSUPP;
+	r = pidfd_depth(peer);
+	return r < 0 ? r : r == 1;
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-/* Messages with file descriptors (SCM_RIGHTS) over Unix sockets. */
+/* Messages with file descriptors (SCM_RIGHTS) over Unix sockets, and who is at the other end. */
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -15,3 +15,19 @@ int al_send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
  * set to -EBADF; fds beyond max are closed. Returns the bytes received, -EPIPE at EOF (no fd
  * kept), -EBADMSG when the message or its fds were cut short (none kept), or -errno. */
 ssize_t al_recv_fds(int sock, void *buf, size_t len, int *fds, size_t max);
+
+/* Whether the process at the other end of the connected Unix socket fd (the one that connected,
+ * by SO_PEERPIDFD) lives in this process's own pid namespace: 1 yes, 0 no (a process of a
+ * sandbox, or of any namespace below or beside this one), or -errno when it cannot be told:
+ * -EOPNOTSUPP without SO_PEERPIDFD (Linux < 6.5) or when /proc is not of this process's pid
+ * namespace, -ESRCH when the peer has exited. Callers refuse the peer unless it returns 1.
+ * The pidfd's fdinfo ("NSpid:", as seen from /proc's namespace) answers this without the ptrace
+ * access PIDFD_GET_PID_NAMESPACE needs, which a daemon of an unprivileged user lacks over its
+ * non-dumpable clients and over other uids. */
+int al_socket_peer_in_my_pidns(int fd);
+
+/* From the text of a pidfd's /proc fdinfo: how many pid namespaces the process is deep below the
+ * one of that /proc, plus one (the number of "NSpid:" fields: 1 = the same namespace), 0 when it
+ * is not in that namespace's tree, -ESRCH when it has exited, -EOPNOTSUPP without an NSpid line,
+ * -EBADMSG for a malformed one. */
+int al_fdinfo_pid_depth(const char *fdinfo);

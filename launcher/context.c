@@ -152,6 +152,10 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	(void)snprintf(ctx->id, sizeof(ctx->id), "%d-%08x", (int)getpid(), rnd);
 	ctx->cap_last = read_cap_last();
 	if (p->image) {
+		/* Its top-level folders are mirrored: / or a home must not bring airlock's state */
+		r = al_path_check_state(p->image, "image", err);
+		if (r < 0)
+			return r;
 		ctx->image = strdup(p->image);
 		if (!ctx->image)
 			return -ENOMEM;

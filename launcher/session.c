@@ -407,15 +407,32 @@ static void start_tree_op(struct launcher_session *s, struct conn *c,
 	s->tree_op = c;
 }
 
-/* Only the user who started the session (or root) may talk to it. */
+/* Only the user who started the session (or root) may talk to it, from this supervisor's own pid
+ * namespace: a sandboxed process of the same uid that reached the socket anyway (a bind that
+ * slipped through) is not a client. */
 static bool peer_is_allowed(int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
-	return cred.uid == 0 || cred.uid == geteuid();
+	if (cred.uid != 0 && cred.uid != geteuid())
+		return false;
+	r = al_socket_peer_in_my_pidns(fd);
+	if (r == 1)
+		return true;
+	if (r == 0)
+		log_warning("Refused a connection from pid %d (uid %u): it is in another pid "
+			    "namespace (a sandboxed process?)",
+			    (int)cred.pid, (unsigned)cred.uid);
+	else
+		log_warning_errno(r,
+				  "Refused a connection from pid %d (uid %u): cannot tell its pid "
+				  "namespace (SO_PEERPIDFD needs Linux 6.5): %m",
+				  (int)cred.pid, (unsigned)cred.uid);
+	return false;
 }
 
 static bool conn_is_free(const struct launcher_session *s, const struct conn *c)

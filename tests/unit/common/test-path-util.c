@@ -1,0 +1,203 @@
+/* common/path-util.c: which host paths a sandbox may be given, and where airlock's state is. */
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/macro.h"
+#include "common/path-util.h"
+
+static char root[64]; /* a folder of this test's own, with a fake home folder inside */
+
+static void mkdirs(const char *rel)
+{
+	char p[512];
+
+	(void)snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(al_mkdir_p(p, 0700), 0);
+}
+
+/* al_path_resolve_exposable() of root/rel: its return code, the message in err. */
+static int expose(const char *rel, bool writable, struct al_error *err)
+{
+	_cleanup_free_ char *canonical = NULL;
+	char p[512];
+
+	(void)snprintf(p, sizeof(p), "%s/%s", root, rel);
+	*err = (struct al_error){0};
+	return al_path_resolve_exposable(p, writable, "mounts[0].source", &canonical, err);
+}
+
+static int setup(void **state)
+{
+	char p[512];
+
+	(void)state;
+	(void)snprintf(root, sizeof(root), "/tmp/test-path-util.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	(void)snprintf(p, sizeof(p), "%s/home", root);
+	(void)setenv("HOME", p, 1);
+	(void)snprintf(p, sizeof(p), "%s/tmp", root);
+	(void)setenv("TMPDIR", p, 1);
+	(void)unsetenv("XDG_STATE_HOME");
+	(void)unsetenv("XDG_DATA_HOME");
+	(void)unsetenv("XDG_RUNTIME_DIR");
+	(void)unsetenv("AIRLOCK_BROKER");
+	(void)unsetenv("AIRLOCK_VAULT");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	al_path_remove_tree(root);
+	return 0;
+}
+
+static void test_state_dirs_follow_the_xdg_variables_then_the_home_folder(void **state)
+{
+	char buf[512], want[512];
+
+	(void)state;
+	if (geteuid() == 0) {
+		assert_int_equal(al_state_dir(AL_STATE_SESSIONS, buf, sizeof(buf)), 0);
+		assert_string_equal(buf, "/var/lib/airlock/sessions");
+		assert_int_equal(al_state_dir(AL_STATE_CACHE, buf, sizeof(buf)), 0);
+		assert_string_equal(buf, "/var/cache/airlock");
+		return;
+	}
+	assert_int_equal(al_state_dir(AL_STATE_SESSIONS, buf, sizeof(buf)), 0);
+	(void)snprintf(want, sizeof(want), "%s/home/.local/state/airlock/sessions", root);
+	assert_string_equal(buf, want);
+	(void)setenv("XDG_DATA_HOME", "/xdg/data", 1);
+	assert_int_equal(al_state_dir(AL_STATE_DATA, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/xdg/data/airlock");
+	(void)setenv("XDG_DATA_HOME", "relative", 1);
+	assert_int_equal(al_state_dir(AL_STATE_DATA, buf, sizeof(buf)), 0);
+	(void)snprintf(want, sizeof(want), "%s/home/.local/share/airlock", root);
+	assert_string_equal(buf, want);
+	(void)unsetenv("XDG_DATA_HOME");
+	assert_int_equal(al_state_dir(AL_STATE_RUNTIME, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(al_state_dir(AL_STATE_CACHE, buf, sizeof(buf)), -ENOENT);
+}
+
+static void test_binds_refused_even_read_only_when_they_reach_a_session_socket(void **state)
+{
+	struct al_error err;
+
+	(void)state;
+	mkdirs("home/.local/state/airlock/sessions/s-1");
+	mkdirs("home/docs");
+	/* The user's sessions (for root too: a sudo'd airlock protects the caller's folders). */
+	assert_int_equal(expose("home", false, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "airlock's own state"));
+	assert_non_null(strstr(err.msg, "mounts[0].source"));
+	assert_int_equal(expose("home/.local/state", false, &err), -EPERM);
+	assert_int_equal(expose("home/.local/state/airlock/sessions", false, &err), -EPERM);
+	assert_int_equal(expose("home/.local/state/airlock/sessions/s-1", false, &err), -EPERM);
+	assert_int_equal(expose("home/docs", false, &err), 0);
+	assert_int_equal(expose("home/.local", true, &err), -EPERM);
+}
+
+static void test_binds_refused_when_they_reach_the_vault_or_the_runtime_folder(void **state)
+{
+	struct al_error err;
+	char p[512];
+
+	(void)state;
+	mkdirs("home/.local/share/airlock");
+	mkdirs("run/airlock/inner");
+	mkdirs("xdgdata");
+	assert_int_equal(expose("home/.local/share", false, &err), -EPERM);
+	(void)snprintf(p, sizeof(p), "%s/xdgdata", root);
+	(void)setenv("XDG_DATA_HOME", p, 1);
+	assert_int_equal(expose("xdgdata", false, &err), -EPERM);
+	(void)unsetenv("XDG_DATA_HOME");
+	assert_int_equal(expose("xdgdata", false, &err), 0);
+	(void)snprintf(p, sizeof(p), "%s/run", root);
+	(void)setenv("XDG_RUNTIME_DIR", p, 1);
+	assert_int_equal(expose("run", false, &err), -EPERM);
+	assert_int_equal(expose("run/airlock/inner", false, &err), -EPERM);
+	(void)unsetenv("XDG_RUNTIME_DIR");
+}
+
+static void test_exec_scratch_may_hold_binds_but_not_be_bound(void **state)
+{
+	struct al_error err;
+	char p[512];
+
+	(void)state;
+	(void)snprintf(p, sizeof(p), "tmp/airlock-exec-%u/123-abc", (unsigned)geteuid());
+	mkdirs(p);
+	assert_int_equal(expose(p, true, &err), 0);
+	assert_int_equal(expose("tmp", false, &err), -EPERM);
+	(void)snprintf(p, sizeof(p), "tmp/airlock-exec-%u", (unsigned)geteuid());
+	assert_int_equal(expose(p, false, &err), -EPERM);
+}
+
+static void test_broker_socket_folder_may_not_be_bound_nor_held(void **state)
+{
+	struct al_error err;
+	char p[512];
+
+	(void)state;
+	mkdirs("sockets/inner");
+	(void)snprintf(p, sizeof(p), "%s/sockets/broker.sock", root);
+	(void)setenv("AIRLOCK_BROKER", p, 1);
+	assert_int_equal(expose("sockets", false, &err), -EPERM);
+	assert_int_equal(expose("sockets/inner", false, &err), 0);
+	(void)unsetenv("AIRLOCK_BROKER");
+}
+
+static void test_state_below_a_symlinked_home_is_found_by_its_real_path(void **state)
+{
+	struct al_error err;
+	char p[512], link[512];
+
+	(void)state;
+	mkdirs("realhome/projects");
+	(void)snprintf(p, sizeof(p), "%s/realhome", root);
+	(void)snprintf(link, sizeof(link), "%s/linkhome", root);
+	assert_int_equal(symlink(p, link), 0);
+	(void)setenv("HOME", link, 1);
+	/* The state folder does not exist yet: a later session would make it there. */
+	assert_int_equal(expose("realhome", false, &err), -EPERM);
+	assert_int_equal(expose("realhome/projects", false, &err), 0);
+	(void)snprintf(p, sizeof(p), "%s/home", root);
+	(void)setenv("HOME", p, 1);
+}
+
+static void test_image_check_refuses_a_root_holding_state(void **state)
+{
+	struct al_error err = {0};
+
+	(void)state;
+	assert_int_equal(al_path_check_state("/", "image", &err), -EPERM);
+	assert_non_null(strstr(err.msg, "image"));
+	assert_int_equal(al_path_check_state("/usr", "image", &err), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_state_dirs_follow_the_xdg_variables_then_the_home_folder),
+	    cmocka_unit_test(test_binds_refused_even_read_only_when_they_reach_a_session_socket),
+	    cmocka_unit_test(test_binds_refused_when_they_reach_the_vault_or_the_runtime_folder),
+	    cmocka_unit_test(test_exec_scratch_may_hold_binds_but_not_be_bound),
+	    cmocka_unit_test(test_broker_socket_folder_may_not_be_bound_nor_held),
+	    cmocka_unit_test(test_state_below_a_symlinked_home_is_found_by_its_real_path),
+	    cmocka_unit_test(test_image_check_refuses_a_root_holding_state),
+	};
+
+	return cmocka_run_group_tests_name("path-util", tests, setup, teardown);
+}
