@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -26,9 +28,10 @@
 #include "common/audit.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 
-#define SOCKET_NAME "airlock/broker.sock"
-#define REPLY_TIMEOUT_SEC 60 /* an open may run command sources */
+#define SOCKET_NAME "broker.sock" /* in al_state_dir(AL_STATE_RUNTIME) */
+#define REPLY_TIMEOUT_SEC 60	  /* an open may run command sources */
 #define REDACT_CHUNK (16 * 1024)
 /* airlock's own broker serves airlock and, over connections of their own, its helper processes:
  * the workspace daemon and the egress proxy. */
@@ -108,16 +111,13 @@ int broker_secret_read_fd(int fd, size_t max, struct broker_secret **ret)
 
 int broker_socket_default_path(char **ret)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	char *p;
+	char dir[PATH_MAX], *p;
+	int r;
 
-	if (geteuid() == 0)
-		p = strdup("/run/" SOCKET_NAME);
-	else if (rt && rt[0] == '/')
-		p = asprintf(&p, "%s/%s", rt, SOCKET_NAME) < 0 ? NULL : p;
-	else
-		return -ENOENT;
-	if (!p)
+	r = al_state_dir(AL_STATE_RUNTIME, dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	if (asprintf(&p, "%s/" SOCKET_NAME, dir) < 0)
 		return -ENOMEM;
 	*ret = p;
 	return 0;
@@ -415,6 +415,48 @@ static int spawn(struct broker_client *c, const struct broker_client_options *o,
 	return 0;
 }
 
+/* What of credential c needs its real value outside the sandbox, or NULL: the egress proxy's
+ * swap for its hosts, its sidecar header, or the value itself when exposed. */
+static const char *value_need(const struct policy_credential *c)
+{
+	if (c->expose)
+		return "its exposed value";
+	if (c->injection == POLICY_INJECTION_SIDECAR)
+		return "the header its sidecar adds";
+	if (c->hosts.n > 0)
+		return "the swap of its surrogate on its hosts";
+	return NULL;
+}
+
+/* A daemon of another uid (root's, reached with --allow-uid) gives this uid surrogates only
+ * (server.c): a credential that needs its real value would fail at its first request, mid-run,
+ * so it is refused now, before anything runs. */
+static int check_daemon_gives_values(struct broker_client *c, const char *path,
+				     struct al_error *err)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	const char *need;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return al_error_set_errno(err, -errno, "broker socket %s", path);
+	if (cred.uid == geteuid())
+		return 0;
+	for (size_t i = 0; i < c->policy->n_credentials; i++) {
+		need = value_need(&c->policy->credentials[i]);
+		if (need)
+			return al_error_set(
+			    err, -EPERM,
+			    "credential %s: the broker daemon on %s runs as uid %u and gives "
+			    "another user's airlock (uid %u) surrogates only, never a real value, "
+			    "which %s needs; use airlock's own broker (--no-broker) with your own "
+			    "vault, or a daemon of your own",
+			    c->policy->credentials[i].name, path, (unsigned)cred.uid,
+			    (unsigned)geteuid(), need);
+	}
+	return 0;
+}
+
 /* ---- the interface ---- */
 
 static struct broker_client *client_new(const struct policy *p)
@@ -456,6 +498,10 @@ int broker_client_open(const struct policy *p, const struct broker_client_option
 	}
 	if (c->fd < 0) {
 		r = spawn(c, o, err);
+		if (r < 0)
+			return r;
+	} else if (o->needs_values) {
+		r = check_daemon_gives_values(c, path ? path : def, err);
 		if (r < 0)
 			return r;
 	}

@@ -36,12 +36,15 @@ struct broker_client_options {
 	const char *vault, *key_file;
 	struct al_audit *audit;
 	const char *label; /* names the session in the daemon's list and audit */
+	/* The caller needs the credentials' real values (airlock run: swaps, sidecars, exposed
+	 * values): a daemon of another uid, which gives surrogates only, is refused up front. */
+	bool needs_values;
 	uint64_t ttl_usec; /* 0: the broker's longest */
 };
 
-/* The daemon's default socket: /run/airlock/broker.sock for root, else
- * $XDG_RUNTIME_DIR/airlock/broker.sock. Returns 0, -ENOMEM, or -ENOENT without a runtime
- * folder. */
+/* The daemon's default socket, broker.sock in al_state_dir(AL_STATE_RUNTIME):
+ * /run/airlock/broker.sock for root, else $XDG_RUNTIME_DIR/airlock/broker.sock. Returns 0,
+ * -ENOMEM, or -ENOENT without a runtime folder. */
 int broker_socket_default_path(char **ret);
 
 /* Opens a session for policy p's credentials (p is borrowed and must outlive the client): every

@@ -31,6 +31,7 @@
 #include "common/audit.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/socket-util.h"
 
 #define CONNECTIONS_MAX 1024
 #define CONNECTIONS_PER_UID 256 /* so that one allowed uid cannot lock the others out */
@@ -424,6 +425,36 @@ static void on_jobs_done(struct server *s)
 	}
 }
 
+/* The ops whose answer is a real value (resolve, headers) or is computed from them (redact: what
+ * it replaces, and what it holds back as a possible value's beginning, would tell a peer the
+ * values byte by byte). */
+static bool op_answers_with_values(enum broker_op op)
+{
+	return op == BROKER_OP_RESOLVE || op == BROKER_OP_HEADERS || op == BROKER_OP_REDACT;
+}
+
+/* A peer other than the daemon's own user (--allow-uid) never gets a real value: nothing it
+ * sends can prove it is airlock's egress proxy rather than its own program (airlock is not
+ * setuid: whatever airlock run by that uid can do, that uid can do), so the daemon can only
+ * give it surrogates. */
+static int refuse_values(struct server *s, const struct conn *c, enum broker_op op,
+			 struct al_error *err)
+{
+	if (s->audit)
+		(void)al_audit_event(
+		    s->audit, "violation",
+		    (struct al_audit_field[]){
+			AL_AUDIT_S("action", broker_op_to_string(op)),
+			AL_AUDIT_S("verdict", "refused"), AL_AUDIT_I("peer_uid", c->peer.uid),
+			AL_AUDIT_I("peer_pid", c->peer.pid),
+			AL_AUDIT_S("reason", "only the broker's own uid gets real values")},
+		    5);
+	return al_error_set(err, -EPERM,
+			    "op %s: uid %u is not the broker's own (uid %u), and gets surrogates "
+			    "only, never a real value or an answer computed from one",
+			    broker_op_to_string(op), (unsigned)c->peer.uid, (unsigned)s->uid);
+}
+
 static int dispatch(struct server *s, struct conn *c, struct broker_request *q,
 		    struct broker_bytes *ret, struct al_error *err)
 {
@@ -433,6 +464,8 @@ static int dispatch(struct server *s, struct conn *c, struct broker_request *q,
 	if (in_len > 0 && q->op != BROKER_OP_REDACT)
 		return al_error_set(err, -EINVAL, "op %s takes no payload",
 				    broker_op_to_string(q->op));
+	if (c->peer.uid != s->uid && op_answers_with_values(q->op))
+		return refuse_values(s, c, q->op, err);
 	switch (q->op) {
 	case BROKER_OP_RESOLVE:
 		return broker_resolve(s->b, &c->peer, q->session, q->surrogate, q->host, ret, err);
@@ -629,7 +662,7 @@ static void on_accept(struct server *s)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct conn *c;
-	int fd;
+	int fd, r;
 
 	for (;;) {
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -651,6 +684,15 @@ static void on_accept(struct server *s)
 		}
 		if (!uid_allowed(s, cred.uid)) {
 			reject(s, fd, &cred, "peer uid not allowed");
+			continue;
+		}
+		/* A sandbox's process (another pid namespace) is never a client, whatever its uid:
+		 * it could only have reached the socket through a bind that slipped through. */
+		r = al_socket_peer_in_my_pidns(fd);
+		if (r != 1) {
+			reject(s, fd, &cred,
+			       r == 0 ? "peer is in another pid namespace (a sandboxed process)"
+				      : "cannot tell the peer's pid namespace");
 			continue;
 		}
 		if (s->n_conns >= CONNECTIONS_MAX ||
@@ -802,6 +844,26 @@ static int listen_on(struct server *s, struct al_error *err)
 	return r;
 }
 
+/* Every peer's pid namespace is checked (al_socket_peer_in_my_pidns()): a kernel that cannot tell
+ * would refuse every client, so the daemon refuses to start instead, saying why. */
+static int check_pidns_support(struct al_error *err)
+{
+	_cleanup_close_ int a = -EBADF, b = -EBADF;
+	int pair[2], r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket pair");
+	a = pair[0];
+	b = pair[1];
+	r = al_socket_peer_in_my_pidns(a);
+	if (r == 1)
+		return 0;
+	return al_error_set_errno(err, r < 0 ? r : -EOPNOTSUPP,
+				  "cannot tell the pid namespace of a client (SO_PEERPIDFD needs "
+				  "Linux 6.5 and /proc of this pid namespace), so no client could "
+				  "be checked: refusing to serve");
+}
+
 /* ---- the daemon ---- */
 
 static int open_vault(struct server *s, struct al_error *err)
@@ -876,7 +938,9 @@ static int setup_loop(struct server *s, struct al_error *err)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->signal_fd < 0 || s->event_fd < 0 || s->epfd < 0)
 		return al_error_set_errno(err, -errno, "Failed to set up the event loop");
-	r = s->embedded ? 0 : listen_on(s, err);
+	r = s->embedded ? 0 : check_pidns_support(err);
+	if (r >= 0 && !s->embedded)
+		r = listen_on(s, err);
 	if (r < 0)
 		return r;
 	if ((!s->embedded &&

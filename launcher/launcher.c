@@ -183,6 +183,7 @@ static int open_broker(struct run *run, struct al_error *err)
 
 	o.audit = run->audit;
 	o.label = run->ctx.id;
+	o.needs_values = true;
 	if (run->ctx.policy->resources.timeout_usec > 0)
 		o.ttl_usec = run->ctx.policy->resources.timeout_usec + 60 * 1000000ULL;
 	r = broker_client_open(run->ctx.policy, &o, &run->broker, err);
