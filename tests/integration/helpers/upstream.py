@@ -1,4 +1,4 @@
-"""A test upstream for the egress proxy: HTTP/1.1 on 127.0.0.1, optionally TLS.
+r"""A test upstream for the egress proxy: HTTP/1.1 on 127.0.0.1, optionally TLS.
 
 usage: upstream.py PORT LOG [--tls CERT KEY] [--root DIR]
 
@@ -7,10 +7,15 @@ text when short), so a test can see exactly what reached the upstream. Answers:
   /echo-headers   the request's headers as JSON (a real credential value in them comes back in
                   the response: the proxy must turn it back into the surrogate)
   /big?n=N        N bytes
+  /echo-enc?enc=E the request's Authorization value encoded as E: json (every other byte as
+                  \u00XX, the case alternating, '/' as \/), pct-upper, pct-lower (every byte
+                  %XX), pct-mixed (every other byte, lower case), hex-lower, hex-upper, gzip
+                  (with Content-Encoding: gzip), gzip-bare (the same bytes without it)
   anything else   a file under --root when it exists, else "hello from upstream\n"
 Prints "ready" on stdout once it listens.
 """
 
+import gzip
 import json
 import os
 import ssl
@@ -20,6 +25,33 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 LOCK = threading.Lock()
+
+
+def encode(value, enc):
+    """value (bytes) in one of the forms of /echo-enc."""
+    if enc == "json":
+        out, k = [], 0
+        for i, c in enumerate(value):
+            if i % 2 == 0:
+                out.append(("\\u00%02X" if k % 2 else "\\u00%02x") % c)
+                k += 1
+            elif c == ord("/"):
+                out.append("\\/")
+            else:
+                out.append(chr(c))
+        return ('{"auth":"' + "".join(out) + '"}').encode()
+    if enc in ("pct-upper", "pct-lower", "pct-mixed"):
+        fmt = "%%%02X" if enc == "pct-upper" else "%%%02x"
+        step = 2 if enc == "pct-mixed" else 1
+        return ("a=" + "".join(fmt % c if i % step == 0 else chr(c)
+                               for i, c in enumerate(value))).encode()
+    if enc == "hex-lower":
+        return value.hex().encode()
+    if enc == "hex-upper":
+        return value.hex().upper().encode()
+    if enc in ("gzip", "gzip-bare"):
+        return gzip.compress(value)
+    return value
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -54,9 +86,11 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
-    def reply(self, code, body, ctype="text/plain"):
+    def reply(self, code, body, ctype="text/plain", headers=None):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
@@ -69,6 +103,14 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/echo-headers":
             doc = {k: v for k, v in self.headers.items()}
             self.reply(200, json.dumps(doc).encode(), "application/json")
+            return
+        if url.path == "/echo-enc":
+            enc = parse_qs(url.query).get("enc", [""])[0]
+            value = self.headers.get("Authorization", "").encode()
+            body, headers = encode(value, enc), {}
+            if enc == "gzip":
+                headers["Content-Encoding"] = "gzip"
+            self.reply(200, body, "application/octet-stream", headers)
             return
         if url.path == "/big":
             n = int(parse_qs(url.query).get("n", ["1024"])[0])

@@ -23,6 +23,10 @@
 #define S_REFUSED "airlock_sur_0123456789abcdefghijABCDEFGHIJkl"
 #define S_SAME "airlock_sur_ZYXWVUTSRQponmlkjihgfedcba987654"
 #define V_SAME "same-length-real-value-for-the-surrogate-ok!"
+/* A value with characters JSON escapes in two bytes ('/') and forms write as '+' (' '), its
+ * surrogate as long. */
+#define S_SLASH "airlock_sur_slashSLASH012345"
+#define V_SLASH "real/value with/slashes/0001"
 #define SIDE_VALUE "Bearer sk-sidecar-real-value-42"
 
 #define HOST "api.github.com"
@@ -44,7 +48,7 @@ struct ft {
 	struct al_error err;
 };
 
-static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, NULL};
+static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, S_SLASH, NULL};
 
 static int fake_secret(const char *value, struct broker_secret **ret)
 {
@@ -67,6 +71,8 @@ static int fake_resolve(void *userdata, const char *surrogate, struct broker_sec
 		return fake_secret(V_GH, ret);
 	if (strcmp(surrogate, S_SAME) == 0)
 		return fake_secret(V_SAME, ret);
+	if (strcmp(surrogate, S_SLASH) == 0)
+		return fake_secret(V_SLASH, ret);
 	return al_error_set(err, -EPERM, "credential \"npm\" is not bound to this host");
 }
 
@@ -1111,6 +1117,326 @@ static void test_flow_passes_response_trailers_with_values_replaced(void **state
 	ft_free(t);
 }
 
+/* ---- encoded echoes of real values ---- */
+
+enum hex_case {
+	HEX_LOWER,
+	HEX_UPPER,
+	HEX_MIXED, /* upper and lower in turn, escape by escape */
+};
+
+static void put_hex(char *d, unsigned char c, bool upper)
+{
+	(void)sprintf(d, upper ? "%02X" : "%02x", c);
+}
+
+static bool hex_has_letter(unsigned char c)
+{
+	return (c >> 4) > 9 || (c & 15) > 9;
+}
+
+/* Whether the k-th escape of a string encoded with hc is upper-case. */
+static bool is_upper(enum hex_case hc, size_t k)
+{
+	return hc == HEX_UPPER || (hc == HEX_MIXED && k % 2);
+}
+
+/* The case the flow writes a surrogate's byte in, at the k-th escape of the value (at byte i):
+ * the value's there when its hex has letters; else that of the value's first escape with
+ * letters; else upper for percent-encoding, lower for JSON. */
+static bool sub_is_upper(const char *value, size_t every, enum hex_case hc, size_t i, size_t k,
+			 bool json)
+{
+	size_t j = 0;
+
+	if (hex_has_letter((unsigned char)value[i]))
+		return is_upper(hc, k);
+	for (size_t m = 0; value[m]; m++) {
+		bool escaped = json ? m % every == 0 : value[m] != ' ' && m % every == 0;
+
+		if (!escaped)
+			continue;
+		if (hex_has_letter((unsigned char)value[m]))
+			return is_upper(hc, j);
+		j++;
+	}
+	return !json;
+}
+
+/* s with every every-th byte (from the first) written as \u00XX, '/' as \/; the case of the hex
+ * digits as hc says, or, when value is not NULL, as the flow writes s in place of value. */
+static char *json_escaped_as(const char *s, size_t every, enum hex_case hc, const char *value)
+{
+	char *d = malloc(6 * strlen(s) + 1), *o = d;
+	size_t k = 0;
+
+	assert_non_null(d);
+	for (size_t i = 0; s[i]; i++) {
+		if (i % every == 0) {
+			o += sprintf(o, "\\u00");
+			put_hex(o, (unsigned char)s[i],
+				value ? sub_is_upper(value, every, hc, i, k, true)
+				      : is_upper(hc, k));
+			k++;
+			o += 2;
+		} else if (s[i] == '/') {
+			o += sprintf(o, "\\/");
+		} else
+			*o++ = s[i];
+	}
+	*o = '\0';
+	return d;
+}
+
+static char *json_escaped(const char *s, size_t every, enum hex_case hc)
+{
+	return json_escaped_as(s, every, hc, NULL);
+}
+
+/* s with every every-th byte percent-encoded, and spaces as '+' (the case as above). */
+static char *percent_encoded_as(const char *s, size_t every, enum hex_case hc, const char *value)
+{
+	char *d = malloc(3 * strlen(s) + 1), *o = d;
+	size_t k = 0;
+
+	assert_non_null(d);
+	for (size_t i = 0; s[i]; i++) {
+		if (s[i] == ' ') {
+			*o++ = '+';
+		} else if (i % every == 0) {
+			*o++ = '%';
+			put_hex(o, (unsigned char)s[i],
+				value ? sub_is_upper(value, every, hc, i, k, false)
+				      : is_upper(hc, k));
+			k++;
+			o += 2;
+		} else
+			*o++ = s[i];
+	}
+	*o = '\0';
+	return d;
+}
+
+static char *percent_encoded(const char *s, size_t every, enum hex_case hc)
+{
+	return percent_encoded_as(s, every, hc, NULL);
+}
+
+static char *hex_of(const char *s, bool upper)
+{
+	char *d = malloc(2 * strlen(s) + 1);
+
+	assert_non_null(d);
+	for (size_t i = 0; s[i]; i++)
+		put_hex(d + 2 * i, (unsigned char)s[i], upper);
+	d[2 * strlen(s)] = '\0';
+	return d;
+}
+
+/* A flow that sent surrogate answers "<head>X-Echo: <echo>" and a Content-Length body
+ * {"t":"<echo>"}; what the sandbox gets must be "X-Echo: <expected>" and {"t":"<expected>"},
+ * framed as a Content-Length body when same_length, else chunked, whatever the pieces. */
+static void expect_echo_turned_back(const char *surrogate, const char *echo, const char *expected,
+				    bool same_length)
+{
+	char *resp = str_printf("HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: %zu\r\n\r\n"
+				"{\"t\":\"%s\"}",
+				echo, strlen(echo) + 8, echo);
+	char *want = same_length ? str_printf("HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: "
+					      "%zu\r\n\r\n{\"t\":\"%s\"}",
+					      expected, strlen(expected) + 8, expected)
+				 : str_printf("HTTP/1.1 200 OK\r\nX-Echo: %s\r\nTransfer-Encoding: "
+					      "chunked\r\n\r\n%zx\r\n{\"t\":\"%s\"}\r\n0\r\n\r\n",
+					      expected, strlen(expected) + 8, expected);
+	size_t head_len = (size_t)(strstr(resp, "\r\n\r\n") + 4 - resp);
+
+	/* Whole, and split at every byte of the body (the head is taken whole anyway). */
+	for (size_t split = head_len; split < strlen(resp); split++) {
+		struct ft *t = flow_with_value(surrogate, 1);
+		struct netns_buf *d = &t->down;
+
+		assert_int_equal(feed(t, false, resp, split, SIZE_MAX), 0);
+		assert_int_equal(feed(t, false, resp + split, strlen(resp) - split, SIZE_MAX), 0);
+		if (same_length || split == head_len) {
+			expect_down(t, want);
+		} else {
+			/* Other pieces, other chunks: the head and the body's bytes are the same.
+			 */
+			assert_true(netns_buf_len(d) > 0);
+			assert_int_equal(netns_buf_append(d, "", 1, SIZE_MAX), 0);
+			assert_non_null(strstr(buf_text(d), expected));
+			assert_null(strstr(buf_text(d), echo));
+		}
+		ft_free(t);
+	}
+	free(resp);
+	free(want);
+}
+
+static void test_flow_turns_json_escaped_values_back_in_the_same_form(void **state)
+{
+	static const size_t everies[] = {1, 2, 3, 7, 100};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(everies); i++)
+		for (enum hex_case hc = HEX_LOWER; hc <= HEX_MIXED; hc++) {
+			char *echo = json_escaped(V_SAME, everies[i], hc);
+			char *expected = json_escaped_as(S_SAME, everies[i], hc, V_SAME);
+			char *echo_gh = json_escaped(V_GH, everies[i], hc);
+
+			/* Same length: the surrogate escaped as the value was. */
+			expect_echo_turned_back(S_SAME, echo, expected, true);
+			/* Another length: the surrogate as it is. */
+			expect_echo_turned_back(S_GH, echo_gh, S_GH, false);
+			free(echo);
+			free(expected);
+			free(echo_gh);
+		}
+}
+
+static void test_flow_turns_json_escaped_slashes_back(void **state)
+{
+	char *echo = json_escaped(V_SLASH, 1000, HEX_LOWER);
+	char *expected = json_escaped_as(S_SLASH, 1000, HEX_LOWER, V_SLASH);
+	char *echo5 = json_escaped(V_SLASH, 5, HEX_UPPER),
+	     *expected5 = json_escaped_as(S_SLASH, 5, HEX_UPPER, V_SLASH);
+
+	(void)state;
+	assert_non_null(strstr(echo, "eal\\/value"));
+	/* "\/" is shorter than any form of a surrogate's byte other than itself: the body is
+	 * re-framed, and the surrogate's byte goes as it is there. */
+	expect_echo_turned_back(S_SLASH, echo, expected, false);
+	expect_echo_turned_back(S_SLASH, echo5, expected5, false);
+	free(echo);
+	free(expected);
+	free(echo5);
+	free(expected5);
+}
+
+static void test_flow_turns_percent_encoded_values_back_in_the_same_form(void **state)
+{
+	static const size_t everies[] = {1, 2, 5, 100};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(everies); i++)
+		for (enum hex_case hc = HEX_LOWER; hc <= HEX_MIXED; hc++) {
+			char *echo = percent_encoded(V_SAME, everies[i], hc);
+			char *expected = percent_encoded_as(S_SAME, everies[i], hc, V_SAME);
+			char *echo_gh = percent_encoded(V_GH, everies[i], hc);
+
+			expect_echo_turned_back(S_SAME, echo, expected, true);
+			expect_echo_turned_back(S_GH, echo_gh, S_GH, false);
+			free(echo);
+			free(expected);
+			free(echo_gh);
+		}
+}
+
+static void test_flow_turns_form_encoded_spaces_and_slashes_back(void **state)
+{
+	/* '+' and %2F become the surrogate's bytes, in the same forms. */
+	char expected[3 * sizeof(S_SLASH)], *o = expected;
+
+	(void)state;
+	for (size_t i = 0; i < strlen(V_SLASH); i++)
+		if (V_SLASH[i] == '/')
+			o += sprintf(o, "%%%02X", (unsigned char)S_SLASH[i]);
+		else
+			*o++ = S_SLASH[i];
+	*o = '\0';
+	expect_echo_turned_back(S_SLASH, "real%2Fvalue+with%2Fslashes%2F0001", expected, false);
+}
+
+static void test_flow_turns_hex_values_back_in_the_same_case(void **state)
+{
+	(void)state;
+	for (int upper = 0; upper <= 1; upper++) {
+		char *echo = hex_of(V_SAME, upper), *expected = hex_of(S_SAME, upper);
+		char *echo_gh = hex_of(V_GH, upper), *expected_gh = hex_of(S_GH, upper);
+
+		expect_echo_turned_back(S_SAME, echo, expected, true);
+		expect_echo_turned_back(S_GH, echo_gh, expected_gh, false);
+		free(echo);
+		free(expected);
+		free(echo_gh);
+		free(expected_gh);
+	}
+}
+
+/* A response to a flow that sent a value, its body in pieces of piece bytes: the error. */
+static int compressed_body(const char *head, const void *body, size_t n, size_t piece)
+{
+	struct ft *t = flow_with_value(S_GH, 1);
+	int r = send_resp(t, head);
+
+	if (r >= 0)
+		r = feed(t, false, body, n, piece);
+	if (r < 0 && !strstr(t->err.msg, "compressed"))
+		fail_msg("message \"%s\" does not say \"compressed\"", t->err.msg);
+	ft_free(t);
+	return r;
+}
+
+static void test_flow_refuses_compressed_bodies_by_their_magic_bytes(void **state)
+{
+	static const struct {
+		const char *magic;
+		size_t n;
+	} magics[] = {
+	    {"\x1f\x8b\x08\x00", 4}, {"\x28\xb5\x2f\xfd", 4}, {"\x78\x01", 2},
+	    {"\x78\x5e", 2},	     {"\x78\x9c", 2},	      {"\x78\xda", 2},
+	};
+	char body[64], chunked[128];
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(magics); i++) {
+		memset(body, 'z', sizeof(body));
+		memcpy(body, magics[i].magic, magics[i].n);
+		/* Whatever the headers say, and in whatever pieces the bytes come. */
+		for (size_t piece = 1; piece <= 5; piece += 4) {
+			assert_int_equal(compressed_body("HTTP/1.1 200 OK\r\nContent-Length: 64\r\n"
+							 "Content-Type: text/plain\r\n\r\n",
+							 body, sizeof(body), piece),
+					 -EIO);
+			assert_int_equal(
+			    compressed_body("HTTP/1.1 200 OK\r\n\r\n", body, sizeof(body), piece),
+			    -EIO);
+		}
+		/* Chunked, the magic split across chunks of one byte. */
+		size_t n =
+		    (size_t)sprintf(chunked, "1\r\n%c\r\n1\r\n%c\r\n%zx\r\n", magics[i].magic[0],
+				    magics[i].magic[1], sizeof(body) - 2);
+		memcpy(chunked + n, body + 2, sizeof(body) - 2);
+		n += sizeof(body) - 2;
+		memcpy(chunked + n, "\r\n0\r\n\r\n", 7);
+		assert_int_equal(
+		    compressed_body("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+				    chunked, n + 7, 3),
+		    -EIO);
+	}
+	/* Bytes that only begin like a magic pass. */
+	assert_int_equal(
+	    compressed_body("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", "\x1f\x8a..", 4, 1), 0);
+	assert_int_equal(
+	    compressed_body("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", "\x28\xb5\x2f.", 4, 1),
+	    0);
+	assert_int_equal(
+	    compressed_body("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", "xyz", 3, 1), 0);
+}
+
+static void test_flow_passes_compressed_bodies_before_any_value_was_sent(void **state)
+{
+	struct ft *t = ft_new();
+
+	(void)state;
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(
+	    feed(t, false, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00", 42, 1),
+	    0);
+	assert_int_equal(netns_buf_len(&t->down), 42);
+	ft_free(t);
+}
+
 /* ---- throughput (reported, not asserted) ---- */
 
 static double now_sec(void)
@@ -1265,6 +1591,13 @@ int main(void)
 	    cmocka_unit_test(test_flow_consumes_less_while_out_is_full),
 	    cmocka_unit_test(test_flow_error_response_only_between_responses),
 	    cmocka_unit_test(test_flow_passes_response_trailers_with_values_replaced),
+	    cmocka_unit_test(test_flow_turns_json_escaped_values_back_in_the_same_form),
+	    cmocka_unit_test(test_flow_turns_json_escaped_slashes_back),
+	    cmocka_unit_test(test_flow_turns_percent_encoded_values_back_in_the_same_form),
+	    cmocka_unit_test(test_flow_turns_form_encoded_spaces_and_slashes_back),
+	    cmocka_unit_test(test_flow_turns_hex_values_back_in_the_same_case),
+	    cmocka_unit_test(test_flow_refuses_compressed_bodies_by_their_magic_bytes),
+	    cmocka_unit_test(test_flow_passes_compressed_bodies_before_any_value_was_sent),
 	    cmocka_unit_test(test_flow_throughput_of_a_10_mib_body),
 	    cmocka_unit_test(test_flow_throughput_of_request_and_response_heads),
 	};
