@@ -26,15 +26,21 @@
  *   as many '*' (an API that echoes headers would otherwise show the sandbox a value it never
  *   held).
  * - Bodies are searched for surrogates as they are; heads also for their base64 and
- *   percent-encoded forms. The end of a Content-Length body and the next request line are
- *   searched together too: the upstream reads two messages, but would still receive a whole
- *   surrogate.
+ *   percent-encoded forms. Responses are searched for real values as they are, in base64 and hex,
+ *   and with any of their bytes JSON-escaped or percent-encoded (a server escapes what it likes);
+ *   a value's byte in a one-, three- or six-byte form turns into the surrogate's byte in the same
+ *   form and case, so that Content-Length bodies keep their length where values and surrogates
+ *   do. A value with a byte JSON escapes in two bytes ('/') can change a body's length: such
+ *   bodies are re-framed like those of values longer or shorter than their surrogates. The end of a
+ * Content-Length body and the next request line are searched together too: the upstream reads two
+ * messages, but would still receive a whole surrogate.
  * - Connection options that name a removed, a framing or a sidecar header are dropped (a later
  *   hop would remove that header, or frame the body differently).
  *
  * Real values live only in broker_secret memory and in netns_buf storage, which is wiped; every
  * other temporary copy is wiped before it is freed. No message names a value. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +65,11 @@
 #define PERCENT_ROUNDS 4 /* %2567 is decoded twice, and so on */
 #define WINDOW_MAX 8	 /* bytes of a pattern that the matcher hashes */
 #define WHERE_MAX 96
+#define FORM_MORE (-1) /* escaped_form(): the text ends before it can tell */
+#define CASE_NONE (-1) /* hex_case(): digits only */
+/* Bytes that may begin an escaped pattern (the first byte of each real value, '%', '\\', '+'):
+ * each byte once. */
+#define MATCHER_STARTS_MAX 256
 
 /* ---- characters ---- */
 
@@ -185,7 +196,8 @@ static size_t percent_decode(uint8_t *s, size_t n)
  *
  * The first WINDOW_MAX bytes (fewer for a shorter pattern) of each pattern are hashed into a bit
  * table; the text is read one window at a time, and only a window whose hash is in the table is
- * compared with the patterns. */
+ * compared with the patterns. An escaped pattern (a real value, in responses) may begin with an
+ * escape, so it is not hashed: it is tried where the text holds its first byte, '%' or '\\'. */
 static void wipe_free(void *p, size_t n)
 {
 	if (p)
@@ -200,19 +212,120 @@ struct pattern {
 	size_t sub_len;
 	size_t owner; /* the surrogate it is, or encodes */
 	uint32_t key;
+	/* Also found with any of its bytes escaped (escaped_form()): in the text, it is then
+	 * longer than len. */
+	bool escaped;
+};
+
+/* What the matcher found: a pattern, and the bytes of the text it covers. */
+struct match {
+	const struct pattern *pt;
+	size_t len;
 };
 
 struct matcher {
-	struct pattern *pats; /* owned */
+	struct pattern *pats; /* owned; the escaped ones first */
 	size_t n, min_len, max_len;
+	size_t n_escaped;  /* patterns with .escaped */
 	size_t growth;	   /* output bytes per input byte, at most, once replaced */
 	bool same_len;	   /* every replacement keeps the length */
 	uint64_t mask;	   /* the window's bytes of a 64-bit load */
 	unsigned shift;	   /* of the hash, to index keys */
 	uint64_t *keys;	   /* a bit per hash value */
 	size_t n_keys;	   /* words */
-	uint64_t first[4]; /* a bit per first byte of a pattern */
+	uint64_t first[4]; /* a bit per byte that may begin a match */
+	/* The bytes that may begin a match of an escaped pattern: its first byte, '%', '\\', and
+	 * '+' for a space. */
+	uint8_t starts[MATCHER_STARTS_MAX];
+	size_t n_starts;
 };
+
+/* The letter of c's two-byte JSON escape ("\\n" for a newline), or 0. */
+static uint8_t json_short_escape(uint8_t c)
+{
+	switch (c) {
+	case '"':
+	case '\\':
+	case '/':
+		return c;
+	case '\b':
+		return 'b';
+	case '\f':
+		return 'f';
+	case '\n':
+		return 'n';
+	case '\r':
+		return 'r';
+	case '\t':
+		return 't';
+	}
+	return 0;
+}
+
+/* The forms of a byte c that the un-swap looks for: JSON's "\\u00XX" (either case), "\\/" and
+ * the other two-byte escapes, percent-encoding's "%XX" (either case), '+' for a space, and c
+ * itself. Returns the length of the form at t (n bytes), 0 when there is none, FORM_MORE when t
+ * ends before it can tell. An escape that decodes to c is taken before c itself (a value holding
+ * '%' or '\\' may then be missed in a mix of forms; its literal form is a pattern of its own). */
+static int escaped_form(uint8_t c, const uint8_t *t, size_t n)
+{
+	int hi, lo;
+
+	if (n == 0)
+		return FORM_MORE;
+	/* The common cases first: no escape begins at t. */
+	if (t[0] != '\\' && t[0] != '%')
+		return t[0] == c || (t[0] == '+' && c == ' ') ? 1 : 0;
+	if (t[0] == '\\') {
+		if (n < 2)
+			return FORM_MORE;
+		if (t[1] == json_short_escape(c))
+			return 2;
+		if (t[1] == 'u') {
+			if (n < 6)
+				return memcmp(t + 2, "00", MIN(n - 2, (size_t)2)) == 0 ? FORM_MORE
+										       : 0;
+			hi = hex_value(t[4]);
+			lo = hex_value(t[5]);
+			if (t[2] == '0' && t[3] == '0' && hi >= 0 && lo >= 0 && (hi << 4 | lo) == c)
+				return 6;
+		}
+	} else {
+		if (n < 3)
+			return n < 2 || hex_value(t[1]) >= 0 ? FORM_MORE : c == '%';
+		hi = hex_value(t[1]);
+		lo = hex_value(t[2]);
+		if (hi >= 0 && lo >= 0 && (hi << 4 | lo) == c)
+			return 3;
+	}
+	return t[0] == c;
+}
+
+/* The length of the text at t (n bytes) that is pt with each byte in one of its forms: > 0, 0
+ * when it is not there, FORM_MORE when t ends first. */
+static ssize_t escaped_match(const struct pattern *pt, const uint8_t *t, size_t n)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < pt->len; i++) {
+		int k = escaped_form(pt->bytes[i], t + at, n - at);
+
+		if (k <= 0)
+			return k;
+		at += (size_t)k;
+	}
+	return (ssize_t)at;
+}
+
+/* Whether a byte of p has a two-byte JSON escape: shorter than the surrogate's byte written in
+ * any other escaped form, so that a replacement may shorten the text. */
+static bool has_short_escape(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (json_short_escape(p[i]))
+			return true;
+	return false;
+}
 
 static uint64_t load_window(const uint8_t *p, size_t avail)
 {
@@ -232,6 +345,11 @@ static bool bit_is_set(const uint64_t *bits, size_t i)
 	return bits[i / 64] >> (i % 64) & 1;
 }
 
+static void set_bit(uint64_t *bits, size_t i)
+{
+	bits[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
 static void matcher_done(struct matcher *m)
 {
 	/* The table holds hashes of real values: little, but not nothing. */
@@ -244,7 +362,17 @@ static void matcher_done(struct matcher *m)
 	explicit_bzero(m, sizeof(*m));
 }
 
-/* Makes m find pats[0..n) (taken over, even on error; no empty pattern). -ENOMEM. */
+static void matcher_add_start(struct matcher *m, uint8_t c)
+{
+	for (size_t i = 0; i < m->n_starts; i++)
+		if (m->starts[i] == c)
+			return;
+	m->starts[m->n_starts++] = c;
+	set_bit(m->first, c);
+}
+
+/* Makes m find pats[0..n) (taken over, even on error, and reordered; no empty pattern).
+ * -ENOMEM. */
 static int matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 {
 	uint8_t mask[sizeof(uint64_t)] = {0};
@@ -256,9 +384,17 @@ static int matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 	m->min_len = SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		m->min_len = MIN(m->min_len, pats[i].len);
-		m->max_len = MAX(m->max_len, pats[i].len);
-		m->same_len &= pats[i].sub_len == pats[i].len;
+		/* "\u00XX" is the longest form of a byte. */
+		m->max_len = MAX(m->max_len, pats[i].len * (pats[i].escaped ? 6 : 1));
+		m->same_len &= pats[i].sub_len == pats[i].len &&
+			       !(pats[i].escaped && has_short_escape(pats[i].bytes, pats[i].len));
 		m->growth = MAX(m->growth, (pats[i].sub_len + pats[i].len - 1) / pats[i].len);
+		if (pats[i].escaped) {
+			struct pattern t = pats[m->n_escaped];
+
+			pats[m->n_escaped++] = pats[i];
+			pats[i] = t;
+		}
 	}
 	window = MIN(m->min_len, (size_t)WINDOW_MAX);
 	memset(mask, 0xff, window);
@@ -271,59 +407,120 @@ static int matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 	if (!m->keys)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		pats[i].key =
-		    window_key(load_window(pats[i].bytes, pats[i].len) & m->mask, m->shift);
-		m->keys[pats[i].key / 64] |= UINT64_C(1) << (pats[i].key % 64);
-		m->first[pats[i].bytes[0] / 64] |= UINT64_C(1) << (pats[i].bytes[0] % 64);
+		uint8_t c = pats[i].bytes[0];
+
+		set_bit(m->first, c);
+		if (!pats[i].escaped) {
+			pats[i].key =
+			    window_key(load_window(pats[i].bytes, pats[i].len) & m->mask, m->shift);
+			set_bit(m->keys, pats[i].key);
+			continue;
+		}
+		matcher_add_start(m, c);
+		matcher_add_start(m, '%');
+		matcher_add_start(m, '\\');
+		if (c == ' ')
+			matcher_add_start(m, '+');
 	}
 	return 0;
 }
 
-/* The longest pattern that starts at q and ends by end, among those hashed to key. */
-static const struct pattern *matcher_verify(const struct matcher *m, const uint8_t *q,
-					    const uint8_t *end, uint32_t key)
+/* The longest match that starts at q and ends by end: among the patterns hashed to key when
+ * hashed, and the escaped ones when escaped. */
+static bool matcher_verify(const struct matcher *m, const uint8_t *q, const uint8_t *end,
+			   uint32_t key, bool hashed, bool escaped, struct match *ret)
 {
-	const struct pattern *best = NULL;
+	struct match best = {0};
+	size_t i = escaped ? 0 : m->n_escaped;
 
-	for (size_t i = 0; i < m->n; i++) {
+	for (; i < (hashed ? m->n : m->n_escaped); i++) {
 		const struct pattern *pt = &m->pats[i];
+		ssize_t k;
 
-		if (pt->key == key && pt->len <= (size_t)(end - q) &&
-		    (!best || pt->len > best->len) && memcmp(q, pt->bytes, pt->len) == 0)
-			best = pt;
+		if (pt->escaped) {
+			if ((k = escaped_match(pt, q, (size_t)(end - q))) > 0 &&
+			    (size_t)k > best.len)
+				best = (struct match){.pt = pt, .len = (size_t)k};
+		} else if (pt->key == key && pt->len <= (size_t)(end - q) && pt->len > best.len &&
+			   memcmp(q, pt->bytes, pt->len) == 0)
+			best = (struct match){.pt = pt, .len = pt->len};
+	}
+	*ret = best;
+	return best.pt;
+}
+
+/* The first match of a hashed pattern that starts in [q, stop) and ends by end, or NULL. */
+static inline const uint8_t *matcher_scan(const struct matcher *m, const uint8_t *q,
+					  const uint8_t *stop, const uint8_t *end,
+					  struct match *ret)
+{
+	const uint64_t *keys = m->keys, mask = m->mask;
+	const unsigned shift = m->shift;
+	const uint8_t *fast;
+	uint64_t w;
+	uint32_t key;
+
+	/* The hot loop: one fixed-size load, a multiply and a bit test per byte, and one bound. */
+	fast = (size_t)(end - q) >= sizeof(w) ? end - (sizeof(w) - 1) : q;
+	for (fast = MIN(fast, stop); q < fast; q++) {
+		memcpy(&w, q, sizeof(w));
+		key = window_key(w & mask, shift);
+		if (bit_is_set(keys, key) && matcher_verify(m, q, end, key, true, false, ret))
+			return q;
+	}
+	for (; q < stop; q++) {
+		key = window_key(load_window(q, (size_t)(end - q)) & mask, shift);
+		if (bit_is_set(keys, key) && matcher_verify(m, q, end, key, true, false, ret))
+			return q;
+	}
+	return NULL;
+}
+
+/* The next byte in [q, end) that may begin a match of an escaped pattern, or end. next caches
+ * where each of m->starts is next found (NULL: not looked for yet), so that the text is read
+ * by memchr() once per start byte. */
+static const uint8_t *matcher_next_start(const struct matcher *m, const uint8_t **next,
+					 const uint8_t *q, const uint8_t *end)
+{
+	const uint8_t *best = end;
+
+	for (size_t i = 0; i < m->n_starts; i++) {
+		if (!next[i] || next[i] < q) {
+			next[i] = memchr(q, m->starts[i], (size_t)(end - q));
+			if (!next[i])
+				next[i] = end;
+		}
+		best = MIN(best, next[i]);
 	}
 	return best;
 }
 
-/* The leftmost whole match in [p, end) (the longest pattern there), or NULL. */
+/* The leftmost whole match in [p, end) (the longest there), or NULL. Escaped patterns are tried
+ * only where one of their start bytes is. */
 static const uint8_t *matcher_find(const struct matcher *m, const uint8_t *p, const uint8_t *end,
-				   const struct pattern **ret)
+				   struct match *ret)
 {
-	const uint8_t *q = p, *last;
-	const struct pattern *pt;
-	uint64_t w;
+	const uint8_t *next[MATCHER_STARTS_MAX], *q = p, *stop, *hit;
 	uint32_t key;
 
 	if (m->n == 0 || (size_t)(end - p) < m->min_len)
 		return NULL;
-	last = end - m->min_len;
-	/* The hot loop: one fixed-size load, a multiply and a bit test per byte. */
-	for (; q <= last && end - q >= (ptrdiff_t)sizeof(w); q++) {
-		memcpy(&w, q, sizeof(w));
-		key = window_key(w & m->mask, m->shift);
-		if (bit_is_set(m->keys, key) && (pt = matcher_verify(m, q, end, key))) {
-			*ret = pt;
-			return q;
-		}
+	stop = end - m->min_len + 1;
+	if (m->n_escaped == 0)
+		return matcher_scan(m, p, stop, end, ret);
+	for (size_t i = 0; i < m->n_starts; i++)
+		next[i] = NULL;
+	for (;;) {
+		const uint8_t *start = matcher_next_start(m, next, q, end);
+
+		hit = matcher_scan(m, q, MIN(start, stop), end, ret);
+		if (hit || start >= stop)
+			return hit;
+		key = window_key(load_window(start, (size_t)(end - start)) & m->mask, m->shift);
+		if (matcher_verify(m, start, end, key, bit_is_set(m->keys, key), true, ret))
+			return start;
+		q = start + 1;
 	}
-	for (; q <= last; q++) {
-		key = window_key(load_window(q, (size_t)(end - q)) & m->mask, m->shift);
-		if (bit_is_set(m->keys, key) && (pt = matcher_verify(m, q, end, key))) {
-			*ret = pt;
-			return q;
-		}
-	}
-	return NULL;
 }
 
 /* Where the tail of p[0..n) that could begin a pattern starts (the earliest such offset), or n:
@@ -335,9 +532,13 @@ static size_t matcher_partial(const struct matcher *m, const uint8_t *p, size_t 
 	for (size_t i = n - MIN(n, m->max_len - 1); i < n; i++) {
 		if (!bit_is_set(m->first, p[i]))
 			continue;
-		for (size_t j = 0; j < m->n; j++)
-			if (n - i < m->pats[j].len && memcmp(p + i, m->pats[j].bytes, n - i) == 0)
+		for (size_t j = 0; j < m->n; j++) {
+			const struct pattern *pt = &m->pats[j];
+
+			if (pt->escaped ? escaped_match(pt, p + i, n - i) < 0
+					: n - i < pt->len && memcmp(p + i, pt->bytes, n - i) == 0)
 				return i;
+		}
 	}
 	return n;
 }
@@ -369,16 +570,72 @@ static void put_str(struct writer *w, const char *s)
 	put(w, s, strlen(s));
 }
 
+/* Whether the hex digits of an escape at h (two) are upper-case: 1, 0 lower-case, CASE_NONE
+ * digits only. */
+static int hex_case(const uint8_t *h)
+{
+	for (size_t i = 0; i < 2; i++)
+		if (http_is_alpha(h[i]))
+			return h[i] < 'a';
+	return CASE_NONE;
+}
+
+/* Writes the replacement of the match mt at t to w, or only counts its bytes when w is NULL;
+ * returns their number. An escaped pattern's replacement, when it is as long as the pattern, is
+ * written byte by byte in the forms the text has, so that the text keeps its length: c as c,
+ * %XX and \u00XX in the case of the text's hex digits (where those are digits only, of the
+ * match's first escape that has letters; else %XX upper, \u00XX lower, as most encoders write
+ * them); and where the text has a two-byte JSON escape or '+', the byte as it is. Else the
+ * replacement is written as it is. */
+static size_t put_sub(struct writer *w, const struct match *mt, const uint8_t *t)
+{
+	const struct pattern *pt = mt->pt;
+	size_t at = 0, o = 0;
+	int match_case = CASE_NONE, k;
+	char form[8];
+
+	if (!pt->escaped || pt->sub_len != pt->len) {
+		if (w)
+			put(w, pt->sub, pt->sub_len);
+		return pt->sub_len;
+	}
+	for (size_t i = 0; i < pt->len && match_case == CASE_NONE; i++, at += (size_t)k) {
+		k = escaped_form(pt->bytes[i], t + at, mt->len - at);
+		if (k == 3 || k == 6)
+			match_case = hex_case(t + at + k - 2);
+	}
+	at = 0;
+	for (size_t i = 0; i < pt->len; i++, at += (size_t)k) {
+		size_t fl = 1;
+		int upper;
+
+		k = escaped_form(pt->bytes[i], t + at, mt->len - at);
+		assert(k > 0);
+		form[0] = (char)pt->sub[i];
+		if (k == 3 || k == 6) {
+			upper = hex_case(t + at + k - 2);
+			if (upper == CASE_NONE)
+				upper = match_case != CASE_NONE ? match_case : k == 3;
+			fl = (size_t)snprintf(form, sizeof(form), upper ? "%s%02X" : "%s%02x",
+					      k == 3 ? "%" : "\\u00", pt->sub[i]);
+		}
+		if (w)
+			put(w, form, fl);
+		o += fl;
+	}
+	return o;
+}
+
 /* Writes p with every pattern of m replaced. */
 static void put_replaced(struct writer *w, const struct matcher *m, const void *p, size_t n)
 {
 	const uint8_t *s = p, *end = s + n, *q;
-	const struct pattern *pt;
+	struct match mt;
 
-	while ((q = matcher_find(m, s, end, &pt))) {
+	while ((q = matcher_find(m, s, end, &mt))) {
 		put(w, s, (size_t)(q - s));
-		put(w, pt->sub, pt->sub_len);
-		s = q + pt->len;
+		(void)put_sub(w, &mt, q);
+		s = q + mt.len;
 	}
 	put(w, s, (size_t)(end - s));
 }
@@ -548,6 +805,9 @@ struct netns_http_flow {
 	uint64_t resp_left;
 	enum framing resp_out; /* of the current response's body, towards the sandbox */
 	bool resp_close;
+	bool resp_sniff;       /* the body's first bytes are still to be judged (sniff_body()) */
+	uint8_t resp_first[4]; /* ... and those seen so far */
+	size_t resp_first_len;
 	struct matcher values_m; /* real values, to turn back into surrogates */
 	size_t values_m_for;	 /* n_values + n_side when it was built */
 	uint8_t *value_forms;	 /* the base64 forms of the real values (wiped) */
@@ -737,11 +997,11 @@ static int put_swapped(struct netns_http_flow *f, struct writer *w, const uint8_
 {
 	const uint8_t *end = p + n, *q;
 	const struct broker_secret *v = NULL;
-	const struct pattern *pt;
+	struct match mt;
 	int r;
 
-	while ((q = matcher_find(&f->surrogates, p, end, &pt))) {
-		r = flow_value(f, pt->owner, where, &v, err);
+	while ((q = matcher_find(&f->surrogates, p, end, &mt))) {
+		r = flow_value(f, mt.pt->owner, where, &v, err);
 		if (r < 0)
 			return r;
 		if (in_field && !is_field_value(v))
@@ -753,8 +1013,8 @@ static int put_swapped(struct netns_http_flow *f, struct writer *w, const uint8_
 		put(w, p, (size_t)(q - p));
 		put(w, v->data, v->len);
 		if (f->o.ops && f->o.ops->swapped)
-			f->o.ops->swapped(f->o.userdata, f->o.surrogates[pt->owner], where);
-		p = q + pt->len;
+			f->o.ops->swapped(f->o.userdata, f->o.surrogates[mt.pt->owner], where);
+		p = q + mt.len;
 	}
 	put(w, p, (size_t)(end - p));
 	return 0;
@@ -764,7 +1024,7 @@ static int put_swapped(struct netns_http_flow *f, struct writer *w, const uint8_
 static int refuse_percent_encoded(const struct netns_http_flow *f, const char *p, size_t n,
 				  const char *where, struct al_error *err)
 {
-	const struct pattern *pt;
+	struct match mt;
 	size_t size = MAX(n, (size_t)1);
 	uint8_t *d;
 	int r = 0;
@@ -779,8 +1039,8 @@ static int refuse_percent_encoded(const struct netns_http_flow *f, const char *p
 		if (m == n)
 			break;
 		n = m;
-		if (matcher_find(&f->surrogates, d, d + n, &pt) ||
-		    matcher_find(&f->encoded, d, d + n, &pt)) {
+		if (matcher_find(&f->surrogates, d, d + n, &mt) ||
+		    matcher_find(&f->encoded, d, d + n, &mt)) {
 			r = al_error_set(err, -EPERM,
 					 "A percent-encoded surrogate in the %s is refused", where);
 			break;
@@ -797,11 +1057,11 @@ static int refuse_surrogates(const struct netns_http_flow *f, const char *p, siz
 			     const char *where, struct al_error *err)
 {
 	const uint8_t *s = (const uint8_t *)p;
-	const struct pattern *pt;
+	struct match mt;
 
-	if (!raw_ok && matcher_find(&f->surrogates, s, s + n, &pt))
+	if (!raw_ok && matcher_find(&f->surrogates, s, s + n, &mt))
 		return al_error_set(err, -EPERM, "A surrogate in the %s is refused", where);
-	if (matcher_find(&f->encoded, s, s + n, &pt))
+	if (matcher_find(&f->encoded, s, s + n, &mt))
 		return al_error_set(err, -EPERM, "A base64-encoded surrogate in the %s is refused",
 				    where);
 	if (memchr(p, '%', n))
@@ -816,7 +1076,7 @@ static int put_basic(struct netns_http_flow *f, struct writer *w, const struct n
 		     struct al_error *err)
 {
 	struct writer ww = {.b = &f->work, .max = HEAD_OUT_MAX};
-	const struct pattern *pt;
+	struct match mt;
 	size_t i, dn = 0;
 	uint8_t *d;
 	int r = 0;
@@ -828,7 +1088,7 @@ static int put_basic(struct netns_http_flow *f, struct writer *w, const struct n
 	if (!d)
 		return -ENOMEM;
 	if (b64_decode(h->value + i, h->value_len - i, d, &dn) < 0 ||
-	    !matcher_find(&f->surrogates, d, d + dn, &pt))
+	    !matcher_find(&f->surrogates, d, d + dn, &mt))
 		goto out;
 	r = put_swapped(f, &ww, d, dn, false, "header authorization (basic)", err);
 	if (r >= 0 && ww.r < 0)
@@ -1123,7 +1383,7 @@ static int put_request_head(struct netns_http_flow *f, const struct netns_http_r
 static int check_body_tail(struct netns_http_flow *f, const struct netns_http_request *req,
 			   struct al_error *err)
 {
-	const struct pattern *pt;
+	struct match mt;
 	const uint8_t *p;
 	size_t n = netns_buf_len(&f->req_tail);
 	int r;
@@ -1137,7 +1397,7 @@ static int check_body_tail(struct netns_http_flow *f, const struct netns_http_re
 	if (r < 0)
 		return r;
 	p = netns_buf_head(&f->req_tail);
-	r = matcher_find(&f->surrogates, p, p + netns_buf_len(&f->req_tail), &pt) ? -EPERM : 0;
+	r = matcher_find(&f->surrogates, p, p + netns_buf_len(&f->req_tail), &mt) ? -EPERM : 0;
 	buf_clear(&f->req_tail);
 	if (r < 0)
 		return al_error_set(err, r, "A surrogate in the request body is refused");
@@ -1241,7 +1501,7 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 
 struct hit {
 	size_t pos;
-	const struct pattern *pt;
+	struct match mt;
 };
 
 /* Writes p[at..end) with the hits replaced, as one chunk when chunked. */
@@ -1253,7 +1513,7 @@ static int put_body_piece(const uint8_t *p, size_t at, size_t end, const struct 
 	char line[32];
 
 	for (size_t i = 0; i < n_hits; i++)
-		total = total - hits[i].pt->len + hits[i].pt->sub_len;
+		total = total - hits[i].mt.len + put_sub(NULL, &hits[i].mt, p + hits[i].pos);
 	if (total == 0)
 		return 0; /* an empty chunk would end the body */
 	if (chunked) {
@@ -1262,8 +1522,8 @@ static int put_body_piece(const uint8_t *p, size_t at, size_t end, const struct 
 	}
 	for (size_t i = 0; i < n_hits; i++) {
 		put(&w, p + at, hits[i].pos - at);
-		put(&w, hits[i].pt->sub, hits[i].pt->sub_len);
-		at = hits[i].pos + hits[i].pt->len;
+		(void)put_sub(&w, &hits[i].mt, p + hits[i].pos);
+		at = hits[i].pos + hits[i].mt.len;
 	}
 	put(&w, p + at, end - at);
 	if (chunked)
@@ -1285,16 +1545,16 @@ static ssize_t put_body(const struct matcher *m, const char *refuse, const uint8
 	for (;;) {
 		struct hit hits[HITS_MAX];
 		const uint8_t *q = p + at, *hit;
-		const struct pattern *pt;
+		struct match mt;
 		size_t n_hits = 0, end;
 
-		while (n_hits < HITS_MAX && (hit = matcher_find(m, q, p + n, &pt)) &&
+		while (n_hits < HITS_MAX && (hit = matcher_find(m, q, p + n, &mt)) &&
 		       (size_t)(hit - p) < limit) {
 			if (refuse)
 				return al_error_set(err, -EPERM, "A surrogate in the %s is refused",
 						    refuse);
-			hits[n_hits++] = (struct hit){.pos = (size_t)(hit - p), .pt = pt};
-			q = hit + pt->len;
+			hits[n_hits++] = (struct hit){.pos = (size_t)(hit - p), .mt = mt};
+			q = hit + mt.len;
 		}
 		end = n_hits == HITS_MAX ? (size_t)(q - p) : MAX(limit, (size_t)(q - p));
 		r = put_body_piece(p, at, end, hits, n_hits, chunked, out, err);
@@ -1699,10 +1959,27 @@ static int parse_response_head(const char *buf, size_t len, struct response_head
 	return judge_response(rh, err);
 }
 
-/* The patterns of real value v, owned by surrogate s: v itself, and its base64 forms at each
- * alignment and in both alphabets (an API that echoes what it got as base64, Basic credentials
- * first of all, must show the sandbox the same form of the surrogate). in and enc are room for
- * the longer of the two + 2 bytes and their encoding; the forms go to *text. */
+/* Writes p (n bytes) in hex to *text, upper-case or not; returns where. */
+static const uint8_t *hex_form(const uint8_t *p, size_t n, bool upper, uint8_t **text)
+{
+	static const char lower_digits[] = "0123456789abcdef", upper_digits[] = "0123456789ABCDEF";
+	const char *d = upper ? upper_digits : lower_digits;
+	uint8_t *t = *text;
+
+	for (size_t i = 0; i < n; i++) {
+		t[2 * i] = (uint8_t)d[p[i] >> 4];
+		t[2 * i + 1] = (uint8_t)d[p[i] & 15];
+	}
+	*text = t + 2 * n;
+	return t;
+}
+
+/* The patterns of real value v, owned by surrogate s: v itself, also with any of its bytes
+ * JSON-escaped or percent-encoded (escaped_form()); the hex of the whole value, in lower and
+ * upper case; and its base64 forms at each alignment and in both alphabets (an API that echoes
+ * what it got as base64, Basic credentials first of all, must show the sandbox the same form of
+ * the surrogate). Each turns into the same form of s. in and enc are room for the longer of the
+ * two + 2 bytes and their encoding; the forms go to *text. */
 static void add_value_patterns(const struct broker_secret *v, const char *s, size_t owner,
 			       uint8_t *in, char *enc, struct pattern *pats, size_t *n,
 			       uint8_t **text)
@@ -1714,6 +1991,19 @@ static void add_value_patterns(const struct broker_secret *v, const char *s, siz
 					.sub = (const uint8_t *)s,
 					.sub_len = slen,
 					.owner = owner};
+	pats[(*n)++] = (struct pattern){.bytes = (const uint8_t *)v->data,
+					.len = v->len,
+					.sub = (const uint8_t *)s,
+					.sub_len = slen,
+					.owner = owner,
+					.escaped = true};
+	for (int upper = 0; upper <= 1; upper++) {
+		const uint8_t *vh = hex_form((const uint8_t *)v->data, v->len, upper, text);
+		const uint8_t *sh = hex_form((const uint8_t *)s, slen, upper, text);
+
+		pats[(*n)++] = (struct pattern){
+		    .bytes = vh, .len = 2 * v->len, .sub = sh, .sub_len = 2 * slen, .owner = owner};
+	}
 	for (size_t k = 0; k < 3; k++) {
 		uint8_t *vstd, *vurl, *sstd, *surl;
 		size_t vm, sm;
@@ -1748,9 +2038,10 @@ static int refresh_values(struct netns_http_flow *f)
 		longest = MAX(longest, f->values[i]->len);
 		longest = MAX(longest, strlen(f->o.surrogates[i]));
 	}
-	/* Per value: 3 alignments, 2 alphabets, the value's form and the surrogate's. */
-	size = MAX(12 * f->n_surrogates * ((longest + 2) / 3 * 4 + 4), (size_t)1);
-	pats = calloc(7 * f->n_surrogates + f->n_side + 1, sizeof(*pats));
+	/* Per value: 3 alignments, 2 alphabets, the value's form and the surrogate's; hex in two
+	 * cases, of both. */
+	size = MAX(f->n_surrogates * (12 * ((longest + 2) / 3 * 4 + 4) + 8 * longest), (size_t)1);
+	pats = calloc(10 * f->n_surrogates + f->n_side + 1, sizeof(*pats));
 	forms = text = malloc(size);
 	in = malloc(longest + 2);
 	enc = malloc((longest + 2) / 3 * 4 + 4);
@@ -1884,6 +2175,44 @@ static bool is_encoded(const struct response_head *rh)
 	return false;
 }
 
+/* Compressed formats by their first bytes. Brotli has none: a brotli body is refused only by its
+ * Content-Encoding (is_encoded()). */
+static const struct {
+	const char *name;
+	size_t len;
+	uint8_t magic[4];
+} compressed_magics[] = {
+    {"gzip", 2, {0x1f, 0x8b}}, {"zstd", 4, {0x28, 0xb5, 0x2f, 0xfd}},
+    {"zlib", 2, {0x78, 0x01}}, {"zlib", 2, {0x78, 0x5e}},
+    {"zlib", 2, {0x78, 0x9c}}, {"zlib", 2, {0x78, 0xda}},
+};
+
+/* Judges a body by its first bytes, n more of which are at p: a compressed body, whatever its
+ * headers say, could hold a real value where it cannot be searched for (-EIO). */
+static int sniff_body(struct netns_http_flow *f, const uint8_t *p, size_t n, struct al_error *err)
+{
+	size_t take = MIN(n, sizeof(f->resp_first) - f->resp_first_len);
+	bool maybe = false;
+
+	memcpy(f->resp_first + f->resp_first_len, p, take);
+	f->resp_first_len += take;
+	for (size_t i = 0; i < ELEMENTSOF(compressed_magics); i++) {
+		size_t k = MIN(compressed_magics[i].len, f->resp_first_len);
+
+		if (memcmp(f->resp_first, compressed_magics[i].magic, k) != 0)
+			continue;
+		if (k == compressed_magics[i].len)
+			return al_error_set(
+			    err, -EIO,
+			    "The upstream sent a compressed body (%s), which cannot "
+			    "be searched for credential values",
+			    compressed_magics[i].name);
+		maybe = true;
+	}
+	f->resp_sniff = maybe;
+	return 0;
+}
+
 /* Passes on a parsed response head and sets up its body. */
 static int response_head_done(struct netns_http_flow *f, const struct response_head *rh,
 			      struct netns_buf *out, struct al_error *err)
@@ -1911,6 +2240,10 @@ static int response_head_done(struct netns_http_flow *f, const struct response_h
 	if (r < 0)
 		return r;
 	f->resp_out = outf;
+	/* Once a value went upstream on this connection, every body is judged by its first bytes.
+	 */
+	f->resp_sniff = f->values_m.n > 0;
+	f->resp_first_len = 0;
 	if (in == FRAME_CHUNKED)
 		f->resp = RESP_CHUNK_LINE;
 	else if (in == FRAME_CLOSE)
@@ -1963,6 +2296,11 @@ static ssize_t response_data(struct netns_http_flow *f, const uint8_t *buf, size
 	int r;
 
 	n = MIN(n, matcher_step(&f->values_m));
+	if (f->resp_sniff) {
+		r = sniff_body(f, buf, n, err);
+		if (r < 0)
+			return r;
+	}
 	final = f->resp == RESP_BODY && n == f->resp_left;
 	r = body_pass(&f->resp_hold, &f->values_m, NULL, buf, n, final,
 		      f->resp_out == FRAME_CHUNKED, out, err);

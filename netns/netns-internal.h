@@ -252,7 +252,8 @@ void netns_buf_done(struct netns_buf *b);
  *
  * Responses: heads parsed (status line, headers, same strictness), bodies framed (Content-Length,
  * chunked, until close; none for HEAD, 1xx, 204, 304; pipelined requests answered in order) and
- * every real value resolved on this flow turned back into its surrogate, in headers and bodies. A
+ * every real value resolved on this flow turned back into its surrogate, in headers and bodies,
+ * as it is and in the same form where it is echoed base64-, hex-, JSON- or percent-encoded. A
  * Content-Length body is re-framed as chunked (HTTP/1.1) or close-delimited (1.0) when a value
  * and its surrogate differ in length, since the length can then change. */
 struct broker_secret;
@@ -298,7 +299,9 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
 				struct netns_buf *out, struct al_error *err);
 /* The same for the upstream's bytes, appended to out for the sandbox. -EBADMSG for a response
  * that cannot be framed, -EPROTO for a response nothing asked for (or a protocol switch), -EIO
- * for a compressed response while credential values are held (it cannot be searched for them). */
+ * for a compressed response while credential values are held (it cannot be searched for them):
+ * by its Content-Encoding, or by its body's first bytes (gzip, zstd, zlib), whatever its headers
+ * say. */
 ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				 struct netns_buf *out, struct al_error *err);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.

@@ -626,6 +626,13 @@ static int flow_round(struct conn *c, bool *progress)
 	if (!c->failed && netns_buf_len(&c->uin) > 0) {
 		n = netns_http_flow_response(c->flow, netns_buf_head(&c->uin),
 					     netns_buf_len(&c->uin), &c->to_c, &err);
+		if (n == -EIO) {
+			/* A compressed body after a value was sent could hide it: a violation. */
+			c->audited = false;
+			proxy_audit(c, "deny", err.msg);
+			proxy_violation(c->proxy, "credential", "%s:%u %s", c->flow_opts.host,
+					c->port, err.msg);
+		}
 		if (n < 0)
 			return (int)n;
 		netns_buf_consume(&c->uin, (size_t)n);

@@ -2,14 +2,18 @@
  * request feed size, the response feed size, flags), then the sandbox's bytes and, after a line
  * "=====", the upstream's. A fake broker resolves S1 to a shorter value, refuses S2, and resolves
  * S3 to a value of its length; with flag 1 it adds a sidecar header. Checked: no surrogate ever
- * reaches the upstream whole, no real value resolved before the responses reaches the sandbox,
- * what goes upstream parses again as requests without the removed headers, errors are the
- * documented ones and carry a message, and out only stops a feed when it is full. */
+ * reaches the upstream whole, no real value resolved before the responses reaches the sandbox
+ * (as it is, in hex, or once JSON escapes and percent-encoding are decoded), a compressed
+ * response is refused with a message that says so, what goes upstream parses again as requests
+ * without the removed headers, errors are the documented ones and carry a message, and out only
+ * stops a feed when it is full. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -153,6 +157,52 @@ static void check_upstream(const struct netns_buf *up)
 	}
 }
 
+/* b with JSON's escapes (\\u00XX, \\/ and the like) and percent-encoding decoded in one pass, as
+ * a client would read it, into d (room for netns_buf_len(b) bytes); returns its length. */
+static size_t decode(const struct netns_buf *b, uint8_t *d)
+{
+	static const char letters[] = "\"\\/bfnrt", bytes[] = "\"\\/\b\f\n\r\t";
+	const uint8_t *p = head(b);
+	size_t n = netns_buf_len(b), o = 0;
+	unsigned v;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *e;
+
+		if (p[i] == '\\' && i + 5 < n && p[i + 1] == 'u' && p[i + 2] == '0' &&
+		    p[i + 3] == '0' && isxdigit(p[i + 4]) && isxdigit(p[i + 5]) &&
+		    sscanf((const char *)p + i + 4, "%2x", &v) == 1) {
+			d[o++] = (uint8_t)v;
+			i += 5;
+		} else if (p[i] == '\\' && i + 1 < n && p[i + 1] &&
+			   (e = strchr(letters, p[i + 1]))) {
+			d[o++] = (uint8_t)bytes[e - letters];
+			i += 1;
+		} else if (p[i] == '%' && i + 2 < n && isxdigit(p[i + 1]) && isxdigit(p[i + 2]) &&
+			   sscanf((const char *)p + i + 1, "%2x", &v) == 1) {
+			d[o++] = (uint8_t)v;
+			i += 2;
+		} else
+			d[o++] = p[i];
+	}
+	return o;
+}
+
+/* Whether the sandbox's bytes hold value in any form the flow must turn back. */
+static bool has_value(const struct netns_buf *down, const uint8_t *decoded, size_t decoded_len,
+		      const char *value)
+{
+	char hex[2 * 64 + 1], upper[2 * 64 + 1];
+	size_t n = strlen(value);
+
+	for (size_t i = 0; i < n; i++) {
+		(void)sprintf(hex + 2 * i, "%02x", (unsigned char)value[i]);
+		(void)sprintf(upper + 2 * i, "%02X", (unsigned char)value[i]);
+	}
+	return has(down, value) || has(down, hex) || has(down, upper) ||
+	       memmem(decoded, decoded_len, value, n) != NULL;
+}
+
 static void check_error(ssize_t r, const struct al_error *err, bool request)
 {
 	if (r == -EBADMSG || r == -EMSGSIZE || r == -EPROTO || r == -ENOMEM)
@@ -160,6 +210,8 @@ static void check_error(ssize_t r, const struct al_error *err, bool request)
 	else if (!(request && (r == -EPERM || r == -EINVAL)) && !(!request && r == -EIO))
 		__builtin_trap();
 	if (r != -ENOMEM && (err->code != r || err->msg[0] == '\0'))
+		__builtin_trap();
+	if (r == -EIO && !strstr(err->msg, "compressed"))
 		__builtin_trap();
 }
 
@@ -218,8 +270,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct al_error err = {0};
 	bool interleave, responses_started = false, values_known[2] = {false, false};
 	const uint8_t *sep, *p;
+	uint8_t *decoded;
 	ssize_t r = 0;
-	size_t k;
+	size_t k, decoded_len;
 
 	if (size < 3)
 		return 0;
@@ -269,9 +322,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (has(&up, S1) || has(&up, S2) || has(&up, S3))
 		__builtin_trap();
 	check_upstream(&up);
-	/* No value resolved before the responses came back reached the sandbox. */
-	if ((values_known[0] && has(&down, V1)) || (values_known[1] && has(&down, V3)))
+	/* No value resolved before the responses came back reached the sandbox, in any form. */
+	decoded = malloc(netns_buf_len(&down) + 1);
+	if (!decoded)
+		abort();
+	decoded_len = decode(&down, decoded);
+	if ((values_known[0] && has_value(&down, decoded, decoded_len, V1)) ||
+	    (values_known[1] && has_value(&down, decoded, decoded_len, V3)))
 		__builtin_trap();
+	free(decoded);
 	if (fk.sidecar && fk.sidecar_asked && has(&down, SIDE_VALUE))
 		__builtin_trap();
 
