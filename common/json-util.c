@@ -18,7 +18,8 @@ struct key_counts {
 	size_t n;
 };
 
-/* The UTF-16 unit of the \\uXXXX escape at p (4 hex digits, as json-c checked), or -1. */
+/* The UTF-16 unit of the \\uXXXX escape at p (4 hex digits, as json-c checked), or -EINVAL
+ * when p is not such an escape. */
 static int escaped_unit(const char *p, const char *end)
 {
 	char hex[5];
@@ -26,11 +27,11 @@ static int escaped_unit(const char *p, const char *end)
 	long v;
 
 	if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
-		return -1;
+		return -EINVAL;
 	memcpy(hex, p + 2, 4);
 	hex[4] = '\0';
 	v = strtol(hex, &e, 16);
-	return *e ? -1 : (int)v;
+	return *e ? -EINVAL : (int)v;
 }
 
 /* Past the escape at buf[i] (a backslash): the index of its last byte. A UTF-16 surrogate that is
@@ -44,7 +45,7 @@ static int skip_escape(const char *buf, size_t len, size_t i, size_t *ret, struc
 		*ret = i + (u < 0 ? 1 : 5);
 		return 0;
 	}
-	lo = u <= 0xdbff ? escaped_unit(buf + i + 6, buf + len) : -1;
+	lo = u <= 0xdbff ? escaped_unit(buf + i + 6, buf + len) : -EINVAL;
 	if (lo < 0xdc00 || lo > 0xdfff)
 		return al_error_set(err, -EINVAL,
 				    "invalid JSON at byte %zu: \\u%04x is half of a UTF-16 "
@@ -111,7 +112,7 @@ static int count_keys(const char *buf, size_t len, int max_depth, struct key_cou
 }
 
 /* The index (in c) of the first object, in pre-order from o, whose parsed keys are fewer than
- * its written ones; -1 when there is none. *next is the index of o's object (if o is one). */
+ * its written ones; -ENOENT when there is none. *next is the index of o's object (if o is one). */
 static ssize_t find_short_object(struct json_object *o, const struct key_counts *c, size_t *next)
 {
 	ssize_t r;
@@ -124,7 +125,7 @@ static ssize_t find_short_object(struct json_object *o, const struct key_counts 
 		json_object_object_foreach(o, key, v)
 		{
 			(void)key;
-			r = v ? find_short_object(v, c, next) : -1;
+			r = v ? find_short_object(v, c, next) : -ENOENT;
 			if (r >= 0)
 				return r;
 		}
@@ -132,12 +133,12 @@ static ssize_t find_short_object(struct json_object *o, const struct key_counts 
 		for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
 			struct json_object *v = json_object_array_get_idx(o, i);
 
-			r = v ? find_short_object(v, c, next) : -1;
+			r = v ? find_short_object(v, c, next) : -ENOENT;
 			if (r >= 0)
 				return r;
 		}
 	}
-	return -1;
+	return -ENOENT;
 }
 
 /* A JSON string literal (buf, n bytes) decoded by json-c; NULL when it is not one. */
@@ -215,7 +216,7 @@ static int check_unique_keys(const char *buf, size_t len, int max_depth, struct 
 	int r;
 
 	r = count_keys(buf, len, max_depth, &c, err);
-	bad = r < 0 ? -1 : find_short_object(o, &c, &next);
+	bad = r < 0 ? -ENOENT : find_short_object(o, &c, &next);
 	if (r >= 0 && bad >= 0)
 		r = name_repeated_key(buf, len, c.start[bad], err);
 	free(c.keys);

@@ -51,10 +51,11 @@ struct fusefs_rules;
  * the policy module itself gives an absent read or write list its default ["**"], so "write": []
  * makes the workspace read-only), plus the built-in write-protected list (protected_entries in
  * rules.c: .git but git's data, hook managers' files, shells' start-up files, editors', dev
- * containers' and coding agents' settings), which apply at any depth (a nested repository's .git/hooks is protected too). A protected
- * entry is lifted only by name: when workspace.write holds that very pattern (".git/hooks/\**")
- * or a pattern without wildcards naming the path (".git/config"); "**" does not lift it.
- * Errors: -ENOMEM, -EINVAL (with err) for a pattern policy_check_glob() would refuse. */
+ * containers' and coding agents' settings), which apply at any depth (a nested repository's
+ * .git/hooks is protected too). A protected entry is lifted only by name: when workspace.write
+ * holds that very pattern (".git/hooks/\**") or a pattern without wildcards naming the path
+ * (".git/config"); "**" does not lift it. Errors: -ENOMEM, -EINVAL (with err) for a pattern
+ * policy_check_glob() would refuse. */
 int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct al_error *err);
 struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct fusefs_rules *, fusefs_rules_free);
