@@ -561,6 +561,11 @@ static int limit_memory(const struct launcher_cgroup *cg, const char *dir, uint6
 	r = cg_write(dir, "memory.limit_in_bytes", "%" PRIu64, bytes);
 	if (r >= 0 && cg_exists(dir, "memory.memsw.limit_in_bytes"))
 		r = cg_write(dir, "memory.memsw.limit_in_bytes", "%" PRIu64, bytes);
+	/* v2 charges socket buffers to memory.max; v1 counts them only once a TCP limit is set,
+	 * and without one a sandbox's connections could take the host's TCP memory (tcp_mem) for
+	 * all. Absent on kernels built without it. */
+	if (r >= 0 && cg_exists(dir, "memory.kmem.tcp.limit_in_bytes"))
+		r = cg_write(dir, "memory.kmem.tcp.limit_in_bytes", "%" PRIu64, bytes);
 	return r;
 }
 

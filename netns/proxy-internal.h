@@ -9,11 +9,19 @@
 #include "netns/netns-internal.h"
 #include "netns/netns.h"
 
-#define PROXY_CONNS_MAX 1024	       /* connections at once; more are reset */
-#define PROXY_LISTENERS_MAX 64	       /* ports */
-#define PROXY_CHUNK (16 * 1024)	       /* bytes read at a time into an inspected flow */
-#define PROXY_PIPES_KEPT 64	       /* empty splice pipes kept for the next connections */
-#define PROXY_PIPE_BYTES (1024 * 1024) /* asked for each splice pipe; the default is 64 KiB */
+#define PROXY_CONNS_MAX 256	/* connections at once (a browser's own cap); more are reset */
+#define PROXY_LISTENERS_MAX 64	/* ports */
+#define PROXY_CHUNK (16 * 1024) /* bytes read at a time into an inspected flow */
+#define PROXY_PIPES_KEPT 64	/* empty splice pipes kept for the next connections */
+#define PROXY_PIPE_BYTES (1024 * 1024) /* asked for a splice pipe; the default is 64 KiB */
+/* What the sandbox can make the proxy hold in the kernel is bounded, connection by connection:
+ * only this many pipes at once get PROXY_PIPE_BYTES (the others keep the default), the sandbox's
+ * side of each connection (a hop on this machine, where small buffers cost no speed) has fixed
+ * buffers, and an upstream socket queues at most PROXY_UPSTREAM_NOTSENT bytes it could not send
+ * yet (TCP_NOTSENT_LOWAT: what is in flight is not limited). */
+#define PROXY_BIG_PIPES_MAX 32
+#define PROXY_SANDBOX_SOCKBUF (256 * 1024)
+#define PROXY_UPSTREAM_NOTSENT (128 * 1024)
 
 enum proxy_watch_type {
 	WATCH_LISTENER,
@@ -94,6 +102,7 @@ struct netns_proxy {
 	bool has_sidecar;
 	int pipes[PROXY_PIPES_KEPT][2]; /* empty, for the next splice (proxy_pipe_get()) */
 	size_t n_pipes;
+	size_t n_big_pipes;	       /* open pipes of PROXY_PIPE_BYTES, kept ones included */
 	struct netns_addr *host_addrs; /* the host's public addresses (see reaches_host()) */
 	size_t n_host_addrs;
 	struct conn *conns, *dead;

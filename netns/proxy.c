@@ -203,7 +203,9 @@ int proxy_pipe_get(struct netns_proxy *p, int ret[2])
 	}
 	if (pipe2(ret, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
-	(void)fcntl(ret[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES);
+	if (p->n_big_pipes < PROXY_BIG_PIPES_MAX &&
+	    fcntl(ret[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES) >= 0)
+		p->n_big_pipes++;
 	return 0;
 }
 
@@ -215,6 +217,8 @@ void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill)
 		p->n_pipes++;
 		return;
 	}
+	if (fds[1] >= 0 && fcntl(fds[1], F_GETPIPE_SZ) >= PROXY_PIPE_BYTES)
+		p->n_big_pipes--;
 	fds[0] = al_close(fds[0]);
 	fds[1] = al_close(fds[1]);
 }
@@ -325,6 +329,8 @@ static void conn_connect(struct conn *c)
 	}
 	c->ufd = c->uw.fd = fd;
 	set_nodelay(fd);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){PROXY_UPSTREAM_NOTSENT},
+			 sizeof(int));
 	r = RET_NERRNO(connect(fd, (struct sockaddr *)&ss, len));
 	if (r < 0 && r != -EINPROGRESS) {
 		conn_audit(c, "error", "upstream unreachable");
@@ -623,6 +629,9 @@ static int open_listener(void *userdata)
 	 * answered from that address. */
 	if (setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    /* Inherited by each accepted connection (see PROXY_SANDBOX_SOCKBUF). */
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){PROXY_SANDBOX_SOCKBUF}, sizeof(int)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){PROXY_SANDBOX_SOCKBUF}, sizeof(int)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, SOMAXCONN) < 0)
 		return -errno;
 	w->fd = TAKE_FD(fd);
