@@ -385,10 +385,15 @@ int broker_session_prepare(struct broker *b, struct broker_open *o, struct broke
 	uint64_t ttl = o->ttl_usec;
 	int r;
 
-	if (b->n_sessions >= SESSIONS_MAX || sessions_of(b, o->peer.uid) >= SESSIONS_PER_UID) {
+	if (b->n_sessions >= SESSIONS_MAX) {
 		o->creds = policy_free(o->creds);
 		return al_error_set(err, -EBUSY, "the broker holds %d sessions already",
 				    SESSIONS_MAX);
+	}
+	if (sessions_of(b, o->peer.uid) >= SESSIONS_PER_UID) {
+		o->creds = policy_free(o->creds);
+		return al_error_set(err, -EBUSY, "uid %u holds %d sessions of this broker already",
+				    (unsigned)o->peer.uid, SESSIONS_PER_UID);
 	}
 	r = session_alloc(o, &s);
 	if (r < 0) {

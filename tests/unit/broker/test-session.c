@@ -505,6 +505,9 @@ static void test_broker_caps_its_sessions(void **state)
 	assert_int_equal(r, -EBUSY);
 	assert_int_equal(broker_session_total(f->b), n);
 	assert_true(n >= 64);
+	/* One uid's cap is named as such, not as the broker's (which is larger). */
+	assert_non_null(strstr(err.msg, "uid"));
+	assert_int_equal(n, 512);
 	/* Once one ends, there is room for one more. */
 	assert_int_equal(broker_close(f->b, &owner_peer, broker_session_id(s), &err), 0);
 	assert_int_equal(open_session(f, "[]", NULL, &s, &err), 0);
