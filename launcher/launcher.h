@@ -138,8 +138,9 @@ const char *launcher_session_id(const struct launcher_session *s);
 /* The session could not start: message goes to the ready fd (after a '!'), if it is still open. */
 void launcher_session_fail(struct launcher_session *s, const char *message);
 
-/* Where sessions keep their state: /var/lib/airlock/sessions for root, else
- * $XDG_STATE_HOME/airlock/sessions or ~/.local/state/airlock/sessions. */
+/* Where sessions keep their state: al_state_dir(AL_STATE_SESSIONS), i.e.
+ * /var/lib/airlock/sessions for root, else $XDG_STATE_HOME/airlock/sessions or
+ * ~/.local/state/airlock/sessions. */
 int launcher_session_base(char *buf, size_t size);
 bool launcher_session_id_is_valid(const char *id);
 void launcher_session_remove_stale(const char *base);

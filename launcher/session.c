@@ -62,18 +62,7 @@ struct launcher_session {
 
 int launcher_session_base(char *buf, size_t size)
 {
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	int n;
-
-	if (geteuid() == 0)
-		n = snprintf(buf, size, "/var/lib/airlock/sessions");
-	else if (state && state[0] == '/')
-		n = snprintf(buf, size, "%s/airlock/sessions", state);
-	else if (home && home[0] == '/')
-		n = snprintf(buf, size, "%s/.local/state/airlock/sessions", home);
-	else
-		return -ENOENT;
-	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+	return al_state_dir(AL_STATE_SESSIONS, buf, size);
 }
 
 bool launcher_session_id_is_valid(const char *id)
