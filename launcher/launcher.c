@@ -223,7 +223,7 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 		r = open_broker(run, err);
 	if (r >= 0)
 		r = launcher_workspace_new(p, run->audit, run->broker, &run->ws, err);
-	if (r >= 0 && netns_policy_has_egress(p))
+	if (r >= 0 && policy_has_egress(p))
 		r = prepare_egress(run, p, opts, err);
 	if (r < 0)
 		return r;

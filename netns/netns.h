@@ -94,10 +94,6 @@ struct netns_proxy_options {
 	int violations_fd;	      /* a SOCK_SEQPACKET end, or -EBADF */
 };
 
-/* Whether p lets anything out: an allow rule, or default allow. Without it the sandbox gets
- * only lo, and no proxy runs. */
-bool netns_policy_has_egress(const struct policy *p);
-
 /* Prepares the proxy, and, when a credential is bound to hosts, makes the CA for TLS
  * interception. o is borrowed and must outlive the proxy. Errors name the step. */
 int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **ret,

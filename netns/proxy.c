@@ -44,16 +44,6 @@
 static void conn_close(struct conn *c, bool reset);
 static void conn_pump(struct conn *c);
 
-bool netns_policy_has_egress(const struct policy *p)
-{
-	if (p->network.default_action == POLICY_NET_ALLOW)
-		return true;
-	for (size_t i = 0; i < p->network.n_rules; i++)
-		if (p->network.rules[i].action == POLICY_NET_ALLOW)
-			return true;
-	return false;
-}
-
 /* ---- reports: the audit, and violations to airlock ---- */
 
 void proxy_violation(struct netns_proxy *p, const char *kind, const char *fmt, ...)

@@ -96,16 +96,6 @@ _printf_(4, 5) static void tier_raise(struct tier_walk *t, int tier, const char 
 	va_end(ap);
 }
 
-static bool has_egress(const struct policy *p)
-{
-	if (p->network.default_action == POLICY_NET_ALLOW)
-		return true;
-	for (size_t i = 0; i < p->network.n_rules; i++)
-		if (p->network.rules[i].action == POLICY_NET_ALLOW)
-			return true;
-	return false;
-}
-
 static void credentials_tier(const struct policy *p, struct tier_walk *t)
 {
 	for (size_t i = 0; i < p->n_credentials; i++) {
@@ -154,7 +144,7 @@ static void network_tier(const struct policy *p, struct tier_walk *t)
 int policy_min_tier(const struct policy *p, struct policy_tier_reason *ret)
 {
 	struct tier_walk t = {0};
-	bool egress = has_egress(p);
+	bool egress = policy_has_egress(p);
 
 	credentials_tier(p, &t);
 	for (size_t i = 0; i < p->n_mounts; i++) {

@@ -254,3 +254,13 @@ const char *policy_injection_to_string(enum policy_injection i)
 	}
 	return NULL;
 }
+
+bool policy_has_egress(const struct policy *p)
+{
+	if (p->network.default_action == POLICY_NET_ALLOW)
+		return true;
+	for (size_t i = 0; i < p->network.n_rules; i++)
+		if (p->network.rules[i].action == POLICY_NET_ALLOW)
+			return true;
+	return false;
+}

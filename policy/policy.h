@@ -161,6 +161,10 @@ int policy_new_default(struct policy **ret);
 struct policy *policy_free(struct policy *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
 
+/* Whether p lets anything out: an allow rule, or default allow. Without it the sandbox gets
+ * only lo, and no proxy runs; with it, admission counts host files as able to leave. */
+bool policy_has_egress(const struct policy *p);
+
 /* Command-line overrides. Each validates its argument like the matching JSON field, names the
  * flag in err, and leaves p unchanged on error. */
 int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);
