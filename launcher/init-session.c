@@ -27,6 +27,7 @@
 
 #define PAYLOAD_MAX (4 * 1024 * 1024)
 #define FREEZE_WAIT_MSEC 2000
+#define EMPTY_STEPS_MAX 10000000 /* entries a restore's emptying looks at, at most */
 
 struct exec_slot {
 	pid_t pid; /* 0: free */
@@ -408,7 +409,9 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 {
 	struct launcher_sync_msg m = {.type = in->type};
 	struct launcher_tree_stats st = {.budget = in->size,
-					 .refresh = in->type == LAUNCHER_SYNC_CHECKPOINT};
+					 .refresh = in->type == LAUNCHER_SYNC_CHECKPOINT,
+					 .restoring = in->type == LAUNCHER_SYNC_RESTORE};
+	size_t steps = EMPTY_STEPS_MAX;
 	_cleanup_close_ int ws = -EBADF;
 
 	ws = open(ctx->policy->workspace.mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -424,9 +427,12 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 		(void)syncfs(ws);
 		launcher_tree_copy(ws, dir, 0, &st);
 	} else if (m.value == 0) {
-		/* What the host made or removed behind the mount is emptied too. */
+		/* What the host made or removed behind the mount is emptied too. What the
+		 * workspace does not let the sandbox remove (write-protected: .git, .envrc, ...)
+		 * stays, tried once: the sandbox cannot have changed it. The copy leaves it be
+		 * where it is the checkpoint's, and counts it as not restored where it is not. */
 		(void)ioctl(ws, FUSEFS_IOC_REFRESH, &(uint64_t){0});
-		al_dir_empty(ws);
+		launcher_tree_empty(ws, 0, &steps);
 		launcher_tree_copy(dir, ws, 0, &st);
 		(void)syncfs(ws);
 	}
@@ -435,10 +441,14 @@ static void checkpoint_or_restore(const struct launcher_context *ctx, int sync_f
 	m.flags = st.failed;
 	if (m.value < 0)
 		(void)al_error_set_errno(&m.err, m.value, "Failed to stop the session's processes");
-	else if (st.failed > 0)
-		(void)al_error_set(&m.err, -EIO, "%u entries not %s, first %s", st.failed,
-				   in->type == LAUNCHER_SYNC_CHECKPOINT ? "copied" : "restored",
+	else if (st.failed > 0 && in->type == LAUNCHER_SYNC_CHECKPOINT)
+		(void)al_error_set(&m.err, -EIO, "%u entries not copied, first %s", st.failed,
 				   st.first);
+	else if (st.failed > 0)
+		(void)al_error_set(&m.err, -EIO,
+				   "%u entries not restored, first %s (an entry the sandbox may "
+				   "not write is left as the host has it)",
+				   st.failed, st.first);
 	(void)launcher_sync_send(sync_fd, &m, -EBADF);
 }
 

@@ -459,7 +459,8 @@ struct launcher_tree_stats {
 	uint32_t copied, failed, skipped; /* skipped: special files, other file systems */
 	uint64_t budget, used;		  /* bytes the copy may take (0: no limit), taken */
 	dev_t dev;			  /* the source's file system */
-	bool refresh; /* the source is the workspace mount: FUSEFS_IOC_REFRESH before each read */
+	bool refresh;	/* the source is the workspace mount: FUSEFS_IOC_REFRESH before each read */
+	bool restoring; /* the destination may hold entries launcher_tree_empty() kept */
 	struct {
 		dev_t dev;
 		ino_t ino;
@@ -473,6 +474,13 @@ struct launcher_tree_stats {
  * file systems are skipped. Call with depth 0; then launcher_tree_stats_done(). */
 void launcher_tree_copy(int src_dir, int dst_dir, int depth, struct launcher_tree_stats *st);
 void launcher_tree_stats_done(struct launcher_tree_stats *st);
+/* Empties dir (call with depth 0) for a restore: removes every entry the workspace lets go, by
+ * fds, never through a link, not below another file system. An entry it refuses to remove (one
+ * write-protected: the sandbox cannot have changed it) stays as it is: it is tried once a pass,
+ * and a pass that removed nothing is the last, so a refusal is never retried in a loop.
+ * launcher_tree_copy() with st->restoring then leaves such an entry be where it already is the
+ * source's. *steps bounds the entries looked at. */
+void launcher_tree_empty(int dir, int depth, size_t *steps);
 /* Writes f (name: a path relative to root, without "." or ".." components) below root, making
  * its folders, never through a link, never into anything but a regular file. Fills err. */
 int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err);

@@ -133,6 +133,45 @@ static void remember_link(int to, const struct stat *s, struct launcher_tree_sta
 	st->n_links++;
 }
 
+/* Whether the two files hold the same bytes (size bytes each). */
+static bool same_data(int a, int b, off_t size)
+{
+	char x[CHUNK], y[CHUNK];
+
+	for (off_t pos = 0; pos < size;) {
+		size_t want = (size_t)MIN((off_t)sizeof(x), size - pos);
+		ssize_t n = pread(a, x, want, pos), k = pread(b, y, want, pos);
+
+		if (n <= 0 || n != k || memcmp(x, y, (size_t)n) != 0)
+			return false;
+		pos += n;
+	}
+	return true;
+}
+
+/* Whether name in dst_dir (an entry a restore's emptying kept: the sandbox cannot remove it) is
+ * already the regular file s describes in src_dir: same mode, size and bytes. Such a file is left
+ * as it is, without a write the workspace would refuse. */
+static bool kept_file_is_same(int src_dir, int dst_dir, const char *name, const struct stat *s)
+{
+	_cleanup_close_ int a = -EBADF, b = -EBADF;
+	uint64_t host_size;
+	struct stat d;
+
+	if (fstatat(dst_dir, name, &d, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(d.st_mode))
+		return false;
+	b = openat(dst_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (b < 0)
+		return false;
+	/* The host may have changed it behind the mount: its size and bytes are the host's. */
+	if (ioctl(b, FUSEFS_IOC_REFRESH, &host_size) == 0)
+		d.st_size = (off_t)host_size;
+	if ((d.st_mode & 07777) != (s->st_mode & 07777) || d.st_size != s->st_size)
+		return false;
+	a = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	return a >= 0 && same_data(a, b, s->st_size);
+}
+
 static int copy_file(int src_dir, int dst_dir, const char *name, const struct stat *s,
 		     struct launcher_tree_stats *st)
 {
@@ -140,6 +179,8 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 	off_t size = s->st_size;
 	int r;
 
+	if (st->restoring && kept_file_is_same(src_dir, dst_dir, name, s))
+		return 0;
 	if (s->st_nlink > 1 && link_again(dst_dir, name, s, st))
 		return 0;
 	/* The budget counts what a file takes (its blocks, as the quota does), before a byte is
@@ -165,7 +206,7 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
 	return r;
 }
 
-static int copy_link(int src_dir, int dst_dir, const char *name)
+static int copy_link(int src_dir, int dst_dir, const char *name, bool kept)
 {
 	_cleanup_free_ char *target = malloc(PATH_MAX);
 	ssize_t n;
@@ -176,6 +217,13 @@ static int copy_link(int src_dir, int dst_dir, const char *name)
 	if (n < 0)
 		return -errno;
 	target[n] = '\0';
+	if (kept) {
+		_cleanup_free_ char *now = malloc(PATH_MAX);
+		ssize_t k = now ? readlinkat(dst_dir, name, now, PATH_MAX - 1) : -1;
+
+		if (k == n && memcmp(now, target, (size_t)n) == 0)
+			return 0; /* kept, and already the same link */
+	}
 	(void)unlinkat(dst_dir, name, 0);
 	return symlinkat(target, dst_dir, name) < 0 ? -errno : 0;
 }
@@ -194,6 +242,7 @@ static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
 	}
 	if (S_ISDIR(s.st_mode)) {
 		_cleanup_close_ int from = -EBADF, to = -EBADF;
+		struct stat kept;
 
 		if (depth >= TREE_DEPTH_MAX)
 			return -ELOOP;
@@ -204,10 +253,15 @@ static int copy_entry(int src_dir, int dst_dir, const char *name, int depth,
 		if (from < 0 || to < 0)
 			return -errno;
 		launcher_tree_copy(from, to, depth + 1, st);
+		/* A folder a restore kept may refuse a change of mode; it needs none if it has the
+		 * checkpoint's. */
+		if (st->restoring && fstat(to, &kept) == 0 &&
+		    (kept.st_mode & 07777) == (s.st_mode & 07777))
+			return 0;
 		return fchmod(to, s.st_mode & 07777) < 0 ? -errno : 0;
 	}
 	if (S_ISLNK(s.st_mode))
-		return copy_link(src_dir, dst_dir, name);
+		return copy_link(src_dir, dst_dir, name, st->restoring);
 	if (S_ISREG(s.st_mode))
 		return copy_file(src_dir, dst_dir, name, &s, st);
 	/* FIFOs, sockets, devices: nothing in them to keep. */
@@ -254,6 +308,59 @@ void launcher_tree_stats_done(struct launcher_tree_stats *st)
 	for (size_t i = 0; i < st->n_links; i++)
 		(void)al_close(st->links[i].fd);
 	st->n_links = 0;
+}
+
+/* One pass over dir: removes each entry it can, a folder after what it holds; one the workspace
+ * refuses to remove is left. Returns how many went. *steps bounds the entries looked at. */
+static size_t empty_pass(int dir, dev_t dev, int depth, size_t *steps)
+{
+	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	size_t removed = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			(void)al_close(fd);
+		return 0;
+	}
+	for (struct dirent *de; *steps > 0 && (de = readdir(d));) {
+		struct stat s;
+		int sub;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		(*steps)--;
+		if (fstatat(dir, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(s.st_mode)) {
+			removed += unlinkat(dir, de->d_name, 0) == 0;
+			continue;
+		}
+		if (s.st_dev != dev)
+			continue; /* another file system mounted below: not the workspace's */
+		sub = depth < TREE_DEPTH_MAX
+			  ? openat(dir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			  : -EBADF;
+		if (sub >= 0) {
+			launcher_tree_empty(sub, depth + 1, steps);
+			(void)al_close(sub);
+		}
+		removed += unlinkat(dir, de->d_name, AT_REMOVEDIR) == 0;
+	}
+	(void)closedir(d);
+	return removed;
+}
+
+void launcher_tree_empty(int dir, int depth, size_t *steps)
+{
+	struct stat self;
+
+	if (fstat(dir, &self) < 0)
+		return;
+	/* Again while a pass removed something: a listing need not show every entry that is left
+	 * while entries go. A pass that removes nothing ends it: what is left stays. */
+	while (*steps > 0 && empty_pass(dir, self.st_dev, depth, steps) > 0)
+		;
 }
 
 /* Opens (creating it if need be) the folder name in dir, never through a link. */
