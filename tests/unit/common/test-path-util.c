@@ -22,7 +22,7 @@ static void mkdirs(const char *rel)
 {
 	char p[512];
 
-	(void)snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_true((size_t)snprintf(p, sizeof(p), "%s/%s", root, rel) < sizeof(p));
 	assert_int_equal(al_mkdir_p(p, 0700), 0);
 }
 
@@ -32,7 +32,7 @@ static int expose(const char *rel, bool writable, struct al_error *err)
 	_cleanup_free_ char *canonical = NULL;
 	char p[512];
 
-	(void)snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_true((size_t)snprintf(p, sizeof(p), "%s/%s", root, rel) < sizeof(p));
 	*err = (struct al_error){0};
 	return al_path_resolve_exposable(p, writable, "mounts[0].source", &canonical, err);
 }
