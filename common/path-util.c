@@ -179,6 +179,13 @@ static int state_dir_of(enum al_state_kind kind, bool root, bool use_xdg, char *
 	case AL_STATE_CACHE:
 		return root ? format(buf, size, "/var/cache/airlock") : -ENOENT;
 	case AL_STATE_SCRATCH:
+		if (root)
+			return format(buf, size, "/run/airlock-exec");
+		if (!use_xdg)
+			return format(buf, size, "/run/user/%u/airlock-exec", geteuid());
+		x = xdg("XDG_RUNTIME_DIR", true);
+		return x ? format(buf, size, "%s/airlock-exec", x) : -ENOENT;
+	case AL_STATE_SCRATCH_TMP:
 		x = xdg("TMPDIR", use_xdg);
 		return format(buf, size, "%s/airlock-exec-%u", x ? x : "/tmp", geteuid());
 	default:
@@ -214,7 +221,7 @@ static int canonical_prefix(const char *path, char *buf, size_t size)
 	}
 }
 
-#define STATE_DIRS_MAX 24
+#define STATE_DIRS_MAX 32
 
 struct state_dir {
 	char path[PATH_MAX];
@@ -247,7 +254,8 @@ static size_t state_dirs(struct state_dir *d)
 	for (int kind = 0; kind < _AL_STATE_MAX; kind++)
 		for (int v = 0; v < 4; v++)
 			if (state_dir_of(kind, v & 1, v & 2, buf, sizeof(buf)) >= 0)
-				state_add(d, &n, buf, kind == AL_STATE_SCRATCH);
+				state_add(d, &n, buf,
+					  kind == AL_STATE_SCRATCH || kind == AL_STATE_SCRATCH_TMP);
 	if (sock && sock[0] == '/' && format(buf, sizeof(buf), "%s", sock) >= 0 &&
 	    (slash = strrchr(buf, '/')) && slash != buf) {
 		*slash = '\0';

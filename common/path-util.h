@@ -32,8 +32,11 @@ enum al_state_kind {
 	AL_STATE_RUNTIME,
 	/* the seccomp filter cache's parent: /var/cache/airlock, root only */
 	AL_STATE_CACHE,
-	/* exec's fresh workspaces: $TMPDIR/airlock-exec-UID (/tmp without $TMPDIR) */
+	/* exec's fresh workspaces, in a folder no one else can make first: root /run/airlock-exec,
+	 * else $XDG_RUNTIME_DIR/airlock-exec */
 	AL_STATE_SCRATCH,
+	/* ... or, where there is none, $TMPDIR/airlock-exec-UID (/tmp without $TMPDIR) */
+	AL_STATE_SCRATCH_TMP,
 	_AL_STATE_MAX,
 };
 /* Writes kind's folder to buf. Returns 0, -ENOENT when there is none (no home folder or
@@ -42,7 +45,7 @@ int al_state_dir(enum al_state_kind kind, char *buf, size_t size);
 
 /* Refuses (-EPERM, naming field) path when it is, lies in or contains one of airlock's state
  * folders: every kind above for root and for this user (with and without the XDG variables),
- * the folder of $AIRLOCK_BROKER and the file $AIRLOCK_VAULT. exec's scratch folder and the last
+ * the folder of $AIRLOCK_BROKER and the file $AIRLOCK_VAULT. exec's scratch folders and the last
  * two may have binds below them (a fresh workspace), not above. -errno when path cannot be
  * resolved. For every bind a sandbox gets, read-only ones included. */
 int al_path_check_state(const char *path, const char *field, struct al_error *err);

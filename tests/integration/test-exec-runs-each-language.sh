@@ -127,12 +127,12 @@ printf '{"language": "shell", "timeout": 120, "code": "echo > ready; sleep 300.%
 "$ITRUN" -p "$IT_TMP/exec.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" exec --request "$REQ" \
 	>"$IT_TMP/kill.out" 2>&1 &
 runner=$!
-if wait_for 20 sh -c 'ls /tmp/airlock-exec-0/*/ready' >/dev/null 2>&1; then
+if wait_for 20 sh -c 'ls /run/airlock-exec/*/ready' >/dev/null 2>&1; then
 	it_pass "the killed exec's program started"
 else
 	it_fail "the killed exec's program started" "$(cat "$IT_TMP/kill.out")"
 fi
-stale=$(dirname "$(ls /tmp/airlock-exec-0/*/ready 2>/dev/null | head -n 1)")
+stale=$(dirname "$(ls /run/airlock-exec/*/ready 2>/dev/null | head -n 1)")
 kill -KILL "$(cat "$IT_TMP/exec.pid")"
 wait "$runner"
 assert_true "the killed exec left its workspace ($stale)" test -d "$stale"
