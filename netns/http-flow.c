@@ -5,8 +5,9 @@
  * taken whole: gathered until its empty line, parsed strictly, and written out again from the
  * parsed fields, so that nothing a parser did not understand reaches the other side. A body
  * streams through: scanned for surrogates (requests, where one is refused) or for the real values
- * resolved on this flow (responses, where each is turned back into its surrogate), holding back
- * only a tail that could begin one, and framed anew where its length may change.
+ * resolved on this flow or bound to its host (responses, where each is turned back into its
+ * surrogate), holding back only a tail that could begin one (and a base64 run, whose whole is
+ * encoded again around a value), and framed anew where its length may change.
  *
  * Decisions the contract leaves open:
  * - Request trailers are refused (no client in use sends any, and servers merge them into the
@@ -70,6 +71,12 @@
 /* Bytes that may begin an escaped pattern (the first byte of each real value, '%', '\\', '+'):
  * each byte once. */
 #define MATCHER_STARTS_MAX 256
+#define ALPHA_STD 1 /* base64 alphabets (struct pattern) */
+#define ALPHA_URL 2
+/* The longest base64 run that is encoded again whole around a real value in a response (and
+ * that a body holds back until it knows its end); in a longer one only the characters that the
+ * value's bits alone decide are replaced. */
+#define B64_RUN_MAX 4096
 
 /* ---- characters ---- */
 
@@ -215,12 +222,21 @@ struct pattern {
 	/* Also found with any of its bytes escaped (escaped_form()): in the text, it is then
 	 * longer than len. */
 	bool escaped;
+	/* A base64 form of a real value (in responses): its alphabet (ALPHA_STD, ALPHA_URL, or 0
+	 * for none), the value's offset (0-2) past a multiple of three bytes, and the value and
+	 * surrogate themselves, for grow_b64_match(). */
+	uint8_t b64, b64_k;
+	const uint8_t *value, *surrogate;
+	size_t value_len, surrogate_len;
 };
 
 /* What the matcher found: a pattern, and the bytes of the text it covers. */
 struct match {
 	const struct pattern *pt;
 	size_t len;
+	/* A whole base64 run encoded again (grow_b64_match()), its replacement; owned, wiped. */
+	uint8_t *text;
+	size_t text_len;
 };
 
 struct matcher {
@@ -229,6 +245,7 @@ struct matcher {
 	size_t n_escaped;  /* patterns with .escaped */
 	size_t growth;	   /* output bytes per input byte, at most, once replaced */
 	bool same_len;	   /* every replacement keeps the length */
+	bool has_b64;	   /* some patterns are base64 forms of real values */
 	uint64_t mask;	   /* the window's bytes of a 64-bit load */
 	unsigned shift;	   /* of the hash, to index keys */
 	uint64_t *keys;	   /* a bit per hash value */
@@ -389,6 +406,7 @@ static int matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 		m->same_len &= pats[i].sub_len == pats[i].len &&
 			       !(pats[i].escaped && has_short_escape(pats[i].bytes, pats[i].len));
 		m->growth = MAX(m->growth, (pats[i].sub_len + pats[i].len - 1) / pats[i].len);
+		m->has_b64 |= pats[i].b64 != 0;
 		if (pats[i].escaped) {
 			struct pattern t = pats[m->n_escaped];
 
@@ -551,6 +569,168 @@ static size_t matcher_step(const struct matcher *m)
 	return MAX((size_t)STEP_OUT / growth, (size_t)1);
 }
 
+/* ---- base64 runs around a real value, encoded again whole ---- */
+
+/* The value of c in the alphabet (ALPHA_STD or ALPHA_URL), or -1. */
+static int b64_alphabet_value(unsigned char c, uint8_t alphabet)
+{
+	if (c == '+' || c == '/')
+		return alphabet == ALPHA_STD ? b64_value(c) : -1;
+	if (c == '-' || c == '_')
+		return alphabet == ALPHA_URL ? (c == '-' ? 62 : 63) : -1;
+	return b64_value(c);
+}
+
+/* Whether c may be part of a base64 run in either alphabet, padding included. */
+static bool is_b64_run_char(unsigned char c)
+{
+	return b64_value(c) >= 0 || c == '-' || c == '_' || c == '=';
+}
+
+static void match_done(struct match *mt)
+{
+	wipe_free(mt->text, mt->text_len);
+	mt->text = NULL;
+	mt->text_len = 0;
+}
+
+/* The bytes of d (n) with every real value of m's base64 patterns swapped for its surrogate,
+ * into out when not NULL; returns their number. */
+static size_t swap_decoded(const struct matcher *m, const uint8_t *d, size_t n, uint8_t *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		const struct pattern *best = NULL;
+
+		for (size_t j = 0; j < m->n; j++) {
+			const struct pattern *pt = &m->pats[j];
+
+			if (pt->b64 && pt->value_len <= n - i &&
+			    (!best || pt->value_len > best->value_len) &&
+			    memcmp(d + i, pt->value, pt->value_len) == 0)
+				best = pt;
+		}
+		if (!best) {
+			if (out)
+				out[o] = d[i];
+			o++;
+			i++;
+			continue;
+		}
+		if (out)
+			memcpy(out + o, best->surrogate, best->surrogate_len);
+		o += best->surrogate_len;
+		i += best->value_len;
+	}
+	return o;
+}
+
+/* Encodes d (n bytes) in alphabet into a new buffer, padded or not: -ENOMEM. */
+static int b64_encode_new(const uint8_t *d, size_t n, uint8_t alphabet, bool padded, uint8_t **ret,
+			  size_t *ret_len)
+{
+	size_t size = (n + 2) / 3 * 4, len;
+	char *t = malloc(MAX(size, (size_t)1));
+
+	if (!t)
+		return -ENOMEM;
+	len = b64_encode(d, n, t);
+	for (size_t i = 0; alphabet == ALPHA_URL && i < len; i++)
+		t[i] = t[i] == '+' ? '-' : t[i] == '/' ? '_' : t[i];
+	while (!padded && len > 0 && t[len - 1] == '=')
+		len--;
+	*ret = (uint8_t *)t;
+	*ret_len = len;
+	return 0;
+}
+
+/* A base64 form of a real value replaces only the characters that the value's bits alone
+ * decide: the one before them and the one after mix its bits with its neighbours', and the rest
+ * of the run is shifted when the surrogate's length differs from the value's. So a match *q, mt
+ * in [lo, end) grows to its whole run of its alphabet (and its padding), when the run decodes, at
+ * the match's alignment, to bytes that hold the whole value where the match says: the run is
+ * encoded again with every real value in it swapped (padded when it was, or when a standard run
+ * of whole groups had no padding to need), and the match covers it. Else (a longer run than
+ * B64_RUN_MAX, one that reaches end while more may follow, another alignment) it is left as it
+ * is. -ENOMEM. */
+static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint8_t *end, bool more,
+			  const uint8_t **q, struct match *mt)
+{
+	const struct pattern *pt = mt->pt;
+	const uint8_t *rs = *q, *re = *q + mt->len, *pe;
+	size_t chars, first = (8 * (size_t)pt->b64_k + 5) / 6, dn = 0, sn, off;
+	uint8_t *d = NULL, *sw = NULL;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+	int r = 0;
+
+	if (!pt->b64)
+		return 0;
+	while (rs > lo && (size_t)(re - rs) <= B64_RUN_MAX &&
+	       b64_alphabet_value(rs[-1], pt->b64) >= 0)
+		rs--;
+	while (re < end && (size_t)(re - rs) <= B64_RUN_MAX &&
+	       b64_alphabet_value(*re, pt->b64) >= 0)
+		re++;
+	for (pe = re; pe < end && pe - re < 2 && *pe == '=';)
+		pe++;
+	chars = (size_t)(re - rs);
+	if (chars > B64_RUN_MAX || (more && pe == end) || (size_t)(*q - rs) % 4 != first ||
+	    chars % 4 == 1)
+		return 0;
+	d = malloc(chars / 4 * 3 + 3);
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < chars; i++) {
+		acc = (acc << 6 | (uint32_t)b64_alphabet_value(rs[i], pt->b64)) & 0xffffff;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			d[dn++] = (uint8_t)(acc >> bits);
+		}
+	}
+	acc = 0;
+	off = (size_t)(*q - rs - first) / 4 * 3 + pt->b64_k;
+	if (off + pt->value_len > dn || memcmp(d + off, pt->value, pt->value_len) != 0)
+		goto out;
+	sn = swap_decoded(m, d, dn, NULL);
+	sw = malloc(MAX(sn, (size_t)1));
+	if (!sw) {
+		r = -ENOMEM;
+		goto out;
+	}
+	(void)swap_decoded(m, d, dn, sw);
+	match_done(mt);
+	r = b64_encode_new(sw, sn, pt->b64, pe > re || (pt->b64 == ALPHA_STD && chars % 4 == 0),
+			   &mt->text, &mt->text_len);
+	if (r >= 0) {
+		mt->len = (size_t)(pe - rs);
+		*q = rs;
+	}
+	explicit_bzero(sw, sn);
+	free(sw);
+out:
+	wipe_free(d, chars / 4 * 3 + 3);
+	return r;
+}
+
+/* The first match in [s, end) as it is replaced: matcher_find(), grown to its base64 run. NULL
+ * (*r 0) when there is none, or on error (*r -ENOMEM). */
+static const uint8_t *find_replacement(const struct matcher *m, const uint8_t *s,
+				       const uint8_t *end, bool more, struct match *ret, int *r)
+{
+	const uint8_t *q = matcher_find(m, s, end, ret);
+
+	ret->text = NULL;
+	ret->text_len = 0;
+	*r = 0;
+	if (!q)
+		return NULL;
+	*r = grow_b64_match(m, s, end, more, &q, ret);
+	return *r < 0 ? NULL : q;
+}
+
 /* ---- writing to a buffer, with the first error kept ---- */
 
 struct writer {
@@ -594,6 +774,11 @@ static size_t put_sub(struct writer *w, const struct match *mt, const uint8_t *t
 	int match_case = CASE_NONE, k;
 	char form[8];
 
+	if (mt->text) {
+		if (w)
+			put(w, mt->text, mt->text_len);
+		return mt->text_len;
+	}
 	if (!pt->escaped || pt->sub_len != pt->len) {
 		if (w)
 			put(w, pt->sub, pt->sub_len);
@@ -631,12 +816,16 @@ static void put_replaced(struct writer *w, const struct matcher *m, const void *
 {
 	const uint8_t *s = p, *end = s + n, *q;
 	struct match mt;
+	int r;
 
-	while ((q = matcher_find(m, s, end, &mt))) {
+	while ((q = find_replacement(m, s, end, false, &mt, &r))) {
 		put(w, s, (size_t)(q - s));
 		(void)put_sub(w, &mt, q);
 		s = q + mt.len;
+		match_done(&mt);
 	}
+	if (r < 0 && w->r >= 0)
+		w->r = r;
 	put(w, s, (size_t)(end - s));
 }
 
@@ -782,6 +971,11 @@ struct netns_http_flow {
 	uint8_t *encoded_text;
 	struct broker_secret **values; /* by surrogate, once resolved */
 	size_t n_values;
+	/* By surrogate: the values bound to the host that were not resolved on the flow, asked for
+	 * before the first response head, only to be turned back in responses (never sent). */
+	struct broker_secret **bound;
+	size_t n_bound;
+	bool bound_asked;
 
 	bool sidecar_asked;
 	struct broker_secret *sidecar; /* NULL: none */
@@ -809,7 +1003,8 @@ struct netns_http_flow {
 	uint8_t resp_first[4]; /* ... and those seen so far */
 	size_t resp_first_len;
 	struct matcher values_m; /* real values, to turn back into surrogates */
-	size_t values_m_for;	 /* n_values + n_side when it was built */
+	size_t values_m_for;	 /* n_values + n_bound + n_side when it was built */
+	bool values_m_sent;	 /* ... and it holds a value that went upstream on this flow */
 	uint8_t *value_forms;	 /* the base64 forms of the real values (wiped) */
 	size_t value_forms_size;
 
@@ -907,7 +1102,8 @@ int netns_http_flow_new(const struct netns_http_flow_options *o, struct netns_ht
 	while (o->surrogates && o->surrogates[f->n_surrogates])
 		f->n_surrogates++;
 	f->values = calloc(MAX(f->n_surrogates, (size_t)1), sizeof(*f->values));
-	if (!f->values)
+	f->bound = calloc(MAX(f->n_surrogates, (size_t)1), sizeof(*f->bound));
+	if (!f->values || !f->bound)
 		return -ENOMEM;
 	r = build_surrogate_matchers(f);
 	if (r < 0)
@@ -923,9 +1119,13 @@ struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f)
 {
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < f->n_surrogates; i++)
+	for (size_t i = 0; i < f->n_surrogates; i++) {
 		f->values[i] = broker_secret_free(f->values[i]);
+		if (f->bound)
+			f->bound[i] = broker_secret_free(f->bound[i]);
+	}
 	free(f->values);
+	free(f->bound);
 	f->sidecar = broker_secret_free(f->sidecar);
 	free(f->stars);
 	matcher_done(&f->surrogates);
@@ -1537,10 +1737,11 @@ static int put_body_piece(const uint8_t *p, size_t at, size_t end, const struct 
  * before it), replacing matches, or refusing them when refuse names where they are. Returns the
  * offset up to which it passed. */
 static ssize_t put_body(const struct matcher *m, const char *refuse, const uint8_t *p, size_t n,
-			size_t limit, bool chunked, struct netns_buf *out, struct al_error *err)
+			size_t limit, bool final, bool chunked, struct netns_buf *out,
+			struct al_error *err)
 {
 	size_t at = 0;
-	int r;
+	int r = 0;
 
 	for (;;) {
 		struct hit hits[HITS_MAX];
@@ -1553,11 +1754,19 @@ static ssize_t put_body(const struct matcher *m, const char *refuse, const uint8
 			if (refuse)
 				return al_error_set(err, -EPERM, "A surrogate in the %s is refused",
 						    refuse);
+			mt.text = NULL;
+			mt.text_len = 0;
+			r = grow_b64_match(m, q, p + n, !final, &hit, &mt);
+			if (r < 0)
+				break;
 			hits[n_hits++] = (struct hit){.pos = (size_t)(hit - p), .mt = mt};
 			q = hit + mt.len;
 		}
 		end = n_hits == HITS_MAX ? (size_t)(q - p) : MAX(limit, (size_t)(q - p));
-		r = put_body_piece(p, at, end, hits, n_hits, chunked, out, err);
+		if (r >= 0)
+			r = put_body_piece(p, at, end, hits, n_hits, chunked, out, err);
+		for (size_t i = 0; i < n_hits; i++)
+			match_done(&hits[i].mt);
 		if (r < 0)
 			return r;
 		at = end;
@@ -1587,7 +1796,17 @@ static int body_pass(struct netns_buf *hold, const struct matcher *m, const char
 		pn = netns_buf_len(hold);
 	}
 	limit = final ? pn : matcher_partial(m, p, pn);
-	at = put_body(m, refuse, p, pn, limit, chunked, out, err);
+	if (!final && m->has_b64) {
+		/* A base64 run at the end is held back until its end is known (grow_b64_match()),
+		 * unless it is too long to be encoded again. */
+		size_t rs = pn;
+
+		while (rs > 0 && pn - rs <= B64_RUN_MAX && is_b64_run_char(p[rs - 1]))
+			rs--;
+		if (pn - rs <= B64_RUN_MAX)
+			limit = MIN(limit, rs);
+	}
+	at = put_body(m, refuse, p, pn, limit, final, chunked, out, err);
 	if (at < 0)
 		return (int)at;
 	if (p == data)
@@ -2012,30 +2231,46 @@ static void add_value_patterns(const struct broker_secret *v, const char *s, siz
 		sm = b64_form((const uint8_t *)s, slen, k, in, enc, &sstd, &surl, text);
 		if (vm < WINDOW_MAX)
 			continue;
-		pats[(*n)++] = (struct pattern){
-		    .bytes = vstd, .len = vm, .sub = sstd, .sub_len = sm, .owner = owner};
-		if (memcmp(vstd, vurl, vm) != 0)
-			pats[(*n)++] = (struct pattern){
-			    .bytes = vurl, .len = vm, .sub = surl, .sub_len = sm, .owner = owner};
+		pats[(*n)++] = (struct pattern){.bytes = vstd,
+						.len = vm,
+						.sub = sstd,
+						.sub_len = sm,
+						.owner = owner,
+						.b64 = ALPHA_STD,
+						.b64_k = (uint8_t)k,
+						.value = (const uint8_t *)v->data,
+						.value_len = v->len,
+						.surrogate = (const uint8_t *)s,
+						.surrogate_len = slen};
+		if (memcmp(vstd, vurl, vm) != 0) {
+			pats[*n] = pats[*n - 1];
+			pats[*n].bytes = vurl;
+			pats[*n].sub = surl;
+			pats[(*n)++].b64 = ALPHA_URL;
+		}
 	}
 }
 
-/* Builds the matcher of the real values resolved so far (and the sidecar's), to turn them back
- * into surrogates (and '*'s), when new ones came since the last response head. */
+/* Builds the matcher of the real values resolved so far, those bound to the host (and the
+ * sidecar's), to turn them back into surrogates (and '*'s), when new ones came since the last
+ * response head. */
 static int refresh_values(struct netns_http_flow *f)
 {
 	_cleanup_free_ struct pattern *pats = NULL;
 	uint8_t *forms = NULL, *text, *in = NULL;
 	size_t n = 0, longest = 0, size;
 	char *enc = NULL;
+	bool sent;
 	int r = -ENOMEM;
 
-	if (f->values_m_for == f->n_values + f->n_side)
+	if (f->values_m_for == f->n_values + f->n_bound + f->n_side)
 		return 0;
 	for (size_t i = 0; i < f->n_surrogates; i++) {
-		if (!f->values[i])
+		const struct broker_secret *v = f->values[i] ? f->values[i] : f->bound[i];
+
+		if (!v)
 			continue;
-		longest = MAX(longest, f->values[i]->len);
+		longest = MAX(longest, v->len);
 		longest = MAX(longest, strlen(f->o.surrogates[i]));
 	}
 	/* Per value: 3 alignments, 2 alphabets, the value's form and the surrogate's; hex in two
@@ -2047,30 +2282,75 @@ static int refresh_values(struct netns_http_flow *f)
 	enc = malloc((longest + 2) / 3 * 4 + 4);
 	if (!pats || !forms || !in || !enc)
 		goto out;
+	sent = false;
 	for (size_t i = 0; i < f->n_surrogates; i++) {
-		const struct broker_secret *v = f->values[i];
+		const struct broker_secret *v = f->values[i] ? f->values[i] : f->bound[i];
 
-		if (v && v->len >= VALUE_MIN)
+		if (v && v->len >= VALUE_MIN) {
 			add_value_patterns(v, f->o.surrogates[i], i, in, enc, pats, &n, &text);
+			sent |= f->values[i] != NULL;
+		}
 	}
 	for (size_t i = 0; i < f->n_side; i++)
-		if (f->side[i].value_len >= VALUE_MIN)
+		if (f->side[i].value_len >= VALUE_MIN) {
 			pats[n++] = (struct pattern){.bytes = (const uint8_t *)f->sidecar->data +
 							      f->side[i].value,
 						     .len = f->side[i].value_len,
 						     .sub = (const uint8_t *)f->stars,
 						     .sub_len = f->side[i].value_len};
+			sent = true;
+		}
 	matcher_done(&f->values_m);
 	wipe_free(f->value_forms, f->value_forms_size);
 	f->value_forms = TAKE_PTR(forms);
 	f->value_forms_size = size;
-	f->values_m_for = f->n_values + f->n_side;
+	f->values_m_for = f->n_values + f->n_bound + f->n_side;
+	f->values_m_sent = sent;
 	r = matcher_init(&f->values_m, TAKE_PTR(pats), n);
 out:
 	wipe_free(forms, size);
 	wipe_free(in, longest + 2);
 	wipe_free(enc, (longest + 2) / 3 * 4 + 4);
 	return r;
+}
+
+/* Asks, once, before the first response head is passed on, for the values of the surrogates not
+ * resolved on this flow that are bound to its host: a host may show a value that was sent on
+ * another connection, and every response from it is searched for them. Any failure refuses the
+ * response (-ENOKEY): it could not be searched. */
+static int flow_bound_values(struct netns_http_flow *f, struct al_error *err)
+{
+	int r;
+
+	if (f->bound_asked)
+		return 0;
+	f->bound_asked = true;
+	if (!f->o.ops || !f->o.ops->bound_value)
+		return 0;
+	for (size_t i = 0; i < f->n_surrogates; i++) {
+		struct broker_secret *s = NULL;
+
+		if (f->values[i])
+			continue;
+		if (err)
+			*err = (struct al_error){0};
+		r = f->o.ops->bound_value(f->o.userdata, f->o.surrogates[i], &s, err);
+		if (r < 0) {
+			char why[AL_ERROR_MSG_MAX];
+
+			(void)snprintf(why, sizeof(why), "%s",
+				       err && err->msg[0] ? err->msg : "no answer");
+			return al_error_set(err, -ENOKEY,
+					    "The values bound to %s cannot be asked for (%s): the "
+					    "response cannot be searched for them",
+					    f->o.host, why);
+		}
+		if (!s)
+			continue;
+		f->bound[i] = s;
+		f->n_bound++;
+	}
+	return 0;
 }
 
 static enum framing response_framing_in(const struct pending *pq, const struct response_head *rh)
@@ -2224,9 +2504,13 @@ static int response_head_done(struct netns_http_flow *f, const struct response_h
 	if (rh->status == 101)
 		return al_error_set(err, -EPROTO,
 				    "The upstream switched protocols, which no request asked for");
-	r = refresh_values(f);
+	r = flow_bound_values(f, err);
+	if (r >= 0)
+		r = refresh_values(f);
 	if (r < 0)
 		return r;
+	/* Every request asked for identity: a compressed response is refused wherever a value is
+	 * looked for (on a bound host, from the first response). */
 	if (f->values_m.n > 0 && is_encoded(rh))
 		return al_error_set(err, -EIO,
 				    "The upstream sent a compressed response, which cannot be "
@@ -2240,9 +2524,9 @@ static int response_head_done(struct netns_http_flow *f, const struct response_h
 	if (r < 0)
 		return r;
 	f->resp_out = outf;
-	/* Once a value went upstream on this connection, every body is judged by its first bytes.
-	 */
-	f->resp_sniff = f->values_m.n > 0;
+	/* Once a value went upstream on this connection, every body is judged by its first bytes
+	 * (before, a compressed body is taken for a file the host serves: docs/EGRESS.md). */
+	f->resp_sniff = f->values_m_sent;
 	f->resp_first_len = 0;
 	if (in == FRAME_CHUNKED)
 		f->resp = RESP_CHUNK_LINE;

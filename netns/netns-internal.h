@@ -252,8 +252,10 @@ void netns_buf_done(struct netns_buf *b);
  *
  * Responses: heads parsed (status line, headers, same strictness), bodies framed (Content-Length,
  * chunked, until close; none for HEAD, 1xx, 204, 304; pipelined requests answered in order) and
- * every real value resolved on this flow turned back into its surrogate, in headers and bodies,
- * as it is and in the same form where it is echoed base64-, hex-, JSON- or percent-encoded. A
+ * every real value resolved on this flow or bound to its host (ops->bound_value) turned back
+ * into its surrogate, in headers and bodies, from the first response on, as it is and in the same
+ * form where it is echoed base64-, hex-, JSON- or percent-encoded (a base64 run holding a value
+ * is encoded again whole, so that no bit of the value's encoding is left). A
  * Content-Length body is re-framed as chunked (HTTP/1.1) or close-delimited (1.0) when a value
  * and its surrogate differ in length, since the length can then change. */
 struct broker_secret;
@@ -273,6 +275,15 @@ struct netns_http_flow_ops {
 	/* A surrogate was swapped for its value (where: e.g. "header authorization"), for the
 	 * audit. NULL: not reported. */
 	void (*swapped)(void *userdata, const char *surrogate, const char *where);
+	/* The real value behind surrogate when its credential is bound to the flow's host, only to
+	 * be turned back into the surrogate in responses, never sent (so it is asked for on plain
+	 * connections too): 0 and *ret (the flow frees it), 0 and *ret NULL when the credential is
+	 * not bound to the host, another -errno when it cannot answer. Asked once per flow, before
+	 * its first response head, for each surrogate not resolved on it by then: a bound host may
+	 * show a value that was sent on another connection. NULL: only the values resolved on the
+	 * flow are turned back. */
+	int (*bound_value)(void *userdata, const char *surrogate, struct broker_secret **ret,
+			   struct al_error *err);
 };
 
 struct netns_http_flow_options {
@@ -299,9 +310,10 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
 				struct netns_buf *out, struct al_error *err);
 /* The same for the upstream's bytes, appended to out for the sandbox. -EBADMSG for a response
  * that cannot be framed, -EPROTO for a response nothing asked for (or a protocol switch), -EIO
- * for a compressed response while credential values are held (it cannot be searched for them):
- * by its Content-Encoding, or by its body's first bytes (gzip, zstd, zlib), whatever its headers
- * say. */
+ * for a compressed response (it cannot be searched for values): by its Content-Encoding while
+ * any value is looked for, and, once a value went upstream on the flow, by its body's first bytes
+ * (gzip, zstd, zlib) whatever its headers say; -ENOKEY when the values bound to the host cannot
+ * be had (ops->bound_value failed). */
 ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				 struct netns_buf *out, struct al_error *err);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.

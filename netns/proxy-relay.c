@@ -450,15 +450,56 @@ static void flow_swapped(void *userdata, const char *surrogate, const char *wher
 			     5);
 }
 
+/* Whether the credential of surrogate is bound to host: the broker's own test (session.c), on
+ * the policy the broker was opened with. */
+static bool surrogate_is_bound(const struct netns_proxy *p, const char *surrogate, const char *host)
+{
+	const struct policy *pol = p->o->policy;
+	const char *name = credential_of(p, surrogate);
+	size_t hl = strlen(host);
+
+	for (size_t i = 0; i < pol->n_credentials; i++) {
+		const struct policy_strv *hosts = &pol->credentials[i].hosts;
+
+		if (!streq(pol->credentials[i].name, name))
+			continue;
+		for (size_t j = 0; j < hosts->n; j++) {
+			const char *pat = hosts->items[j];
+			size_t sl = strlen(pat) - 1; /* "*.suffix": ".suffix" */
+
+			if (strncmp(pat, "*.", 2) != 0
+				? strcasecmp(pat, host) == 0
+				: hl > sl && strcasecmp(host + hl - sl, pat + 1) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The values bound to the host, only to be turned back in responses: asked for on plain
+ * connections too, since nothing of them is sent. */
+static int flow_bound_value(void *userdata, const char *surrogate, struct broker_secret **ret,
+			    struct al_error *err)
+{
+	struct conn *c = userdata;
+
+	*ret = NULL;
+	if (!surrogate_is_bound(c->proxy, surrogate, c->flow_opts.host))
+		return 0;
+	return broker_client_resolve(c->proxy->o->broker, surrogate, c->flow_opts.host, ret, err);
+}
+
 static const struct netns_http_flow_ops flow_ops = {
     .resolve = flow_resolve,
     .sidecar = flow_sidecar,
     .swapped = flow_swapped,
+    .bound_value = flow_bound_value,
 };
 
 static const struct netns_http_flow_ops flow_ops_no_sidecar = {
     .resolve = flow_resolve,
     .swapped = flow_swapped,
+    .bound_value = flow_bound_value,
 };
 
 static void start_flow(struct conn *c, bool tls)
