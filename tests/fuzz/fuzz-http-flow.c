@@ -1,9 +1,11 @@
 /* fuzz-http-flow: one inspected HTTP/1.1 connection, both ways. The input is three bytes (the
  * request feed size, the response feed size, flags), then the sandbox's bytes and, after a line
  * "=====", the upstream's. A fake broker resolves S1 to a shorter value, refuses S2, and resolves
- * S3 to a value of its length; with flag 1 it adds a sidecar header. Checked: no surrogate ever
- * reaches the upstream whole, no real value resolved before the responses reaches the sandbox
- * (as it is, in hex, or once JSON escapes and percent-encoding are decoded), a compressed
+ * S3 to a value of its length; with flag 1 it adds a sidecar header; with flag 8 S1 and S3 are
+ * bound to the host (ops->bound_value), so their values are known from the first response
+ * whatever the requests held. Checked: no surrogate ever reaches the upstream whole, no real
+ * value resolved (or bound) before the responses reaches the sandbox (as it is, in hex, or once
+ * JSON escapes and percent-encoding are decoded), a compressed
  * response is refused with a message that says so, what goes upstream parses again as requests
  * without the removed headers, errors are the documented ones and carry a message, and out only
  * stops a feed when it is full. */
@@ -63,6 +65,17 @@ static int fake_resolve(void *userdata, const char *surrogate, struct broker_sec
 		return secret(V3, ret);
 	}
 	return al_error_set(err, -EPERM, "credential \"other\" is not bound to " HOST);
+}
+
+static int fake_bound_value(void *userdata, const char *surrogate, struct broker_secret **ret,
+			    struct al_error *err)
+{
+	*ret = NULL;
+	if (strcmp(surrogate, S1) == 0)
+		return secret(V1, ret);
+	if (strcmp(surrogate, S3) == 0)
+		return secret(V3, ret);
+	return 0;
 }
 
 static int fake_sidecar(void *userdata, struct broker_secret **ret, struct al_error *err)
@@ -263,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct netns_buf out = {0}, up = {0}, down = {0};
 	struct stream rq, rs;
 	struct fake fk = {0};
-	const struct netns_http_flow_ops ops = {.resolve = fake_resolve, .sidecar = fake_sidecar};
+	struct netns_http_flow_ops ops = {.resolve = fake_resolve, .sidecar = fake_sidecar};
 	struct netns_http_flow_options o = {
 	    .host = HOST, .surrogates = surrogates, .ops = &ops, .userdata = &fk};
 	struct netns_http_flow *f = NULL;
@@ -279,6 +292,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fk.sidecar = data[2] & 1;
 	o.port = data[2] & 2 ? 80 : 443;
 	interleave = data[2] & 4;
+	if (data[2] & 8)
+		ops.bound_value = fake_bound_value;
 	data += 3;
 	size -= 3;
 	sep = memmem(data, size, SEPARATOR, strlen(SEPARATOR));
@@ -301,8 +316,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (!responses_started) {
 			responses_started = true;
-			values_known[0] = fk.resolved1;
-			values_known[1] = fk.resolved3;
+			values_known[0] = fk.resolved1 || ops.bound_value;
+			values_known[1] = fk.resolved3 || ops.bound_value;
 		}
 		k = next_piece(&rs, &p);
 		r = feed(f, false, p, k, &out, &down, &err);

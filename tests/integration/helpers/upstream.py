@@ -9,12 +9,16 @@ text when short), so a test can see exactly what reached the upstream. Answers:
   /big?n=N        N bytes
   /echo-enc?enc=E the request's Authorization value encoded as E: json (every other byte as
                   \u00XX, the case alternating, '/' as \/), pct-upper, pct-lower (every byte
-                  %XX), pct-mixed (every other byte, lower case), hex-lower, hex-upper, gzip
+                  %XX), pct-mixed (every other byte, lower case), hex-lower, hex-upper, b64, gzip
                   (with Content-Encoding: gzip), gzip-bare (the same bytes without it)
+  /last[?enc=E]   the Authorization value of the latest request before this one that had one
+                  (read from LOG, so upstreams sharing a LOG share it), encoded as E when
+                  given: a host that shows a value sent on another connection
   anything else   a file under --root when it exists, else "hello from upstream\n"
 Prints "ready" on stdout once it listens.
 """
 
+import base64
 import gzip
 import json
 import os
@@ -45,6 +49,8 @@ def encode(value, enc):
         step = 2 if enc == "pct-mixed" else 1
         return ("a=" + "".join(fmt % c if i % step == 0 else chr(c)
                                for i, c in enumerate(value))).encode()
+    if enc == "b64":
+        return base64.b64encode(value)
     if enc == "hex-lower":
         return value.hex().encode()
     if enc == "hex-upper":
@@ -71,6 +77,16 @@ class Handler(BaseHTTPRequestHandler):
         }
         with LOCK, open(self.server.log_path, "a") as f:
             f.write(json.dumps(entry) + "\n")
+
+    def last_auth(self):
+        """The Authorization value of the latest logged request before this one that had one."""
+        with LOCK, open(self.server.log_path) as f:
+            entries = [json.loads(line) for line in f if line.strip()]
+        for entry in reversed(entries[:-1]):
+            for k, v in entry["headers"]:
+                if k.lower() == "authorization":
+                    return v.encode()
+        return b""
 
     def read_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -111,6 +127,10 @@ class Handler(BaseHTTPRequestHandler):
             if enc == "gzip":
                 headers["Content-Encoding"] = "gzip"
             self.reply(200, body, "application/octet-stream", headers)
+            return
+        if url.path == "/last":
+            enc = parse_qs(url.query).get("enc", [""])[0]
+            self.reply(200, encode(self.last_auth(), enc), "application/octet-stream")
             return
         if url.path == "/big":
             n = int(parse_qs(url.query).get("n", ["1024"])[0])

@@ -28,13 +28,17 @@
 #define S_SLASH "airlock_sur_slashSLASH012345"
 #define V_SLASH "real/value with/slashes/0001"
 #define SIDE_VALUE "Bearer sk-sidecar-real-value-42"
+/* A value of 30 bytes (a multiple of three) behind a generic surrogate (44). */
+#define S_LEN30 "airlock_sur_len30LEN30abcdefghij0123456789xy"
+#define V_LEN30 "thirty-byte-real-value-0123456"
 
 #define HOST "api.github.com"
 #define GET_ROOT "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
 
 struct fake {
 	const char *sidecar; /* NULL: none */
-	unsigned resolve_calls, sidecar_calls;
+	unsigned resolve_calls, sidecar_calls, bound_calls;
+	int bound_error; /* bound_value fails with it */
 	char swapped[8][96];
 	unsigned n_swapped;
 };
@@ -48,7 +52,7 @@ struct ft {
 	struct al_error err;
 };
 
-static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, S_SLASH, NULL};
+static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, S_SLASH, S_LEN30, NULL};
 
 static int fake_secret(const char *value, struct broker_secret **ret)
 {
@@ -73,6 +77,8 @@ static int fake_resolve(void *userdata, const char *surrogate, struct broker_sec
 		return fake_secret(V_SAME, ret);
 	if (strcmp(surrogate, S_SLASH) == 0)
 		return fake_secret(V_SLASH, ret);
+	if (strcmp(surrogate, S_LEN30) == 0)
+		return fake_secret(V_LEN30, ret);
 	return al_error_set(err, -EPERM, "credential \"npm\" is not bound to this host");
 }
 
@@ -83,6 +89,23 @@ static int fake_sidecar(void *userdata, struct broker_secret **ret, struct al_er
 	fk->sidecar_calls++;
 	*ret = NULL;
 	return fk->sidecar ? fake_secret(fk->sidecar, ret) : 0;
+}
+
+/* S_GH and S_SAME are bound to the host; S_REFUSED is not. */
+static int fake_bound_value(void *userdata, const char *surrogate, struct broker_secret **ret,
+			    struct al_error *err)
+{
+	struct fake *fk = userdata;
+
+	fk->bound_calls++;
+	*ret = NULL;
+	if (fk->bound_error)
+		return al_error_set(err, fk->bound_error, "the broker is gone");
+	if (strcmp(surrogate, S_GH) == 0)
+		return fake_secret(V_GH, ret);
+	if (strcmp(surrogate, S_SAME) == 0)
+		return fake_secret(V_SAME, ret);
+	return 0;
 }
 
 static void fake_swapped(void *userdata, const char *surrogate, const char *where)
@@ -816,6 +839,211 @@ static void test_flow_turns_base64_echo_of_basic_credentials_back(void **state)
 	free(resp);
 	free(alone);
 	free(resp2);
+}
+
+/* The body of the response in t->down (its head dropped), de-chunked when chunked; consumed. */
+static char *down_body(struct ft *t)
+{
+	const char *p, *head_end;
+	char *body;
+	size_t n = 0;
+
+	assert_int_equal(netns_buf_append(&t->down, "", 1, SIZE_MAX), 0);
+	p = buf_text(&t->down);
+	head_end = strstr(p, "\r\n\r\n");
+	assert_non_null(head_end);
+	body = calloc(1, netns_buf_len(&t->down));
+	assert_non_null(body);
+	if (!memmem(p, (size_t)(head_end - p), "Transfer-Encoding: chunked", 26)) {
+		strcpy(body, head_end + 4);
+		drain(&t->down);
+		return body;
+	}
+	p = head_end + 4;
+	for (;;) {
+		size_t size = strtoul(p, NULL, 16);
+
+		p = strstr(p, "\r\n") + 2;
+		if (size == 0)
+			break;
+		memcpy(body + n, p, size);
+		n += size;
+		p += size + 2;
+	}
+	drain(&t->down);
+	return body;
+}
+
+/* base64 in the URL alphabet, unpadded. */
+static char *b64url(const char *s)
+{
+	char *e = b64(s);
+
+	for (char *c = e; *c; c++)
+		*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	if (strchr(e, '='))
+		*strchr(e, '=') = '\0';
+	return e;
+}
+
+/* What a URL-alphabet run ru (unpadded) of real bytes turns into, sur encoded: unpadded, unless
+ * ru could as well be a standard run of whole groups (no '-' or '_', a multiple of four), which
+ * a standard encoder would have padded. */
+static char *want_url(const char *ru, const char *sur)
+{
+	char *su = b64url(sur), *ss;
+
+	if (strpbrk(ru, "-_") || strlen(ru) % 4 != 0)
+		return su;
+	ss = b64(sur);
+	for (char *c = ss; *c; c++)
+		*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	free(su);
+	return ss;
+}
+
+/* A base64 echo of credentials holding a real value (Basic's user:value, or the value alone, in
+ * either alphabet) decodes to the same credentials with the surrogate, whole: the run is encoded
+ * again, not only the characters that the value's bits alone decide. For values of 28, 44 and 30
+ * bytes (1, 2 and 0 past a multiple of three) behind surrogates of 40, 44 and 44, after 0, 1 and
+ * 2 bytes, with and without bytes after them; and split at every byte. */
+static void test_flow_encodes_a_base64_run_again_whole_around_a_value(void **state)
+{
+	static const char *const pairs[][2] = {{S_GH, V_GH}, {S_SAME, V_SAME}, {S_LEN30, V_LEN30}};
+	static const char *const before[] = {"", "u", "u:"};
+	static const char *const after[] = {"", ":x", "!!"};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(pairs); i++)
+		for (size_t j = 0; j < ELEMENTSOF(before); j++)
+			for (size_t k = 0; k < ELEMENTSOF(after); k++) {
+				char *real = str_printf("%s%s%s", before[j], pairs[i][1], after[k]);
+				char *sur = str_printf("%s%s%s", before[j], pairs[i][0], after[k]);
+				char *rs = b64(real), *ss = b64(sur), *ru = b64url(real),
+				     *su = want_url(ru, sur);
+				char *resp = str_printf("HTTP/1.1 200 OK\r\nX-Echo: Basic %s\r\n"
+							"Content-Length: %zu\r\n\r\n"
+							"{\"a\":\"%s\",\"b\":\"%s\"}",
+							rs, strlen(rs) + strlen(ru) + 15, rs, ru);
+				char *want_head = str_printf("X-Echo: Basic %s\r\n", ss);
+				char *want_body = str_printf("{\"a\":\"%s\",\"b\":\"%s\"}", ss, su);
+				size_t splits = i == 0 && j == 2 && k == 0 ? strlen(resp) : 1;
+
+				for (size_t cut = 0; cut < splits; cut++) {
+					struct ft *t = flow_with_value(pairs[i][0], 1);
+					char *body;
+
+					assert_int_equal(feed(t, false, resp, cut, SIZE_MAX), 0);
+					assert_int_equal(feed(t, false, resp + cut,
+							      strlen(resp) - cut, SIZE_MAX),
+							 0);
+					if (!buf_has(&t->down, want_head))
+						fail_msg("value %zu, before %zu, after %zu, cut "
+							 "%zu: no %s in\n%s",
+							 i, j, k, cut, want_head,
+							 buf_text(&t->down));
+					body = down_body(t);
+					if (strcmp(body, want_body) != 0)
+						fail_msg("value %zu, before %zu, after %zu, cut "
+							 "%zu: body %s, expected %s",
+							 i, j, k, cut, body, want_body);
+					free(body);
+					ft_free(t);
+				}
+				free(real);
+				free(sur);
+				free(rs);
+				free(ss);
+				free(ru);
+				free(su);
+				free(resp);
+				free(want_head);
+				free(want_body);
+			}
+}
+
+/* A flow whose ops also give the values bound to the host. */
+static struct ft *ft_new_bound(void)
+{
+	struct ft *t = ft_new();
+
+	t->ops.bound_value = fake_bound_value;
+	return t;
+}
+
+/* A bound host may show a value sent on another connection: every response is searched for the
+ * values bound to it from the first byte, though nothing was swapped on this flow; they are
+ * asked for once, and never swapped into a request (that still takes a resolve). */
+static void test_flow_turns_back_values_bound_to_the_host_without_a_swap(void **state)
+{
+	struct ft *t = ft_new_bound();
+	char *real = b64("u:" V_GH), *sur = b64("u:" S_GH);
+	char *resp = str_printf("HTTP/1.1 200 OK\r\nX-Last: Bearer " V_GH "\r\n"
+				"Content-Length: %zu\r\n\r\n%s " V_SAME,
+				strlen(real) + 1 + strlen(V_SAME), real);
+	char *want = str_printf("HTTP/1.1 200 OK\r\nX-Last: Bearer " S_GH "\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n"
+				"%zx\r\n%s " S_SAME "\r\n0\r\n\r\n",
+				strlen(sur) + 1 + strlen(S_SAME), sur);
+
+	(void)state;
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	expect_up(t, GET_ROOT);
+	assert_int_equal(t->fake.bound_calls, 0);
+	assert_int_equal(send_resp(t, resp), 0);
+	expect_down(t, want);
+	assert_int_equal(t->fake.resolve_calls, 0);
+	assert_int_equal(t->fake.bound_calls, ELEMENTSOF(surrogates) - 1);
+	/* Asked once; a swap still resolves. */
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-T: " S_GH "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-T: " V_GH "\r\n\r\n");
+	assert_int_equal(t->fake.resolve_calls, 1);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nX-Last: " V_GH "\r\n"
+				      "Content-Length: 0\r\n\r\n"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nX-Last: " S_GH "\r\n"
+		       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+	assert_int_equal(t->fake.bound_calls, ELEMENTSOF(surrogates) - 1);
+	ft_free(t);
+	free(real);
+	free(sur);
+	free(resp);
+	free(want);
+}
+
+/* On a bound host, a compressed response (Content-Encoding) is refused from the first one, since
+ * every request asked for identity; a body that only begins like a compressed stream (a file) is
+ * refused only once a value went upstream on the flow. When the bound values cannot be had, no
+ * response passes. */
+static void test_flow_on_a_bound_host_refuses_compressed_responses_before_any_swap(void **state)
+{
+	struct ft *t = ft_new_bound();
+
+	(void)state;
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+				      "Content-Length: 0\r\n\r\n"),
+			 -EIO);
+	assert_non_null(strstr(t->err.msg, "compressed"));
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+
+	t = ft_new_bound();
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"
+				      "\x1f\x8b\x08\x00"),
+			 0);
+	assert_true(buf_has(&t->down, "\x1f\x8b\x08\x00"));
+	ft_free(t);
+
+	t = ft_new_bound();
+	t->fake.bound_error = -ECONNRESET;
+	assert_int_equal(send_req(t, GET_ROOT), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), -ENOKEY);
+	assert_non_null(strstr(t->err.msg, "the broker is gone"));
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
 }
 
 static void test_flow_asks_for_identity_and_refuses_compressed_echo(void **state)
@@ -1560,6 +1788,10 @@ int main(void)
 	    cmocka_unit_test(test_flow_passes_http_1_0_without_host_as_the_last_request),
 	    cmocka_unit_test(test_flow_swaps_surrogate_inside_basic_credentials),
 	    cmocka_unit_test(test_flow_turns_base64_echo_of_basic_credentials_back),
+	    cmocka_unit_test(test_flow_encodes_a_base64_run_again_whole_around_a_value),
+	    cmocka_unit_test(test_flow_turns_back_values_bound_to_the_host_without_a_swap),
+	    cmocka_unit_test(
+		test_flow_on_a_bound_host_refuses_compressed_responses_before_any_swap),
 	    cmocka_unit_test(test_flow_asks_for_identity_and_refuses_compressed_echo),
 	    cmocka_unit_test(test_flow_refuses_surrogate_in_request_target_raw_or_encoded),
 	    cmocka_unit_test(test_flow_refuses_encoded_surrogate_in_other_headers),
