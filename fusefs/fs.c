@@ -30,17 +30,6 @@
 #include "common/path-util.h"
 #include "fusefs/fusefs-internal.h"
 
-/* What a file costs the quota, in 512-byte units: what it has allocated, or its size when that
- * is more. The size is known the moment a write lands; allocation may come later (delayed
- * allocation), and a quota that trailed it would let a write through. Sparse files cost their
- * size: the quota errs towards full. */
-static blkcnt_t charged_blocks(const struct stat *st)
-{
-	blkcnt_t by_size = S_ISREG(st->st_mode) ? (blkcnt_t)((st->st_size + 511) / 512) : 0;
-
-	return MAX(st->st_blocks, by_size);
-}
-
 static size_t bucket_of(const struct fusefs *fs, dev_t dev, ino_t ino)
 {
 	uint64_t h = ((uint64_t)ino * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)dev;
@@ -211,7 +200,7 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 	    .nlookup = 1,
 	    .fd = TAKE_FD(owned),
 	    .cred = -1,
-	    .blocks = charged_blocks(st),
+	    .blocks = fusefs_charged_blocks(st),
 	    .name = TAKE_PTR(copy),
 	    .handle = TAKE_PTR(h),
 	};
@@ -420,7 +409,7 @@ void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st)
 	/* The inode stays alive while the kernel holds it: in may be used below. */
 	pthread_mutex_lock(&fs->quota_lock);
 	if (!in) {
-		usage_add_locked(fs, -(int64_t)charged_blocks(st) * 512);
+		usage_add_locked(fs, -(int64_t)fusefs_charged_blocks(st) * 512);
 	} else if (in->open_count > 0) {
 		in->orphan = true;
 	} else {
@@ -435,8 +424,9 @@ void fusefs_inode_opened(struct fusefs *fs, struct fusefs_inode *in, const struc
 	pthread_mutex_lock(&fs->quota_lock);
 	in->open_count++;
 	if (!in->orphan) {
-		usage_add_locked(fs, ((int64_t)charged_blocks(st) - (int64_t)in->blocks) * 512);
-		in->blocks = charged_blocks(st);
+		usage_add_locked(fs,
+				 ((int64_t)fusefs_charged_blocks(st) - (int64_t)in->blocks) * 512);
+		in->blocks = fusefs_charged_blocks(st);
 	}
 	pthread_mutex_unlock(&fs->quota_lock);
 }
@@ -449,8 +439,9 @@ void fusefs_inode_charge(struct fusefs *fs, struct fusefs_inode *in, int fd)
 		return;
 	pthread_mutex_lock(&fs->quota_lock);
 	if (!in->orphan && fstat(fd, &st) == 0) {
-		usage_add_locked(fs, ((int64_t)charged_blocks(&st) - (int64_t)in->blocks) * 512);
-		in->blocks = charged_blocks(&st);
+		usage_add_locked(fs,
+				 ((int64_t)fusefs_charged_blocks(&st) - (int64_t)in->blocks) * 512);
+		in->blocks = fusefs_charged_blocks(&st);
 	}
 	pthread_mutex_unlock(&fs->quota_lock);
 }
@@ -689,7 +680,7 @@ static int measure_usage(int dir, dev_t dev, unsigned depth, uint64_t *total)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
 			continue;
-		*total += (uint64_t)charged_blocks(&st) * 512;
+		*total += (uint64_t)fusefs_charged_blocks(&st) * 512;
 		if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -815,6 +806,25 @@ static int setup_creds(struct fusefs *fs, const char *root, const char *mount, s
 	return 0;
 }
 
+/* The ids a rootless sandbox's user namespace maps (the launcher's write_id_maps()): the
+ * caller's euid and egid; its other groups stay the sandbox processes', without a name. */
+static int sandbox_ids(struct fusefs *fs)
+{
+	int n = getgroups(0, NULL);
+
+	if (n < 0)
+		return -errno;
+	fs->ids = (struct fusefs_ids){.userns = true, .uid = fs->euid, .gid = fs->egid};
+	fs->ids.groups = calloc((size_t)n + 1, sizeof(gid_t));
+	if (!fs->ids.groups)
+		return -ENOMEM;
+	n = getgroups(n, fs->ids.groups);
+	if (n < 0)
+		return -errno;
+	fs->ids.n_groups = (size_t)n;
+	return 0;
+}
+
 static void inode_init_fixed(struct fusefs_inode *in, int fd)
 {
 	*in = (struct fusefs_inode){
@@ -844,6 +854,12 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	fs->violations_fd = o->violations_fd;
 	fs->strip_setid = o->strip_setid;
 	fs->euid = geteuid();
+	fs->egid = getegid();
+	if (o->userns) {
+		r = sandbox_ids(fs);
+		if (r < 0)
+			return al_error_set_errno(err, r, "Failed to list the caller's groups");
+	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->quota_lock, NULL);
 	inode_init_fixed(&fs->root, -EBADF);
@@ -869,6 +885,8 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 		return al_error_set_errno(err, -errno, "workspace.root: %s", root);
 	fs->root.dev = fs->root_dev = st.st_dev;
 	fs->root.ino = st.st_ino;
+	/* The root's own blocks are not the sandbox's: only what it grows by is charged. */
+	fs->root.blocks = fusefs_charged_blocks(&st);
 	/* Reopening inodes by handle needs CAP_DAC_READ_SEARCH; without it, each known inode
 	 * keeps its own O_PATH fd, and the fd limit bounds how many the kernel can hold. */
 	r = handle_of(fs->root_fd, &h, &fs->mount_id);
@@ -921,6 +939,7 @@ struct fusefs *fusefs_free(struct fusefs *fs)
 		free(fs->creds[i].inode);
 	}
 	free(fs->creds);
+	free(fs->ids.groups);
 	fs->rules = fusefs_rules_free(fs->rules);
 	(void)al_close(fs->root_fd);
 	(void)al_close(fs->mount_fd);

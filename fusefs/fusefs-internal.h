@@ -93,6 +93,40 @@ bool fusefs_rules_any_writable(const struct fusefs_rules *r);
  * false, the caller checks the folder's contents one by one (or refuses with EXDEV). */
 bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *r, const char *from, const char *to);
 
+/* ---- attr.c: what the sandbox is shown of a host file, and what it costs ---- */
+
+/* Every file, folder and link costs the quota at least one 4 KiB block (in 512-byte units), as
+ * on a file system without inline data: an inode and its folder entry take room on the host's
+ * disk (and one of its inodes) even when empty, and the quota bounds their number too. */
+#define FUSEFS_INODE_BLOCKS 8
+
+/* What a file costs the quota, in 512-byte units: what it has allocated, or its size when that
+ * is more, and at least FUSEFS_INODE_BLOCKS. The size is known the moment a write lands;
+ * allocation may come later (delayed allocation), and a quota that trailed it would let a write
+ * through. Sparse files cost their size: the quota errs towards full. */
+blkcnt_t fusefs_charged_blocks(const struct stat *st);
+
+/* The ids a rootless sandbox's user namespace maps (each to itself): its one uid and gid; the
+ * caller's other groups (which the sandbox's processes keep, unnamed) are listed in groups. */
+struct fusefs_ids {
+	bool userns; /* false: the sandbox's namespace maps every id (a run as root), nothing is
+		      * changed */
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	size_t n_groups;
+};
+
+/* Changes the host's st into what a rootless sandbox is shown. Its kernel refuses to write,
+ * remove or rename an inode whose owner or group its user namespace cannot map, and checks modes
+ * against its one uid and gid; so every id is shown as the caller's, with modes that give what
+ * the host gives the caller: the caller's own files keep their mode (only the group's name
+ * changes); another user's file shows as its owner's and group's bits the ones the caller gets on
+ * the host (the group's as a member of it, else the others'). The daemon still acts on the host
+ * as the caller: what is shown never allows more than the host does (a chmod of another's file
+ * gets EPERM there). */
+void fusefs_ids_show(const struct fusefs_ids *ids, struct stat *st);
+
 /* ---- the filesystem's state (fs.c) ---- */
 
 #define FUSEFS_DEPTH_MAX 512   /* components below the root */
@@ -161,6 +195,8 @@ struct fusefs {
 	bool use_handles;
 	bool any_writable;
 	uid_t euid;
+	gid_t egid;
+	struct fusefs_ids ids; /* what the sandbox's user namespace maps */
 
 	pthread_mutex_t lock; /* the table, refs, LRU, parent/name links */
 	struct fusefs_inode root;

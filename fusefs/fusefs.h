@@ -26,6 +26,9 @@ struct fusefs_options {
 	int violations_fd;	      /* where denials are reported, or -EBADF (see below) */
 	bool strip_setid; /* drop set-user-ID (and set-group-ID but on folders) from every mode
 			   * set: files the sandbox leaves may be run by the host later */
+	bool userns; /* the sandbox runs in a user namespace that maps only the caller's euid and
+		      * egid, each to itself (a rootless run): ids it cannot map are shown so that
+		      * the kernel's checks give what the host's would (fusefs_ids_show()) */
 };
 
 /* Opens the root folder and compiles the rules. Refuses a root that is /, a system tree (/etc,

@@ -192,14 +192,18 @@ static void fill_entry(const struct fusefs *fs, struct fuse_entry_param *e, stru
 	    .attr_timeout = CACHE_SEC,
 	    .entry_timeout = CACHE_SEC,
 	};
+	fusefs_ids_show(&fs->ids, &e->attr);
 }
 
-static void cred_stat(const struct fusefs_inode *in, struct stat *st)
+/* A credential file is the sandbox's, read-only. */
+static void cred_stat(const struct fusefs *fs, const struct fusefs_inode *in, struct stat *st)
 {
 	*st = (struct stat){
 	    .st_ino = in->ino,
 	    .st_mode = S_IFREG | 0400,
 	    .st_nlink = 1,
+	    .st_uid = fs->euid,
+	    .st_gid = fs->egid,
 	    .st_blksize = 4096,
 	};
 }
@@ -209,7 +213,7 @@ static void cred_entry(struct fusefs *fs, int cred, struct fuse_entry_param *e)
 	struct fusefs_inode *in = fs->creds[cred].inode;
 	struct stat st;
 
-	cred_stat(in, &st);
+	cred_stat(fs, in, &st);
 	fill_entry(fs, e, in, &st);
 	/* The content changes at every open: the kernel keeps nothing. */
 	e->attr_timeout = 0;
@@ -320,7 +324,7 @@ static int stat_inode(struct fusefs *fs, struct fusefs_inode *in, struct fuse_fi
 	int fd, r;
 
 	if (in->cred >= 0) {
-		cred_stat(in, st);
+		cred_stat(fs, in, st);
 		return 0;
 	}
 	if (in == &fs->secrets_root) {
@@ -346,10 +350,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int r;
 
 	r = stat_inode(fs, in, fi, &st);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &st, in->cred >= 0 ? 0 : CACHE_SEC);
+		return;
+	}
+	fusefs_ids_show(&fs->ids, &st);
+	fuse_reply_attr(req, &st, in->cred >= 0 ? 0 : CACHE_SEC);
 }
 
 static int set_attrs(struct fusefs *fs, struct fusefs_inode *in, int fd, struct stat *attr,
@@ -420,10 +426,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
 	fusefs_inode_put_fd(fs, in);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &st, CACHE_SEC);
+		return;
+	}
+	fusefs_ids_show(&fs->ids, &st);
+	fuse_reply_attr(req, &st, CACHE_SEC);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -451,14 +459,15 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
-/* After name was made in parent (whose fd pfd the caller got from fusefs_inode_get_fd()): gives
- * it to the caller (as root serving someone else), remembers it, releases pfd and replies with
- * its entry (with fi: opened, as file_fd). pfd is released before any reply: once the reply is
- * out, the kernel may forget the parent at any time. */
+/* After name was made in parent (whose fd pfd the caller got from fusefs_inode_get_fd()): charges
+ * what the parent grew by and, when a new inode was made (created), its cost, gives it to the
+ * caller (as root serving someone else), remembers it, releases pfd and replies with its entry
+ * (with fi: opened, as file_fd). pfd is released before any reply: once the reply is out, the
+ * kernel may forget the parent at any time. */
 static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, const char *name,
-		       const char *op, const char *path, struct fuse_file_info *fi, int file_fd)
+		       const char *op, const char *path, bool created, struct fuse_file_info *fi,
+		       int file_fd)
 {
-	bool is_link = streq(op, "link");
 	struct fusefs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
@@ -469,6 +478,7 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 
 	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
+	fusefs_inode_charge(fs, parent, pfd);
 	fusefs_inode_put_fd(fs, parent);
 	if (r >= 0 && fs->euid == 0 && (ctx->uid != 0 || ctx->gid != 0) &&
 	    fchownat(fd, "", ctx->uid, ctx->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -478,9 +488,10 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 	if (r >= 0)
 		r = fusefs_inode_remember(fs, parent, name, TAKE_FD(fd), &st, &in);
 	(void)al_close(fd);
-	/* A new folder, link or node takes blocks too (a new file: at its first open). */
-	if (r >= 0 && !fi && !is_link)
-		(void)fusefs_quota_charge(fs, (int64_t)st.st_blocks * 512, false);
+	/* A new inode costs at least a block, and what it has allocated (a folder's first block, a
+	 * symbolic link's target). The table took that as what is charged for it. */
+	if (r >= 0 && created)
+		(void)fusefs_quota_charge(fs, (int64_t)fusefs_charged_blocks(&st) * 512, false);
 	if (r >= 0 && fi) {
 		f = calloc(1, sizeof(*f));
 		if (!f) {
@@ -544,7 +555,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -r);
 		return;
 	}
-	reply_made(req, parent, pfd, name, op, path, NULL, -EBADF);
+	reply_made(req, parent, pfd, name, op, path, true, NULL, -EBADF);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -574,6 +585,9 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 	if (r >= 0)
 		r = check_write_name(req, newparent, newname, false, true, "link", path,
 				     sizeof(path));
+	/* A new name grows its folder. */
+	if (r >= 0 && fusefs_quota_full(fs))
+		r = -ENOSPC;
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -584,7 +598,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 	r = RET_NERRNO(linkat(AT_FDCWD, proc, pfd, newname, AT_SYMLINK_FOLLOW));
 	fusefs_inode_put_fd(fs, in);
 	if (r >= 0) {
-		reply_made(req, newparent, pfd, newname, "link", path, NULL, -EBADF);
+		reply_made(req, newparent, pfd, newname, "link", path, false, NULL, -EBADF);
 		return;
 	}
 	fusefs_inode_put_fd(fs, newparent);
@@ -651,6 +665,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		r = fusefs_path(fs, newparent, newname, to, sizeof(to));
 	if (r >= 0 && (fusefs_cred_at(fs, from) >= 0 || fusefs_cred_at(fs, to) >= 0))
 		r = fusefs_deny(fs, pid_of(req), "rename", from, -EPERM);
+	/* A new name may grow its folder: not past the quota. */
+	if (r >= 0 && fusefs_quota_full(fs))
+		r = -ENOSPC;
 	if (r >= 0)
 		r = RET_NERRNO(fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW));
 	has_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
@@ -674,6 +691,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		goto out;
 	r = RET_NERRNO(renameat2(pfd, name, npfd, newname, flags));
 	if (r >= 0) {
+		fusefs_inode_charge(fs, newparent, npfd);
+		if (newparent != parent)
+			fusefs_inode_charge(fs, parent, pfd);
 		(void)fusefs_inode_rename(fs, src.st_dev, src.st_ino, newparent, newname);
 		if ((flags & RENAME_EXCHANGE) && has_dst)
 			(void)fusefs_inode_rename(fs, dst.st_dev, dst.st_ino, parent, name);
@@ -803,12 +823,43 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
+/* Opens name in pfd for flags, making it when it does not exist; *ret_created tells which, for
+ * the quota: a file that existed (made behind the kernel's back, or an open(O_CREAT) of a name
+ * the kernel had no entry for) costs no new inode. Whether it existed is asked with O_EXCL, and
+ * one that went away in between is made again, a few times: a name created and removed by
+ * another thread at the same time never leaves a new file uncharged. */
+static int create_file(struct fusefs *fs, int pfd, const char *name, int flags, mode_t mode,
+		       bool *ret_created)
+{
+	int fd;
+
+	for (unsigned tries = 0; tries < 8; tries++) {
+		fd = openat(pfd, name, open_flags(fs, flags) | O_CREAT | O_EXCL | O_NOFOLLOW,
+			    safe_mode(fs, S_IFREG | (mode & 07777)) & 07777);
+		if (fd >= 0) {
+			*ret_created = true;
+			return fd;
+		}
+		if (errno != EEXIST || (flags & O_EXCL))
+			return -errno;
+		fd = openat(pfd, name, open_flags(fs, flags) | O_NOFOLLOW);
+		if (fd >= 0) {
+			*ret_created = false;
+			return fd;
+		}
+		if (errno != ENOENT)
+			return -errno;
+	}
+	return -EAGAIN;
+}
+
 static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *parent = inode_of(req, parent_ino);
 	char path[FUSEFS_PATH_MAX];
+	bool created = false;
 	int pfd, fd, r;
 
 	r = check_write_name(req, parent, name, false, true, "create", path, sizeof(path));
@@ -822,16 +873,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (pfd < 0)
 		return;
 	apply_umask(req);
-	fd = openat(pfd, name,
-		    open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL) | O_NOFOLLOW,
-		    safe_mode(fs, S_IFREG | (mode & 07777)) & 07777);
+	fd = create_file(fs, pfd, name, fi->flags, mode, &created);
 	if (fd < 0) {
-		r = -errno;
 		fusefs_inode_put_fd(fs, parent);
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, -fd);
 		return;
 	}
-	reply_made(req, parent, pfd, name, "create", path, fi, fd);
+	reply_made(req, parent, pfd, name, "create", path, created, fi, fd);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -40,6 +40,7 @@ int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
 			   struct al_error *err)
 {
 	_cleanup_(launcher_workspace_freep) struct launcher_workspace *ws = NULL;
+	bool userns;
 	int fd, r;
 
 	/* The sandbox child opens it later; find out now, before anything runs. */
@@ -67,12 +68,16 @@ int launcher_workspace_new(const struct policy *p, struct al_audit *audit,
 		if (r < 0)
 			return r;
 	}
+	/* Not root: the sandbox gets a user namespace that maps airlock's euid and egid only
+	 * (launcher_context_init(), write_id_maps()). */
+	userns = geteuid() != 0;
 	r = fusefs_new(&(struct fusefs_options){.policy = p,
 						.mount = p->workspace.mount,
 						.audit = audit,
 						.broker = ws->broker,
 						.violations_fd = ws->violations[1],
-						.strip_setid = true},
+						.strip_setid = true,
+						.userns = userns},
 		       &ws->fs, err);
 	if (r < 0)
 		return r;
