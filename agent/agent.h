@@ -106,8 +106,10 @@ struct agent_exec_options {
 
 /* Runs req and writes one JSON result object (a line) to out. Returns the error kind of the
  * result (AGENT_ERROR_NONE when the program ran, whatever its exit code), or -errno when not
- * even a result could be written. */
-int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out);
+ * even a result could be written. When the result is an error, err (may be NULL) gets its
+ * message, for the caller's one line on stderr. */
+int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
+	       struct al_error *err);
 /* Runs req in persistent session id (launcher_session_exec()) and writes its result, as
  * agent_exec() does. Only command, python, javascript and shell: the code goes on the runtime's
  * command line; policy, workspace, memory and files are the session's. */

@@ -485,7 +485,8 @@ static void exec_done(struct exec *e)
 	e->stdin_fd = al_close(e->stdin_fd);
 }
 
-int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out)
+int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
+	       struct al_error *err)
 {
 	struct exec e = {.req = req, .stdin_fd = -EBADF};
 	struct launcher_result res = {0};
@@ -518,6 +519,8 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
 						    : AGENT_ERROR_SETUP_FAILED,
 				   r);
 	}
+	if (r < 0 && err)
+		*err = e.err;
 	if (r < 0)
 		r = agent_exec_print_error(out, e.kind, e.err.msg);
 	else

@@ -177,6 +177,7 @@ int cli_exec(int argc, char **argv)
 {
 	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
 	struct agent_exec_options o;
+	struct al_error err = {0};
 	int r;
 
 	r = parse_argv(argc, argv);
@@ -192,10 +193,14 @@ int cli_exec(int argc, char **argv)
 	    .upstream_ca = arg_upstream_ca,
 	    .broker = &arg_broker,
 	};
-	r = agent_exec(req, &o, stdout);
+	r = agent_exec(req, &o, stdout, &err);
 	free(arg_broker_path);
 	if (r < 0)
 		return log_error_errno(r, "Failed to write the result: %m"), LAUNCHER_EXIT_FAILED;
+	/* Every error kind has its line on stderr too, as a refused request has (the result on
+	 * stdout says the same, with the kind). */
+	if (r != AGENT_ERROR_NONE)
+		log_error("%s", err.msg[0] ? err.msg : agent_error_kind_to_string(r));
 	return r == AGENT_ERROR_NONE ? 0 : LAUNCHER_EXIT_FAILED;
 }
 

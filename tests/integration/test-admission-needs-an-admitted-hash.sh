@@ -151,4 +151,28 @@ al_run run -p "$IT_TMP/t3.json" --admitted "$ADMITTED" -- /bin/echo high
 assert_eq 125 "$AL_RC" "a malformed admitted set is refused"
 assert_contains "$AL_ERR" "line 5" "the refusal names the line"
 
+# policy check prints the tier admission applies (the higher of the declared one and what the
+# fields call for, naming the field that raised it) and, from tier 3 on, whether it is admitted
+al_run policy check "$IT_TMP/t2.json"
+assert_eq "0 tier 2 (declared 2)" "$AL_RC $(sed -n 2p "$IT_TMP/al.out")" "policy check: a tier 2 policy's tier"
+assert_match "^$IT_TMP/t2.json: ok \\([0-9a-f]{64}\\)\$" "$(sed -n 1p "$IT_TMP/al.out")" "policy check: the first line as before"
+printf '%s\n' "$hash" >"$IT_TMP/admitted-t3"
+chmod 644 "$IT_TMP/admitted-t3"
+al_run policy check --admitted "$IT_TMP/admitted-t3" "$IT_TMP/t3.json"
+assert_eq "0 tier 3 (declared 3): admitted in $IT_TMP/admitted-t3" "$AL_RC $(sed -n 2p "$IT_TMP/al.out")" \
+	"policy check: a tier 3 policy that is admitted"
+write_policy "$IT_TMP/raised.json" <<EOF2
+{"tier": 1, "workspace": {"root": "$WS"}, "mounts": [{"source": "$IT_TMP", "target": "/mnt/x", "mode": "rw"}]}
+EOF2
+al_run policy check --admitted "$IT_TMP/admitted-t3" "$IT_TMP/raised.json"
+assert_eq "0 2" "$AL_RC $(grep -c '' "$IT_TMP/al.out")" "policy check: exits 0 with two lines"
+assert_eq "tier 3 (declared 1; mounts[0]: a writable host folder): not admitted in $IT_TMP/admitted-t3" \
+	"$(sed -n 2p "$IT_TMP/al.out")" "policy check: a tier raised by a field, named, and not admitted"
+al_run policy check --admitted=/nonexistent/admitted "$IT_TMP/t3.json"
+assert_contains "$(sed -n 2p "$IT_TMP/al.out")" "not admitted: the admitted set /nonexistent/admitted cannot be read" \
+	"policy check: --admitted=SET, an unreadable set"
+al_run policy check --admitted
+assert_eq 1 "$AL_RC" "policy check --admitted without FILE is refused"
+assert_one_error_line "$AL_ERR" "... with one error line"
+
 it_finish

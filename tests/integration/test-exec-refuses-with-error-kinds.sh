@@ -155,4 +155,18 @@ assert_eq "/usr/bin/python3 True" "$(json_get "$RES" '"%s %s" % (d["languages"][
 assert_eq null "$(json_get "$RES" 'd["languages"]["typescript"]')" "capabilities: typescript absent (no runner)"
 assert_eq true "$(json_get "$RES" 'd["persistent_sessions"]')" "capabilities: persistent sessions"
 
+# every error kind has its one "airlock:" line on stderr too (the result on stdout stays as it is)
+for kind_req in \
+	'invalid_request|{"language": "python", "code": "print(1)"}' \
+	'invalid_request|{"language": "shell", "code": "true", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "resources": {"memory": "lots"}}}' \
+	'unsupported_language|{"language": "typescript", "code": "console.log(1)", "timeout": 5}' \
+	'unsupported_policy|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "tier": 3}}' \
+	'setup_failed|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "mounts": [{"source": "'"$IT_TMP/no-such-folder"'", "target": "/opt/v", "mode": "ro"}]}}'; do
+	kind=${kind_req%%|*}
+	ex "${kind_req#*|}"
+	assert_eq "125 $kind" "$AL_RC $(json_get "$RES" 'd["error"]["kind"]')" "$kind: the result says it"
+	assert_one_error_line "$AL_ERR" "$kind: and one airlock: line on stderr"
+	assert_contains "$AL_ERR" "$(json_get "$RES" 'd["error"]["message"]')" "$kind: the line is the result's message"
+done
+
 it_finish

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# airlock run's flags refuse what exec's requests refuse, or say why not: AIRLOCK_* variables are
+# airlock's own (-e AIRLOCK_X=1 is refused with one line naming the flag); a timeout is bounded
+# (exec: a day; run, the operator's: 366 days, far from any overflow), and one that overflows the
+# microsecond counter is refused as too long. Nothing runs when refused.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+for v in AIRLOCK_X=1 AIRLOCK_RESULT=/etc/passwd AIRLOCK_BROKER=/tmp/x; do
+	rm -f "$WS/ran"
+	sb_run -e "$v" -- /bin/sh -c 'touch /workspace/ran'
+	assert_eq 125 "$AL_RC" "run -e $v is refused"
+	assert_one_error_line "$AL_ERR" "... with one error line"
+	assert_contains "$AL_ERR" "--env" "... naming the flag"
+	assert_contains "$AL_ERR" "${v%%=*}" "... and the variable"
+	assert_false "... and nothing ran" test -e "$WS/ran"
+done
+sb_run -e AIRLOCKED=1 -e MY_AIRLOCK_X=2 -- /bin/sh -c 'echo "$AIRLOCKED $MY_AIRLOCK_X"'
+assert_eq "0 1 2" "$AL_RC $AL_OUT" "run -e of other names is fine"
+# airlock's own variables on the host still work: the broker's socket named by $AIRLOCK_BROKER
+AIRLOCK_BROKER=$IT_TMP/no-broker.sock sb_run -- /bin/sh -c 'env | grep -c ^AIRLOCK_ || true'
+assert_eq "0 0" "$AL_RC $AL_OUT" "airlock's host-side variables are not passed into the sandbox"
+
+for t in 99999999h 367d 8785h; do
+	sb_run -t "$t" -- /bin/true
+	assert_eq 125 "$AL_RC" "run -t $t (more than 366 days) is refused"
+	assert_one_error_line "$AL_ERR" "... with one error line"
+	assert_contains "$AL_ERR" "--timeout" "... naming the flag"
+done
+sb_run -t 99999999999999999999h -- /bin/true
+assert_eq 125 "$AL_RC" "run -t past the microsecond counter is refused"
+assert_contains "$AL_ERR" "too long" "... as too long"
+for t in 366d 7d 1h30m; do
+	sb_run -t "$t" -- /bin/echo ok
+	assert_eq "0 ok" "$AL_RC $AL_OUT" "run -t $t is accepted (a week-long agent run)"
+done
+
+it_finish
