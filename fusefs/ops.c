@@ -328,8 +328,11 @@ static int stat_inode(struct fusefs *fs, struct fusefs_inode *in, struct fuse_fi
 		return 0;
 	}
 	if (in == &fs->secrets_root) {
-		*st = (struct stat){
-		    .st_ino = 1, .st_mode = S_IFDIR | FUSEFS_SECRETS_MODE, .st_nlink = 2};
+		*st = (struct stat){.st_ino = 1,
+				    .st_mode = S_IFDIR | FUSEFS_SECRETS_MODE,
+				    .st_nlink = 2,
+				    .st_uid = fs->euid,
+				    .st_gid = fs->egid};
 		return 0;
 	}
 	if (fi && fi->fh)

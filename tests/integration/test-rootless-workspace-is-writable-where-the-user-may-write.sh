@@ -108,4 +108,18 @@ assert_eq "0:$grp" "$(stat -c %u:%g "$WS/shared")" "the group's file keeps its o
 assert_eq "600" "$(stat -c %a "$WS/mine")" "chmod reached the host"
 assert_eq "$uid" "$(stat -c %u "$WS/new")" "the new file belongs to the caller on the host"
 
+# A credential file in the workspace is the caller's (it was root's, unreadable, before).
+cpolicy=$IT_TMP/rootless-cred.json
+write_policy "$cpolicy" <<EOF2
+{"workspace": {"root": "$WS"}, "resources": {"timeout": "60s", "memory": "max", "pids": "max"},
+ "credentials": [{"name": "tok", "source": {"type": "env", "var": "IT_TOK"},
+   "injection": {"type": "file", "path": "/workspace/.tok"}, "hosts": ["api.example.com"]}]}
+EOF2
+chmod 644 "$cpolicy"
+(cd / && IT_TOK=tok-$IT_MARK "$ITRUN" -t "$IT_WATCHDOG" -- "${user[@]}" "$bin/airlock" run -p "$cpolicy" -- \
+	/bin/sh -c 'ls -ln /workspace/.tok | awk "{ print \"ids \" \$3 \":\" \$4 \" \" \$1 }"; cat /workspace/.tok' \
+	"$IT_MARK") >"$IT_TMP/cred.out" 2>&1
+assert_contains "$(cat "$IT_TMP/cred.out")" "ids $uid:$gid -r--------" "a credential file shows as the caller's"
+assert_contains "$(cat "$IT_TMP/cred.out")" "airlock_sur_" "a credential file is readable (its surrogate)"
+
 it_finish
