@@ -75,3 +75,30 @@ void al_error_prefix(struct al_error *err, const char *fmt, ...)
 	memcpy(err->msg, joined, sizeof(err->msg));
 	error_sanitize(err);
 }
+
+const char *al_quote(const char *s, char buf[static AL_QUOTE_MAX])
+{
+	size_t o = 0, i;
+
+	buf[o++] = '"';
+	for (i = 0; s[i] && i < AL_QUOTE_CHARS; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c >= 0x20 && c < 0x7f) {
+			buf[o++] = (char)c;
+		} else {
+			(void)snprintf(buf + o, 5, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	buf[o++] = '"';
+	if (s[i]) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}

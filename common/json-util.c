@@ -197,9 +197,8 @@ static int name_repeated_key(const char *buf, size_t len, size_t start, struct a
 			if (json_object_object_get_ex(seen, name, NULL))
 				return al_error_set(
 				    err, -EINVAL,
-				    "invalid JSON at byte %zu: the key \"%.64s\" is "
-				    "repeated",
-				    key_start, name);
+				    "invalid JSON at byte %zu: the key %s is repeated", key_start,
+				    AL_QUOTE(name));
 			if (json_object_object_add(seen, name, NULL) < 0)
 				return -ENOMEM;
 		}

@@ -62,12 +62,8 @@ void policy_where_format(const struct policy_where *w, char *buf, size_t size);
 int policy_error(struct al_error *err, int code, const struct policy_where *w, const char *fmt, ...)
     _printf_(4, 5);
 
-/* Quotes s for a message: "...", escaping quotes, backslashes and non-printable bytes, and cut
- * after POLICY_QUOTE_CHARS bytes of s with "..." after the closing quote. Returns buf. */
-#define POLICY_QUOTE_CHARS 64
-#define POLICY_QUOTE_MAX (POLICY_QUOTE_CHARS * 4 + 8)
-const char *policy_quote(const char *s, char buf[static POLICY_QUOTE_MAX]);
-#define QUOTE(s) policy_quote((s), (char[POLICY_QUOTE_MAX]){0})
+/* s quoted for a message (al_quote()). */
+#define QUOTE(s) AL_QUOTE(s)
 
 /* Value checkers. Each returns 0 or -EINVAL (message names w) or -ENOMEM. The strings they
  * store are malloc'd and owned by the caller. */

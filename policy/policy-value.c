@@ -16,7 +16,7 @@ static bool is_plain_key(const char *k)
 {
 	size_t n = strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
 
-	return n > 0 && k[n] == '\0' && n <= POLICY_QUOTE_CHARS;
+	return n > 0 && k[n] == '\0' && n <= AL_QUOTE_CHARS;
 }
 
 static void where_append(const struct policy_where *w, char *buf, size_t size, size_t *len)
@@ -62,33 +62,6 @@ int policy_error(struct al_error *err, int code, const struct policy_where *w, c
 	if (where[0] == '\0')
 		return al_error_set(err, code, "%s", msg);
 	return al_error_set(err, code, "%s: %s", where, msg);
-}
-
-const char *policy_quote(const char *s, char buf[static POLICY_QUOTE_MAX])
-{
-	size_t o = 0, i;
-
-	buf[o++] = '"';
-	for (i = 0; s[i] && i < POLICY_QUOTE_CHARS; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			buf[o++] = '\\';
-			buf[o++] = (char)c;
-		} else if (c >= 0x20 && c < 0x7f) {
-			buf[o++] = (char)c;
-		} else {
-			(void)snprintf(buf + o, 5, "\\x%02x", c);
-			o += 4;
-		}
-	}
-	buf[o++] = '"';
-	if (s[i]) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-	return buf;
 }
 
 bool policy_utf8_is_valid(const char *s, size_t len)

@@ -57,8 +57,8 @@ static void test_quote_escapes_and_cuts(void **state)
 	assert_string_equal(QUOTE("\x1b[2J\n\xc3\xa9"), "\"\\x1b[2J\\x0a\\xc3\\xa9\"");
 	memset(long_s, 'x', sizeof(long_s) - 1);
 	long_s[sizeof(long_s) - 1] = '\0';
-	assert_int_equal(strlen(QUOTE(long_s)), POLICY_QUOTE_CHARS + 2 + 3);
-	assert_string_equal(QUOTE(long_s) + POLICY_QUOTE_CHARS + 1, "\"...");
+	assert_int_equal(strlen(QUOTE(long_s)), AL_QUOTE_CHARS + 2 + 3);
+	assert_string_equal(QUOTE(long_s) + AL_QUOTE_CHARS + 1, "\"...");
 }
 
 static void test_utf8_validation_follows_rfc3629(void **state)
