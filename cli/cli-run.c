@@ -171,15 +171,8 @@ static int parse_argv(int argc, char **argv)
 	return 1;
 }
 
-/* The longest -t a run takes: a long agent run may want weeks; past a year the value is a typo,
- * and no later sum (deadlines, the broker's TTL) can overflow. exec's requests stop at a day
- * (AGENT_TIMEOUT_MAX_USEC): they come from agents, not from the operator. */
-#define RUN_TIMEOUT_MAX_USEC (366ULL * 24 * 3600 * 1000000)
-
 static int apply_override(struct policy *p, const struct override *o, struct al_error *err)
 {
-	int r;
-
 	switch (o->opt) {
 	case 'w':
 		return policy_set_workspace(p, o->arg, err);
@@ -188,11 +181,7 @@ static int apply_override(struct policy *p, const struct override *o, struct al_
 	case 'm':
 		return policy_set_memory(p, o->arg, err);
 	case 't':
-		r = policy_set_timeout(p, o->arg, err);
-		if (r >= 0 && p->resources.timeout_usec > RUN_TIMEOUT_MAX_USEC)
-			return al_error_set(
-			    err, -EINVAL, "--timeout: \"%s\" is more than 366 days (366d)", o->arg);
-		return r;
+		return policy_set_timeout(p, o->arg, err);
 	case 'e':
 		/* What airlock sets in a sandbox (exec's AIRLOCK_RESULT and AIRLOCK_INPUT) is
 		 * its own, as exec's requests are told. */

@@ -584,6 +584,8 @@ int policy_parse_timeout(const struct policy_where *w, const char *s, uint64_t *
 		return policy_error(
 		    err, -EINVAL, w,
 		    "%s: a timeout must be longer than zero (leave it out for none)", QUOTE(s));
+	if (v > POLICY_TIMEOUT_MAX_USEC)
+		return policy_error(err, -EINVAL, w, "%s is more than 366 days (366d)", QUOTE(s));
 	*ret = v;
 	return 0;
 }

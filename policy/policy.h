@@ -165,6 +165,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
  * only lo, and no proxy runs; with it, admission counts host files as able to leave. */
 bool policy_has_egress(const struct policy *p);
 
+/* The longest timeout a policy (or --timeout) takes: a long agent run may want weeks; past a
+ * year the value is a typo, and no later sum (deadlines, the broker's TTL) can overflow. exec's
+ * requests stop at a day (AGENT_TIMEOUT_MAX_USEC): they come from agents, not the operator. */
+#define POLICY_TIMEOUT_MAX_USEC (366ULL * 24 * 3600 * 1000000)
+
 /* Command-line overrides. Each validates its argument like the matching JSON field, names the
  * flag in err, and leaves p unchanged on error. */
 int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);

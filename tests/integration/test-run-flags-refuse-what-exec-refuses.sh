@@ -30,6 +30,13 @@ done
 sb_run -t 99999999999999999999h -- /bin/true
 assert_eq 125 "$AL_RC" "run -t past the microsecond counter is refused"
 assert_contains "$AL_ERR" "too long" "... as too long"
+# The same bound for a policy file's timeout (a deadline or the broker's TTL must not overflow).
+write_policy "$IT_TMP/long.json" <<'EOF2'
+{"resources": {"timeout": "400d"}}
+EOF2
+al_run policy check "$IT_TMP/long.json"
+assert_ne 0 "$AL_RC" "a policy's timeout of 400 days is refused"
+assert_contains "$AL_ERR" "resources.timeout" "... naming the field"
 for t in 366d 7d 1h30m; do
 	sb_run -t "$t" -- /bin/echo ok
 	assert_eq "0 ok" "$AL_RC $AL_OUT" "run -t $t is accepted (a week-long agent run)"
