@@ -298,18 +298,20 @@ it_cgroups()
 }
 
 # airlock's own temporary files: what it (or a sandbox through it) may leave in the host's
-# /tmp, /var/tmp or /dev/shm is named airlock* (exec's fresh workspaces live in
-# $TMPDIR/airlock-exec-UID/PID-XXXXXX). Other programs' files come and go as they like: they are
+# /tmp, /var/tmp, /dev/shm or /run is named airlock* (exec's fresh workspaces live in
+# /run/airlock-exec/PID-XXXXXX for root, else $XDG_RUNTIME_DIR/airlock-exec or
+# $TMPDIR/airlock-exec-UID; /run's own airlock folder is state, not a leftover). Other programs' files come and go as they like: they are
 # not this test's business, so only airlock's names are listed (the tests' own folders,
 # airlock-it.*, are not airlock's), each with its owner.
 it_tmp_entries()
 {
 	local d
-	for d in /tmp /var/tmp /dev/shm; do
+	for d in /tmp /var/tmp /dev/shm /run; do
 		[ -d "$d" ] || continue
 		find "$d" -mindepth 1 -maxdepth 1 -name 'airlock*' ! -name 'airlock-it.*' \
+			! -path /run/airlock \
 			-printf '%p %u\n' 2>/dev/null
-		find "$d" -mindepth 2 -maxdepth 2 -path "$d/airlock-exec-*/*" \
+		find "$d" -mindepth 2 -maxdepth 2 -path "$d/airlock-exec*/*" \
 			-printf '%p %u\n' 2>/dev/null
 	done | sort || true
 }
