@@ -192,16 +192,6 @@ static int parse_memory(struct agent_request *r, struct json_object *v, struct a
 	return q;
 }
 
-static bool is_env_name(const char *s)
-{
-	static const char first[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_";
-
-	return s[0] != '\0' && strchr(first, s[0]) &&
-	       s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789")] ==
-		   '\0' &&
-	       strlen(s) <= 256;
-}
-
 static int parse_env(struct agent_request *r, struct json_object *v, struct al_error *err)
 {
 	size_t n;
@@ -219,10 +209,9 @@ static int parse_env(struct agent_request *r, struct json_object *v, struct al_e
 		char field[64];
 
 		(void)snprintf(field, sizeof(field), "env.%.40s", key);
-		if (!is_env_name(key))
-			return al_error_set(err, -EINVAL,
-					    "%s: not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
-					    field);
+		q = policy_env_name_check("env", key, err);
+		if (q < 0)
+			return q;
 		if (startswith(key, "AIRLOCK_"))
 			return al_error_set(err, -EINVAL, "%s: AIRLOCK_* variables are airlock's",
 					    field);

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/parse-util.h"
 #include "launcher/launcher.h"
+#include "policy/policy.h"
 
 #define DEFAULT_TTL_USEC (3600ULL * 1000000)
 
@@ -259,11 +260,25 @@ static int session_exec(int argc, char **argv)
 				       LAUNCHER_EXIT_FAILED;
 			break;
 		case 'e': {
-			char **e = reallocarray(env, n_env + 2, sizeof(*env));
+			_cleanup_free_ char *name = strndup(optarg, strcspn(optarg, "="));
+			struct al_error name_err = {};
+			char **e;
 
+			if (!name)
+				return log_error("Out of memory"), LAUNCHER_EXIT_FAILED;
 			if (!strchr(optarg, '=') || optarg[0] == '=')
 				return log_error("--env: \"%s\" is not NAME=VALUE", optarg),
 				       LAUNCHER_EXIT_FAILED;
+			if (policy_env_name_check("--env", name, &name_err) < 0)
+				return log_error("%s", name_err.msg), LAUNCHER_EXIT_FAILED;
+			if (startswith(name, "AIRLOCK_"))
+				return log_error("--env: \"%s\": AIRLOCK_* variables are airlock's "
+						 "own",
+						 name),
+				       LAUNCHER_EXIT_FAILED;
+			/* Checked before it grows: env stays valid for its cleanup on every path.
+			 */
+			e = reallocarray(env, n_env + 2, sizeof(*env));
 			if (!e)
 				return log_error("Out of memory"), LAUNCHER_EXIT_FAILED;
 			env = e;

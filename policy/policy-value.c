@@ -283,6 +283,13 @@ int policy_check_env_name(const struct policy_where *w, const char *name, struct
 	return 0;
 }
 
+int policy_env_name_check(const char *field, const char *name, struct al_error *err)
+{
+	const struct policy_where w = {.key = field};
+
+	return policy_check_env_name(&w, name, err);
+}
+
 int policy_check_env_value(const struct policy_where *w, const char *value, struct al_error *err)
 {
 	return policy_check_string(w, value, POLICY_ENV_VALUE_MAX, err);

@@ -170,6 +170,13 @@ bool policy_has_egress(const struct policy *p);
  * requests stop at a day (AGENT_TIMEOUT_MAX_USEC): they come from agents, not the operator. */
 #define POLICY_TIMEOUT_MAX_USEC (366ULL * 24 * 3600 * 1000000)
 
+/* Whether name may be set in a sandbox's environment by whoever asks for a command (a policy's
+ * env, run -e, a request's or session exec's env): a variable name ([A-Za-z_][A-Za-z0-9_]*), and
+ * none through which the dynamic loader or libc loads code or data (LD_*, MALLOC_*,
+ * GCONV_PATH, ...: the executables allow list would mean nothing). -EINVAL with a message that
+ * starts with field ("env", "--env") and quotes name. */
+int policy_env_name_check(const char *field, const char *name, struct al_error *err);
+
 /* Command-line overrides. Each validates its argument like the matching JSON field, names the
  * flag in err, and leaves p unchanged on error. */
 int policy_set_workspace(struct policy *p, const char *root, struct al_error *err);

@@ -42,4 +42,22 @@ for t in 366d 7d 1h30m; do
 	assert_eq "0 ok" "$AL_RC $AL_OUT" "run -t $t is accepted (a week-long agent run)"
 done
 
+# A session's commands are held to the same rules, from the command line and from requests.
+al_run session start --owner 0 -w "$WS"
+sid=$AL_OUT
+assert_eq 0 "$AL_RC" "a session starts"
+for var in LD_PRELOAD=/workspace/x.so MALLOC_CHECK_=3 AIRLOCK_RESULT=/x; do
+	al_run session exec "$sid" -e "$var" -- /bin/true
+	assert_eq 125 "$AL_RC" "session exec -e $var is refused"
+	assert_one_error_line "$AL_ERR" "... with one error line"
+done
+al_run session exec "$sid" -e GREETING=hi -- /bin/sh -c 'echo $GREETING'
+assert_eq "0 hi" "$AL_RC $AL_OUT" "session exec -e sets an ordinary variable"
+printf '{"language": "shell", "code": "echo ran", "timeout": 10, "env": {"LD_PRELOAD": "/workspace/x.so"}}' \
+	>"$IT_TMP/preload.json"
+al_run session exec "$sid" --request "$IT_TMP/preload.json"
+assert_contains "$AL_OUT" '"kind":"invalid_request"' "a session request setting LD_PRELOAD is refused"
+assert_not_contains "$AL_OUT" "ran" "... and runs nothing"
+al_run session stop "$sid"
+
 it_finish
