@@ -115,8 +115,7 @@ static int check_writable(const char *canonical, const char *field, struct al_er
 
 /* ---- airlock's state folders ---- */
 
-static int format(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static int format(char *buf, size_t size, const char *fmt, ...)
+int al_path_printf(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -159,35 +158,36 @@ static int state_dir_of(enum al_state_kind kind, bool root, bool use_xdg, char *
 	switch (kind) {
 	case AL_STATE_SESSIONS:
 		if (root)
-			return format(buf, size, "/var/lib/airlock/sessions");
+			return al_path_printf(buf, size, "/var/lib/airlock/sessions");
 		if ((x = xdg("XDG_STATE_HOME", use_xdg)))
-			return format(buf, size, "%s/airlock/sessions", x);
-		return home ? format(buf, size, "%s/.local/state/airlock/sessions", home) : -ENOENT;
+			return al_path_printf(buf, size, "%s/airlock/sessions", x);
+		return home ? al_path_printf(buf, size, "%s/.local/state/airlock/sessions", home)
+			    : -ENOENT;
 	case AL_STATE_DATA:
 		if (root)
-			return format(buf, size, "/var/lib/airlock");
+			return al_path_printf(buf, size, "/var/lib/airlock");
 		if ((x = xdg("XDG_DATA_HOME", use_xdg)))
-			return format(buf, size, "%s/airlock", x);
-		return home ? format(buf, size, "%s/.local/share/airlock", home) : -ENOENT;
+			return al_path_printf(buf, size, "%s/airlock", x);
+		return home ? al_path_printf(buf, size, "%s/.local/share/airlock", home) : -ENOENT;
 	case AL_STATE_RUNTIME:
 		if (root)
-			return format(buf, size, "/run/airlock");
+			return al_path_printf(buf, size, "/run/airlock");
 		if (!use_xdg)
-			return format(buf, size, "/run/user/%u/airlock", geteuid());
+			return al_path_printf(buf, size, "/run/user/%u/airlock", geteuid());
 		x = xdg("XDG_RUNTIME_DIR", true);
-		return x ? format(buf, size, "%s/airlock", x) : -ENOENT;
+		return x ? al_path_printf(buf, size, "%s/airlock", x) : -ENOENT;
 	case AL_STATE_CACHE:
-		return root ? format(buf, size, "/var/cache/airlock") : -ENOENT;
+		return root ? al_path_printf(buf, size, "/var/cache/airlock") : -ENOENT;
 	case AL_STATE_SCRATCH:
 		if (root)
-			return format(buf, size, "/run/airlock-exec");
+			return al_path_printf(buf, size, "/run/airlock-exec");
 		if (!use_xdg)
-			return format(buf, size, "/run/user/%u/airlock-exec", geteuid());
+			return al_path_printf(buf, size, "/run/user/%u/airlock-exec", geteuid());
 		x = xdg("XDG_RUNTIME_DIR", true);
-		return x ? format(buf, size, "%s/airlock-exec", x) : -ENOENT;
+		return x ? al_path_printf(buf, size, "%s/airlock-exec", x) : -ENOENT;
 	case AL_STATE_SCRATCH_TMP:
 		x = xdg("TMPDIR", use_xdg);
-		return format(buf, size, "%s/airlock-exec-%u", x ? x : "/tmp", geteuid());
+		return al_path_printf(buf, size, "%s/airlock-exec-%u", x ? x : "/tmp", geteuid());
 	default:
 		return -EINVAL;
 	}
@@ -205,17 +205,18 @@ static int canonical_prefix(const char *path, char *buf, size_t size)
 	char tmp[PATH_MAX];
 	size_t cut = strlen(path);
 
-	if (format(tmp, sizeof(tmp), "%s", path) < 0)
+	if (al_path_printf(tmp, sizeof(tmp), "%s", path) < 0)
 		return -ENAMETOOLONG;
 	for (;;) {
 		_cleanup_free_ char *real = realpath(tmp, NULL);
 		char *slash;
 
 		if (real)
-			return format(buf, size, "%s%s", streq(real, "/") ? "" : real, path + cut);
+			return al_path_printf(buf, size, "%s%s", streq(real, "/") ? "" : real,
+					      path + cut);
 		slash = strrchr(tmp, '/');
 		if ((errno != ENOENT && errno != ENOTDIR) || !slash || slash == tmp)
-			return format(buf, size, "%s", path);
+			return al_path_printf(buf, size, "%s", path);
 		*slash = '\0';
 		cut = (size_t)(slash - tmp);
 	}
@@ -238,7 +239,7 @@ static void state_add(struct state_dir *d, size_t *n, const char *path, bool hol
 	for (size_t i = 0; i < *n; i++)
 		if (streq(d[i].path, c))
 			return;
-	(void)format(d[*n].path, sizeof(d[*n].path), "%s", c);
+	(void)al_path_printf(d[*n].path, sizeof(d[*n].path), "%s", c);
 	d[(*n)++].holder = holder;
 }
 
@@ -256,7 +257,7 @@ static size_t state_dirs(struct state_dir *d)
 			if (state_dir_of(kind, v & 1, v & 2, buf, sizeof(buf)) >= 0)
 				state_add(d, &n, buf,
 					  kind == AL_STATE_SCRATCH || kind == AL_STATE_SCRATCH_TMP);
-	if (sock && sock[0] == '/' && format(buf, sizeof(buf), "%s", sock) >= 0 &&
+	if (sock && sock[0] == '/' && al_path_printf(buf, sizeof(buf), "%s", sock) >= 0 &&
 	    (slash = strrchr(buf, '/')) && slash != buf) {
 		*slash = '\0';
 		state_add(d, &n, buf, true);

@@ -53,6 +53,10 @@ int al_path_check_state(const char *path, const char *field, struct al_error *er
 int al_path_resolve_exposable(const char *source, bool writable, const char *field, char **ret,
 			      struct al_error *err);
 
+/* snprintf() of a path into buf: 0, or -ENAMETOOLONG when it does not fit (buf then holds a cut
+ * string that must not be used). */
+int al_path_printf(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+
 /* Removes path and everything below it, never following a link nor crossing into another mount;
  * what cannot be removed stays (best effort: for airlock's own temporary folders). */
 void al_path_remove_tree(const char *path);

@@ -44,6 +44,7 @@
 
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/path-util.h"
 #include "launcher/launcher-internal.h"
 
 #define FILE_MAX (1024 * 1024) /* mountinfo and cgroup files we read */
@@ -94,18 +95,6 @@ static void closedirp(DIR **d)
 		(void)closedir(*d);
 }
 
-static int path_printf(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static int path_printf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
 static int cg_write(const char *dir, const char *file, const char *fmt, ...) _printf_(3, 4);
 static int cg_write(const char *dir, const char *file, const char *fmt, ...)
 {
@@ -118,7 +107,7 @@ static int cg_write(const char *dir, const char *file, const char *fmt, ...)
 	va_end(ap);
 	if (r < 0 || (size_t)r >= sizeof(value))
 		return -EINVAL;
-	r = path_printf(path, sizeof(path), "%s/%s", dir, file);
+	r = al_path_printf(path, sizeof(path), "%s/%s", dir, file);
 	if (r < 0)
 		return r;
 	return al_write_file_at(AT_FDCWD, path, value);
@@ -129,7 +118,7 @@ static int cg_read(const char *dir, const char *file, char **ret)
 	char path[PATH_MAX];
 	int r;
 
-	r = path_printf(path, sizeof(path), "%s/%s", dir, file);
+	r = al_path_printf(path, sizeof(path), "%s/%s", dir, file);
 	if (r < 0)
 		return r;
 	return al_read_file_at(AT_FDCWD, path, FILE_MAX, ret, NULL);
@@ -139,7 +128,8 @@ static bool cg_exists(const char *dir, const char *file)
 {
 	char path[PATH_MAX];
 
-	return path_printf(path, sizeof(path), "%s/%s", dir, file) >= 0 && access(path, F_OK) == 0;
+	return al_path_printf(path, sizeof(path), "%s/%s", dir, file) >= 0 &&
+	       access(path, F_OK) == 0;
 }
 
 /* Is word one of the items of list (separated by any of seps)? */
@@ -334,7 +324,7 @@ static int v1_parent(const struct cgroup_view *v, const char *controller, char *
 		return -ENOENT;
 	if (streq(rel, "/"))
 		rel = "";
-	return path_printf(ret, size, "%s%s/airlock", ret_mnt, rel);
+	return al_path_printf(ret, size, "%s%s/airlock", ret_mnt, rel);
 }
 
 static bool owned_by(const char *dir, const char *file, uid_t uid)
@@ -342,7 +332,7 @@ static bool owned_by(const char *dir, const char *file, uid_t uid)
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (path_printf(path, sizeof(path), "%s%s%s", dir, file ? "/" : "", strempty(file)) < 0)
+	if (al_path_printf(path, sizeof(path), "%s%s%s", dir, file ? "/" : "", strempty(file)) < 0)
 		return false;
 	return stat(path, &st) == 0 && st.st_uid == uid;
 }
@@ -359,18 +349,18 @@ static int v2_base(const struct cgroup_view *v, char *ret, size_t size)
 	int r;
 
 	if (env->euid == 0)
-		return path_printf(ret, size, "%s", env->root);
+		return al_path_printf(ret, size, "%s", env->root);
 	r = self_cgroup(v->self, NULL, self, sizeof(self));
 	if (r < 0)
 		return r;
 	while ((slash = strrchr(self, '/')) && slash != self) {
 		*slash = '\0';
-		r = path_printf(dir, sizeof(dir), "%s%s", env->root, self);
+		r = al_path_printf(dir, sizeof(dir), "%s%s", env->root, self);
 		if (r < 0)
 			return r;
 		if (owned_by(dir, NULL, env->euid) && owned_by(dir, "cgroup.procs", env->euid) &&
 		    owned_by(dir, "cgroup.subtree_control", env->euid))
-			return path_printf(ret, size, "%s", dir);
+			return al_path_printf(ret, size, "%s", dir);
 	}
 	return -EACCES;
 }
@@ -464,7 +454,7 @@ static int remove_stale_in(const char *parent)
 
 		if (pid <= 0 || !airlock_has_ended(pid))
 			continue;
-		if (path_printf(dir, sizeof(dir), "%s/%s", parent, de->d_name) < 0 ||
+		if (al_path_printf(dir, sizeof(dir), "%s/%s", parent, de->d_name) < 0 ||
 		    !cgroup_is_empty(dir))
 			continue;
 		if (rmdir(dir) == 0)
@@ -488,7 +478,7 @@ static int cgroup_remove_stale(const struct cgroup_view *v)
 		r = v2_base(v, base, sizeof(base));
 		if (r < 0)
 			return r;
-		r = path_printf(parents[n_parents++], PATH_MAX, "%s/airlock", base);
+		r = al_path_printf(parents[n_parents++], PATH_MAX, "%s/airlock", base);
 		if (r < 0)
 			return r;
 	} else if (v->env->version == LAUNCHER_CGROUP_V1)
@@ -665,7 +655,7 @@ static int cgroup_mkdir(struct launcher_cgroup *cg, const char *parent, const ch
 	char dir[PATH_MAX];
 	int r;
 
-	r = path_printf(dir, sizeof(dir), "%s/%s", parent, id);
+	r = al_path_printf(dir, sizeof(dir), "%s/%s", parent, id);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < cg->n_dirs; i++)
@@ -783,7 +773,7 @@ static int cgroup_new_v2(struct launcher_cgroup *cg, const struct cgroup_view *v
 				     "delegated to uid %u); run as root or delegate a cgroup, see "
 				     "airlock doctor",
 				     (unsigned)v->env->euid);
-	r = path_printf(parent, sizeof(parent), "%s/airlock", base);
+	r = al_path_printf(parent, sizeof(parent), "%s/airlock", base);
 	if (r >= 0)
 		r = v2_enable(cg, base, &need, err);
 	if (r < 0 || need == 0)
