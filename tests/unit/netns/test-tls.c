@@ -1129,7 +1129,10 @@ static void test_client_without_alpn_gets_none(void **state)
 	fixture_done(&f);
 }
 
-static void test_connect_sends_sni_and_offers_only_http11(void **state)
+/* Our client for "api.test" against a plain upstream serving a self-signed certificate for names
+ * (see self_signed()) that the client trusts: handshakes, then calls check with both ends. */
+static void connect_to_plain(const char *names, void (*check)(struct end *s, struct end *c,
+							      const struct seen_hello *seen))
 {
 	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
 	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
@@ -1138,8 +1141,7 @@ static void test_connect_sends_sni_and_offers_only_http11(void **state)
 	struct end s = {0}, c = {0};
 	int fds[2];
 
-	(void)state;
-	ctx = plain_server_ctx("DNS:api.test", &seen, &pem);
+	ctx = plain_server_ctx(names, &seen, &pem);
 	t = new_trusting(pem);
 	pair(fds);
 	s.fd = fds[0];
@@ -1147,40 +1149,40 @@ static void test_connect_sends_sni_and_offers_only_http11(void **state)
 	s.ssl = plain_server(ctx, s.fd);
 	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", &c.c, &c.err), 0);
 	handshake(&s, &c);
-	assert_int_equal(c.r, 0);
-	assert_int_equal(s.r, 0);
-	assert_string_equal(seen.sni, "api.test");
-	assert_int_equal(seen.alpn_len, 9);
-	assert_memory_equal(seen.alpn, "\x08http/1.1", 9);
-	assert_true(SSL_version(s.ssl) >= TLS1_2_VERSION);
+	check(&s, &c, &seen);
 	SSL_free(s.ssl);
 	netns_tls_conn_free(c.c);
 	close_pair(fds);
 }
 
+static void check_sni_and_http11(struct end *s, struct end *c, const struct seen_hello *seen)
+{
+	assert_int_equal(c->r, 0);
+	assert_int_equal(s->r, 0);
+	assert_string_equal(seen->sni, "api.test");
+	assert_int_equal(seen->alpn_len, 9);
+	assert_memory_equal(seen->alpn, "\x08http/1.1", 9);
+	assert_true(SSL_version(s->ssl) >= TLS1_2_VERSION);
+}
+
+static void test_connect_sends_sni_and_offers_only_http11(void **state)
+{
+	(void)state;
+	connect_to_plain("DNS:api.test", check_sni_and_http11);
+}
+
+static void check_refused_as_mismatch(struct end *s, struct end *c, const struct seen_hello *seen)
+{
+	(void)s;
+	(void)seen;
+	assert_int_equal(c->r, -EPROTO);
+	assert_non_null(strstr(c->err.msg, "hostname mismatch"));
+}
+
 static void test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only(void **state)
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
-	struct end s = {0}, c = {0};
-	int fds[2];
-
 	(void)state;
-	ctx = plain_server_ctx("CN=api.test", &seen, &pem);
-	t = new_trusting(pem);
-	pair(fds);
-	s.fd = fds[0];
-	c.fd = fds[1];
-	s.ssl = plain_server(ctx, s.fd);
-	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", &c.c, &c.err), 0);
-	handshake(&s, &c);
-	assert_int_equal(c.r, -EPROTO);
-	assert_non_null(strstr(c.err.msg, "hostname mismatch"));
-	SSL_free(s.ssl);
-	netns_tls_conn_free(c.c);
-	close_pair(fds);
+	connect_to_plain("CN=api.test", check_refused_as_mismatch);
 }
 
 /* ---- Resumption ---- */
