@@ -8,10 +8,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "common/path-util.h"
 #include "policy/policy-internal.h"
 
 #define ADMITTED_FILE_MAX (1024 * 1024)
@@ -123,6 +125,17 @@ static void credentials_tier(const struct policy *p, struct tier_walk *t)
 	}
 }
 
+/* An allow rule is as wide as egress anywhere when it covers more than an IPv4 /8 or an IPv6 /16
+ * (two /1 rules are 0.0.0.0/0), or a whole top-level domain ("*.com"). */
+static bool rule_is_wide(const struct policy_net_rule *rule)
+{
+	if (rule->kind == POLICY_DEST_CIDR)
+		return rule->prefix_len < (rule->family == AF_INET ? 8 : 16);
+	if (rule->kind == POLICY_DEST_WILDCARD)
+		return !strchr(rule->destination + 2, '.'); /* "*.tld" */
+	return false;
+}
+
 static void network_tier(const struct policy *p, struct tier_walk *t)
 {
 	if (p->network.default_action == POLICY_NET_ALLOW)
@@ -132,8 +145,9 @@ static void network_tier(const struct policy *p, struct tier_walk *t)
 
 		if (rule->action != POLICY_NET_ALLOW)
 			continue;
-		if (rule->kind == POLICY_DEST_CIDR && rule->prefix_len == 0)
-			tier_raise(t, 3, "a rule allowing every address", "network.rules[%zu]", i);
+		if (rule_is_wide(rule))
+			tier_raise(t, 3, "a rule allowing a wide part of the internet",
+				   "network.rules[%zu]", i);
 		else
 			tier_raise(t, 2, "egress", "network.rules[%zu]", i);
 	}
@@ -141,25 +155,34 @@ static void network_tier(const struct policy *p, struct tier_walk *t)
 		tier_raise(t, 2, "pinned names", "network.resolve");
 }
 
+/* Whether a read-only mount of source shows nothing a sandbox does not see already: it lies in
+ * /usr, which every sandbox has read-only (and which holds no service's socket). A source has no
+ * ".." (the policy refuses it) and is its own real path (the launcher refuses one that resolves
+ * through a link). */
+static bool is_system_tree(const char *source)
+{
+	return al_path_is_within(source, "/usr");
+}
+
 int policy_min_tier(const struct policy *p, struct policy_tier_reason *ret)
 {
 	struct tier_walk t = {0};
-	bool egress = policy_has_egress(p);
 
 	credentials_tier(p, &t);
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		if (!p->mounts[i].read_only)
 			tier_raise(&t, 3, "a writable host folder", "mounts[%zu]", i);
-		else if (egress)
-			tier_raise(&t, 3, "a host folder readable by a sandbox with egress",
-				   "mounts[%zu]", i);
-		else
-			tier_raise(&t, 2, "a read-only host folder", "mounts[%zu]", i);
+		else if (!is_system_tree(p->mounts[i].source))
+			tier_raise(
+			    &t, 3,
+			    "a host folder (read-only stops no connect() to a host service's "
+			    "socket in it, nor writes to its FIFOs)",
+			    "mounts[%zu]", i);
 	}
 	if (p->image)
-		tier_raise(&t, egress ? 3 : 2,
-			   egress ? "a container image (a host folder) with egress"
-				  : "a container image (a host folder)",
+		tier_raise(&t, 3,
+			   "a container image (a host folder, whose sockets and FIFOs a read-only "
+			   "bind leaves open)",
 			   "isolation.image");
 	if (p->audit)
 		tier_raise(&t, 3, "an audit file on the host", "audit");

@@ -175,4 +175,38 @@ al_run policy check --admitted
 assert_eq 1 "$AL_RC" "policy check --admitted without FILE is refused"
 assert_one_error_line "$AL_ERR" "... with one error line"
 
+# A read-only bind stops no connect() to a host service's Unix socket in it (found by review: a
+# tier-0 policy ran commands as root through a socket in a read-only mount). Such a mount is tier
+# 3: refused unless admitted. The "service" is a server of this test's that runs what it is sent.
+mkdir -p "$IT_TMP/sockdir"
+cat >"$IT_TMP/svc.py" <<'PY'
+import os, socket, subprocess, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(4)
+while True:
+    c = s.accept()[0]
+    c.sendall(subprocess.run(c.recv(4096), shell=True, capture_output=True).stdout); c.close()
+PY
+"$IT_PY" "$IT_TMP/svc.py" "$IT_TMP/sockdir/svc.sock" &
+svc=$!
+wait_for 5 test -S "$IT_TMP/sockdir/svc.sock"
+write_policy "$IT_TMP/sock.json" <<EOF2
+{"tier": 0, "workspace": {"root": "$WS"},
+ "mounts": [{"source": "$IT_TMP/sockdir", "target": "/hostsock", "mode": "ro"}]}
+EOF2
+attack="import socket; s = socket.socket(socket.AF_UNIX); s.connect('/hostsock/svc.sock'); s.sendall(b'touch $IT_TMP/pwned; echo done'); print(s.recv(100).decode().strip())"
+al_run run -p "$IT_TMP/sock.json" --admitted "$IT_TMP/none" -- python3 -c "$attack"
+assert_eq 125 "$AL_RC" "a read-only mount of a host folder is refused without admission"
+assert_contains "$AL_ERR" "mounts[0]" "... naming the mount"
+assert_false "... and the host service was not reached" test -e "$IT_TMP/pwned"
+: >"$IT_TMP/none"
+write_policy "$IT_TMP/usr.json" <<EOF2
+{"tier": 0, "workspace": {"root": "$WS"},
+ "mounts": [{"source": "/usr/share", "target": "/opt/share", "mode": "ro"}]}
+EOF2
+al_run policy check "$IT_TMP/usr.json"
+assert_eq "tier 0 (declared 0)" "$(sed -n 2p "$IT_TMP/al.out")" "a read-only mount of /usr (seen anyway) stays tier 0"
+kill "$svc" 2>/dev/null
+wait "$svc" 2>/dev/null
+
 it_finish

@@ -70,10 +70,11 @@ ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
      "policy": {"workspace": {"root": "'"$WS"'"}, "tier": 3}}'
 refused unsupported_policy "not admitted" "a tier 3 policy that is not admitted"
 
-# a sandbox that cannot be set up: the mount's source is checked when the sandbox is built
+# a sandbox that cannot be set up: the mount's source is checked when the sandbox is built (one in
+# /usr, which every sandbox sees anyway, needs no admission)
 ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
      "policy": {"workspace": {"root": "'"$WS"'"},
-                "mounts": [{"source": "'"$IT_TMP/no-such-folder"'", "target": "/opt/v", "mode": "ro"}]}}'
+                "mounts": [{"source": "/usr/airlock-it-no-such-folder", "target": "/opt/v", "mode": "ro"}]}}'
 refused setup_failed "no-such-folder" "a mount whose source does not exist"
 
 # a request's files are written by the sandbox itself, under the workspace's rules, before the
@@ -161,7 +162,7 @@ for kind_req in \
 	'invalid_request|{"language": "shell", "code": "true", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "resources": {"memory": "lots"}}}' \
 	'unsupported_language|{"language": "typescript", "code": "console.log(1)", "timeout": 5}' \
 	'unsupported_policy|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "tier": 3}}' \
-	'setup_failed|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "mounts": [{"source": "'"$IT_TMP/no-such-folder"'", "target": "/opt/v", "mode": "ro"}]}}'; do
+	'setup_failed|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "mounts": [{"source": "/usr/airlock-it-no-such-folder", "target": "/opt/v", "mode": "ro"}]}}'; do
 	kind=${kind_req%%|*}
 	ex "${kind_req#*|}"
 	assert_eq "125 $kind" "$AL_RC $(json_get "$RES" 'd["error"]["kind"]')" "$kind: the result says it"

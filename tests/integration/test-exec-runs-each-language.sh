@@ -75,10 +75,15 @@ assert_eq 127 "$(get 'd["exit_code"]')" "command: not found is exit code 127"
 mkdir -p "$IT_TMP/tsbin"
 printf '#!/bin/sh\necho "runner: tsx $1" >&2\nexec node "$@"\n' >"$IT_TMP/tsbin/tsx"
 chmod 755 "$IT_TMP/tsbin/tsx"
-ex '{"language": "typescript", "timeout": 30, "code": "console.log(6 * 7)",
-     "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/opt/ts/bin:/usr/bin:/bin"},
-                "mounts": [{"source": "'"$IT_TMP/tsbin"'", "target": "/opt/ts/bin", "mode": "ro"}],
-                "labels": ["team:agents"]}}'
+# A host folder makes the policy tier 3: the operator admits it (the hash of the inline policy).
+ts_policy='{"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/opt/ts/bin:/usr/bin:/bin"},
+  "mounts": [{"source": "'"$IT_TMP/tsbin"'", "target": "/opt/ts/bin", "mode": "ro"}],
+  "labels": ["team:agents"]}'
+printf '%s' "$ts_policy" >"$IT_TMP/ts-policy.json"
+it_admit "$IT_TMP/ts-policy.json"
+printf '{"language": "typescript", "timeout": 30, "code": "console.log(6 * 7)", "policy": %s}' \
+	"$ts_policy" >"$REQ"
+al_run exec --admitted "$IT_TMP/admitted" --request "$REQ"
 assert_eq 42 "$(get 'd["stdout"].strip()')" "typescript: run by the runner found on the policy's PATH"
 assert_eq "runner: tsx /run/airlock/main.ts" "$(get 'd["stderr"].strip()')" "typescript: the runner got the code's file"
 assert_eq '["src:env:airlock", "team:agents"]' "$(get 'd["labels"]')" "labels: airlock's, then the policy's"

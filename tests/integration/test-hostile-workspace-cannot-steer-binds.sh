@@ -23,7 +23,8 @@ for sub in sub sub2; do
 {"workspace": {"root": "$WS"},
  "mounts": [{"source": "$IT_TMP/data", "target": "/workspace/$sub/$planted", "mode": "ro"}]}
 EOF2
-	al_run run -p "$policy" -- /bin/true
+	it_admit "$policy" # a host folder: tier 3
+	al_run run -p "$policy" --admitted "$IT_TMP/admitted" -- /bin/true
 	assert_eq 125 "$AL_RC" "a mount point below a planted link ($sub) is refused"
 	assert_contains "$AL_ERR" "is not a folder (a symbolic link?)" "the refusal says why ($sub)"
 done
@@ -36,7 +37,8 @@ write_policy "$policy" <<EOF2
 {"workspace": {"root": "$WS"},
  "mounts": [{"source": "/etc/hostname", "target": "/workspace/config.json", "mode": "ro"}]}
 EOF2
-al_run run -p "$policy" -- /bin/true
+it_admit "$policy"
+al_run run -p "$policy" --admitted "$IT_TMP/admitted" -- /bin/true
 assert_eq 125 "$AL_RC" "a FIFO planted at a file mount point is refused"
 assert_contains "$AL_ERR" "exists and is not a regular file" "the refusal says why"
 
@@ -58,7 +60,8 @@ done
 write_policy "$policy" <<EOF2
 {"workspace": {"root": "$WS"}, "mounts": [{"source": "/var/lib/airlock", "target": "/mnt/x", "mode": "ro"}]}
 EOF2
-al_run run -p "$policy" -- /bin/true
+it_admit "$policy"
+al_run run -p "$policy" --admitted "$IT_TMP/admitted" -- /bin/true
 assert_eq 125 "$AL_RC" "a read-only bind of the broker's folder is refused"
 assert_contains "$AL_ERR" "credential broker's folder" "the refusal says why"
 [ "$made_state" = no ] || rmdir /var/lib/airlock

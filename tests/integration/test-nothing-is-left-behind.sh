@@ -25,7 +25,8 @@ write_policy "$IT_TMP/missing-mount.json" <<EOF2
 {"workspace": {"root": "$WS"},
  "mounts": [{"source": "$IT_TMP/no-such-folder", "target": "/opt/missing", "mode": "ro"}]}
 EOF2
-al_run run -p "$IT_TMP/missing-mount.json" -- /bin/true
+it_admit "$IT_TMP/missing-mount.json" # a host folder: tier 3, admitted so that the setup runs
+al_run run -p "$IT_TMP/missing-mount.json" --admitted "$IT_TMP/admitted" -- /bin/true
 assert_eq 125 "$AL_RC" "a mount whose source does not exist fails the setup with 125"
 assert_one_error_line "$AL_ERR" "the setup failure gives one airlock: line"
 assert_clean "after a setup failure"

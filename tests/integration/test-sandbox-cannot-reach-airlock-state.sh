@@ -59,11 +59,12 @@ mount_policy()
 {"workspace": {"root": "$home/project"}, "resources": {"timeout": "60s", "memory": "max", "pids": "max"},
  "mounts": [{"source": "$1", "target": "/mnt/x", "mode": "ro"}]}
 EOF2
+	it_admit "$IT_TMP/mount.json" # a host folder: tier 3, admitted, so that the bind check speaks
 }
 for src in "$home" "$home/.local" "$home/.local/state" "$sessions" "$sessions/$NB_ID"; do
 	mount_policy "$src"
 	rm -f "$home/project/reached"
-	nb run -p "$IT_TMP/mount.json" -- /usr/bin/python3 -c '
+	nb run -p "$IT_TMP/mount.json" --admitted "$IT_TMP/admitted" -- /usr/bin/python3 -c '
 import os, socket
 for d, _, files in os.walk("/mnt/x"):
     if "control" in files:
@@ -80,19 +81,20 @@ mkdir -p "$home/.local/share/airlock" "$IT_TMP/nbtmp/airlock-exec-65534"
 chown -R 65534:65534 "$home/.local/share" "$IT_TMP/nbtmp/airlock-exec-65534"
 for src in "$home/.local/share/airlock" "$home/.local/share" "$IT_TMP/nbtmp"; do
 	mount_policy "$src"
-	nb run -p "$IT_TMP/mount.json" -- /bin/true
+	nb run -p "$IT_TMP/mount.json" --admitted "$IT_TMP/admitted" -- /bin/true
 	assert_eq 125 "$AL_RC" "a read-only bind of $src (airlock's state) is refused"
 done
 mkdir -p "$home/docs"
 chown 65534:65534 "$home/docs"
 mount_policy "$home/docs"
-nb run -p "$IT_TMP/mount.json" -- /bin/true
+nb run -p "$IT_TMP/mount.json" --admitted "$IT_TMP/admitted" -- /bin/true
 assert_eq 0 "$AL_RC" "a read-only bind of another folder of the home still works" || it_log "$AL_ERR"
 # As root: the cache and the state folders of root's sessions, whatever the bind.
 write_policy "$IT_TMP/root-mount.json" <<EOF2
 {"workspace": {"root": "$WS"}, "mounts": [{"source": "/var/cache", "target": "/mnt/x", "mode": "ro"}]}
 EOF2
-al_run run -p "$IT_TMP/root-mount.json" -- /bin/true
+it_admit "$IT_TMP/root-mount.json"
+al_run run -p "$IT_TMP/root-mount.json" --admitted "$IT_TMP/admitted" -- /bin/true
 assert_eq 125 "$AL_RC" "a read-only bind of /var/cache (holding /var/cache/airlock) is refused"
 nb session stop "$NB_ID"
 
