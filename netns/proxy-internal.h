@@ -22,6 +22,12 @@
 #define PROXY_BIG_PIPES_MAX 32
 #define PROXY_SANDBOX_SOCKBUF (256 * 1024)
 #define PROXY_UPSTREAM_NOTSENT (128 * 1024)
+/* An upstream's receive buffer (which the kernel's autotuning would grow to tcp_rmem's maximum,
+ * 32 MiB here, while a sandbox that does not read holds it full) is fixed: PROXY_UPSTREAM_RCVBUF
+ * for at most PROXY_BIG_RCVBUFS connections at once (a window for a fast download from far
+ * away), PROXY_SANDBOX_SOCKBUF for the others. The kernel doubles each for its overhead. */
+#define PROXY_BIG_RCVBUFS 32
+#define PROXY_UPSTREAM_RCVBUF (2 * 1024 * 1024)
 
 enum proxy_watch_type {
 	WATCH_LISTENER,
@@ -58,6 +64,7 @@ struct conn {
 	bool explicit_proxy; /* came to the proxy's own port (HTTP_PROXY) */
 	bool absolute_form;  /* explicit proxy, a plain request: inspected from its first byte */
 	bool lookup_pending, closed, audited;
+	bool big_rcvbuf;     /* counted in the proxy's n_big_rcvbufs */
 	size_t head_scanned; /* HEAD: the bytes of cin searched for the head's end */
 	size_t sniff_need;   /* SNIFF: the bytes queued before the next look at them */
 	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
@@ -103,6 +110,7 @@ struct netns_proxy {
 	int pipes[PROXY_PIPES_KEPT][2]; /* empty, for the next splice (proxy_pipe_get()) */
 	size_t n_pipes;
 	size_t n_big_pipes;	       /* open pipes of PROXY_PIPE_BYTES, kept ones included */
+	size_t n_big_rcvbufs;	       /* upstream sockets of PROXY_UPSTREAM_RCVBUF */
 	struct netns_addr *host_addrs; /* the host's public addresses (see reaches_host()) */
 	size_t n_host_addrs;
 	struct conn *conns, *dead;

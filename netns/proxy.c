@@ -215,6 +215,7 @@ void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill)
 
 static void conn_free(struct conn *c)
 {
+	c->proxy->n_big_rcvbufs -= c->big_rcvbuf;
 	c->flow = netns_http_flow_free(c->flow);
 	c->ctls = netns_tls_conn_free(c->ctls);
 	c->utls = netns_tls_conn_free(c->utls);
@@ -319,6 +320,12 @@ static void conn_connect(struct conn *c)
 	}
 	c->ufd = c->uw.fd = fd;
 	set_nodelay(fd);
+	c->big_rcvbuf = c->proxy->n_big_rcvbufs < PROXY_BIG_RCVBUFS;
+	c->proxy->n_big_rcvbufs += c->big_rcvbuf;
+	/* Before connect(): the window scale is agreed in the handshake. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF,
+			 &(int){c->big_rcvbuf ? PROXY_UPSTREAM_RCVBUF : PROXY_SANDBOX_SOCKBUF},
+			 sizeof(int));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){PROXY_UPSTREAM_NOTSENT},
 			 sizeof(int));
 	r = RET_NERRNO(connect(fd, (struct sockaddr *)&ss, len));
