@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
+#include "common/path-util.h"
 #include "fusefs/fusefs-internal.h"
 
 /* The longest pattern kept: the longest string a policy holds, plus the "/\**" added to deny
@@ -78,6 +79,14 @@ static const struct {
     {".claude/settings.local.json", "**/.claude/settings.local.json"},
     {".mcp.json", "**/.mcp.json"},
     {".cursor/**", "**/.cursor/**"},
+    {".claude/**", "**/.claude/**"}, /* the hook scripts its settings name, its agents, commands */
+    {".gemini/**", "**/.gemini/**"}, /* settings.json names MCP servers' commands */
+    {".zed/**", "**/.zed/**"},	     /* settings name language servers' binaries */
+    /* Package managers' settings that run code of the project's on the host's next install:
+     * npm's node-options, yarn's yarnPath, pnpm's hooks. */
+    {".npmrc", "**/.npmrc"},
+    {".yarnrc.yml", "**/.yarnrc.yml"},
+    {".pnpmfile.cjs", "**/.pnpmfile.cjs"},
 };
 
 /* Inside .git (and a submodule's or a worktree's git folder), what git writes as it commits,
@@ -445,6 +454,7 @@ struct git_walk {
 };
 
 static int read_git_config(struct git_walk *w, const char *path);
+static int git_named_protect(struct git_walk *w, const char *path, bool below);
 
 /* Adds path (a pattern when it ends in "/\**") to the git_named list, once. A '*' that git's path
  * holds becomes '?', which matches it and more: a path is never left out, at worst more is
@@ -523,9 +533,75 @@ static int git_named_hooks(struct git_walk *w, const char *dir)
 	int r = 0;
 
 	if (dir[0] != '\0')
-		return git_named_add(w->rules, dir, true);
+		return git_named_protect(w, dir, true);
 	for (size_t i = 0; i < ELEMENTSOF(git_hook_names) && r >= 0; i++)
 		r = git_named_add(w->rules, git_hook_names[i], false);
+	return r;
+}
+
+/* Adds path (with "/\**" when below) and each folder on its way, as it is: no link or folder may be
+ * made there to lead git elsewhere (found by review: "ln -s x tools" then x/hooks/pre-commit). */
+static int git_named_add_with_parents(struct fusefs_rules *rules, const char *path, bool below)
+{
+	char prefix[FUSEFS_PATH_MAX];
+	int r = 0;
+
+	for (const char *slash = strchr(path, '/'); slash && r >= 0;
+	     slash = strchr(slash + 1, '/')) {
+		(void)snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - path), path);
+		r = git_named_add(rules, prefix, false);
+	}
+	return r < 0 ? r : git_named_add(rules, path, below);
+}
+
+/* Where path leads on the host now, through the links inside the workspace that already lie on
+ * its way: the real path of its longest part that exists, the rest appended, relative to the root;
+ * false when it leads out of the workspace (or nowhere it can tell). */
+static bool git_path_resolve(const struct git_walk *w, const char *path, char *buf, size_t size)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	char part[FUSEFS_PATH_MAX], proc[64], real[PATH_MAX];
+	size_t len = strlen(path);
+	const char *rest;
+	ssize_t n;
+
+	for (;;) {
+		_cleanup_close_ int fd = -EBADF;
+
+		(void)snprintf(part, sizeof(part), "%.*s", (int)len, path);
+		fd = (int)syscall(SYS_openat2, w->root_fd, len ? part : ".", &how, sizeof(how));
+		if (fd >= 0) {
+			(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			n = readlink(proc, real, sizeof(real) - 1);
+			if (n < 0)
+				return false;
+			real[n] = '\0';
+			rest = startswith(real, w->root);
+			if (!rest || (rest[0] != '/' && rest[0] != '\0'))
+				return false;
+			rest += rest[0] == '/';
+			return al_path_printf(buf, size, "%s%s%s", rest,
+					      rest[0] && path[len] ? "/" : "",
+					      path[len] == '/' ? path + len + 1 : path + len) >= 0;
+		}
+		if (len == 0)
+			return false;
+		while (len > 0 && path[--len] != '/')
+			;
+	}
+}
+
+/* Protects what git will find at path: as written, and where links lead it today. */
+static int git_named_protect(struct git_walk *w, const char *path, bool below)
+{
+	char real[FUSEFS_PATH_MAX];
+	int r;
+
+	r = git_named_add_with_parents(w->rules, path, below);
+	if (r >= 0 && git_path_resolve(w, path, real, sizeof(real)) && !streq(real, path) &&
+	    real[0])
+		r = git_named_add_with_parents(w->rules, real, below);
 	return r;
 }
 
@@ -540,7 +616,7 @@ static int on_git_path(enum fusefs_git_path kind, const char *value, void *userd
 		return 0;
 	if (kind == FUSEFS_GIT_HOOKS)
 		return git_named_hooks(w, path);
-	r = git_named_add(w->rules, path, false);
+	r = git_named_protect(w, path, false);
 	if (r < 0 || w->depth >= GIT_INCLUDE_DEPTH_MAX)
 		return r;
 	return read_git_config(w, path);

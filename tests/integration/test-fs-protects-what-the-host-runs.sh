@@ -41,6 +41,8 @@ try "echo '{}' >.mcp.json" ".mcp.json is refused"
 try "mkdir -p .claude && echo '{}' >.claude/settings.json" ".claude/settings.json is refused"
 try "echo 'echo hi' >.zshrc" ".zshrc is refused"
 try "echo '{}' >.devcontainer.json" ".devcontainer.json is refused"
+try "mkdir -p .claude/hooks && echo 'echo hi' >.claude/hooks/pre.sh" ".claude/hooks is refused"
+try "echo 'node-options=--require /workspace/x.js' >.npmrc" ".npmrc is refused"
 sb_sh 'cd /workspace && echo two >>f && mkdir -p ci/other && echo x >ci/other/y && echo ok'
 assert_eq ok "$AL_OUT" "the rest of the workspace stays writable"
 
@@ -49,6 +51,28 @@ host_git commit -qam three
 assert_false "the host's next commit ran no hook of the sandbox's" test -e "$proof"
 assert_eq "" "$(ls "$WS/ci/git-hooks")" "the hooks folder is as the host left it"
 assert_eq '[alias] st = status' "$(cat "$WS/team.gitconfig")" "the included config is unchanged"
+
+# Where the config names paths that do not exist yet, or that lead through a link: no link may be
+# put on their way, and what a link already leads to is protected too (found by review: the hook
+# ran after "ln -s x tools; x/hooks/pre-commit").
+ws2=$IT_TMP/ws2
+mkdir -p "$ws2/realdir"
+ln -s realdir "$ws2/linkdir"
+git -C "$ws2" init -q .
+git -C "$ws2" config core.hooksPath tools/hooks
+git -C "$ws2" config --add include.path ../cfg/extra.inc
+git -C "$ws2" config --add include.path ../linkdir/inc
+try2()
+{
+	al_run run -w "$ws2" -- /bin/sh -c "cd /workspace && $1 && echo WROTE || echo REFUSED"
+	assert_eq REFUSED "$(tail -n 1 <<<"$AL_OUT")" "$2"
+}
+try2 "mkdir -p x/hooks && ln -s x tools" "a link where core.hooksPath's folder is to be is refused"
+try2 "mkdir -p y && ln -s y cfg" "a link where an include path's folder is to be is refused"
+try2 "mkdir tools" "a folder where core.hooksPath's folder is to be is refused"
+try2 "echo '[core] fsmonitor = x' >>realdir/inc" "the file an include path reaches through a link is refused"
+git -C "$ws2" -c user.email=it@airlock.test -c user.name=it commit -q --allow-empty -m one
+assert_false "the host's commit in that repository ran no hook of the sandbox's" test -e "$proof"
 
 # A policy that names the folder in workspace.write lifts it, as for the built-in entries.
 write_policy "$IT_TMP/lift.json" <<EOF2

@@ -240,7 +240,8 @@ static void test_every_builtin_entry_is_protected(void **state)
 	      {".hg/store/data", false, R | W}, {".jj/repo/config.toml", false, R | P},
 	      {".bash_profile", false, R | P}, {".zshrc", false, R | P},
 	      {".claude/settings.json", false, R | P},
-	      {".claude/settings.local.json", false, R | P}, {".claude/notes.md", false, R | W},
+	      {".claude/settings.local.json", false, R | P}, {".claude/hooks/pre.sh", false, R | P},
+	      {".gemini/settings.json", false, R | P}, {".npmrc", false, R | P},
 	      {".mcp.json", false, R | P}, {".cursor/mcp.json", false, R | P});
 }
 
@@ -318,11 +319,16 @@ static void test_what_the_workspaces_git_config_names_is_protected(void **state)
 	(void)snprintf(abs, sizeof(abs),
 		       "[core]\n\thooksPath = tools/./hooks\n"
 		       "[include]\n\tpath = ../team.gitconfig\n\tpath = ../../outside\n"
-		       "\tpath = %s/abs.gitconfig\n\tpath = ~/.gitconfig\n",
+		       "\tpath = %s/abs.gitconfig\n\tpath = ~/.gitconfig\n"
+		       "\tpath = ../linkdir/inc\n\tpath = ../cfg/extra.inc\n",
 		       root);
 	write_file(root, ".git/config", abs);
 	write_file(root, "team.gitconfig", "[core]\n\thooksPath = ci/h**ks\n");
 	write_file(root, "abs.gitconfig", "[include]\n\tpath = .git/more\n");
+	(void)snprintf(cmd, sizeof(cmd), "%s/realdir", root);
+	assert_int_equal(mkdir(cmd, 0700), 0);
+	(void)snprintf(cmd, sizeof(cmd), "%s/linkdir", root);
+	assert_int_equal(symlink("realdir", cmd), 0);
 	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(root_fd >= 0);
 	assert_int_equal(fusefs_rules_protect_git(rules, root_fd, root), 0);
@@ -339,8 +345,18 @@ static void test_what_the_workspaces_git_config_names_is_protected(void **state)
 		  {".gitconfig.d", true, R | W},
 		  {"tools/other", false, R | W},
 		  {"outside", false, R | W},
+		  /* the folders on the way: no link or folder may be put there */
+		  {"tools", true, R | P},
+		  {"cfg", true, R | P},
+		  {"cfg/extra.inc", false, R | P},
+		  {"cfg2", true, R | W},
+		  /* where a link on the way leads today */
+		  {"linkdir/inc", false, R | P},
+		  {"realdir/inc", false, R | P},
+		  {"realdir", true, R | P},
+		  {"realdir/other", false, R | W},
 	      },
-	      10);
+	      18);
 	assert_false(fusefs_rules_rename_is_uniform(rules, "tools", "tools2"));
 	(void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	assert_int_equal(system(cmd), 0);
