@@ -80,9 +80,15 @@ static int count_keys(const char *buf, size_t len, int max_depth, struct key_cou
 		}
 		if (ch == '"') {
 			in_string = true;
+		} else if (ch == '\'') {
+			/* json-c takes 'single-quoted' strings even when strict; JSON has none (and
+			 * this scan would read them as other text). Found by fuzz-policy. */
+			return al_error_set(
+			    err, -EINVAL, "invalid JSON at byte %zu: a string in single quotes", i);
 		} else if (ch == '{' || ch == '[') {
 			if (depth > (size_t)max_depth)
-				return -EINVAL; /* json-c accepted it: not reached */
+				return al_error_set(
+				    err, -EINVAL, "invalid JSON at byte %zu: nested too deeply", i);
 			open[depth++] = ch == '[' ? -1 : (ssize_t)c->n;
 			if (ch == '[')
 				continue;

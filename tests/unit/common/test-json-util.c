@@ -67,6 +67,20 @@ static void test_json_refuses_a_repeated_key_and_names_it(void **state)
 	}
 }
 
+static void test_json_refuses_single_quoted_strings(void **state)
+{
+	static const char *const bad[] = {"{'a': 1}", "['x']", "{\"a\": 'b'}", "'s'"};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct al_error err = {0};
+
+		assert_int_equal(parse(bad[i], &err), -EINVAL);
+		assert_true(err.msg[0] != '\0');
+	}
+	assert_int_equal(parse("{\"it's\": \"'\"}", NULL), 0); /* inside a string, fine */
+}
+
 static void test_json_refuses_a_lone_surrogate_and_keeps_pairs(void **state)
 {
 	static const char *const bad[] = {
@@ -99,6 +113,7 @@ int main(void)
 	    cmocka_unit_test(test_json_accepts_distinct_keys_at_every_level),
 	    cmocka_unit_test(test_json_refuses_a_repeated_key_and_names_it),
 	    cmocka_unit_test(test_json_refuses_a_lone_surrogate_and_keeps_pairs),
+	    cmocka_unit_test(test_json_refuses_single_quoted_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
