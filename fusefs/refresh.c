@@ -30,6 +30,18 @@ static fuse_ino_t ino_of(const struct fusefs *fs, uintptr_t in)
 	return in == (uintptr_t)&fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(in ^ fs->ino_key);
 }
 
+/* Expires (not invalidates) the kernel's entry of name in parent: libfuse 3.17 dropped the flag,
+ * expiring is all its call does. */
+static int expire_entry(struct fuse_session *se, fuse_ino_t parent, const char *name)
+{
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+	return fuse_lowlevel_notify_expire_entry(se, parent, name, strlen(name));
+#else
+	return fuse_lowlevel_notify_expire_entry(se, parent, name, strlen(name),
+						 FUSE_LL_EXPIRE_ONLY);
+#endif
+}
+
 /* A notification's answer: the kernel holding nothing of it (ENOENT) is no failure. */
 static int notified(int r)
 {
@@ -51,8 +63,7 @@ static int expire_listed(struct fuse_session *se, fuse_ino_t dir_ino, int dir)
 	}
 	for (struct dirent *de; r >= 0 && (de = readdir(d));)
 		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			r = notified(fuse_lowlevel_notify_expire_entry(
-			    se, dir_ino, de->d_name, strlen(de->d_name), FUSE_LL_EXPIRE_ONLY));
+			r = notified(expire_entry(se, dir_ino, de->d_name));
 	(void)closedir(d);
 	return r;
 }
@@ -68,9 +79,7 @@ static int expire_known(struct fusefs *fs, struct fuse_session *se)
 	r = fusefs_known_list(fs, &k, &n);
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		if (k[i].parent)
-			r = notified(fuse_lowlevel_notify_expire_entry(se, ino_of(fs, k[i].parent),
-								       k[i].name, strlen(k[i].name),
-								       FUSE_LL_EXPIRE_ONLY));
+			r = notified(expire_entry(se, ino_of(fs, k[i].parent), k[i].name));
 		if (r >= 0)
 			r = notified(fuse_lowlevel_notify_inval_inode(
 			    se, ino_of(fs, (uintptr_t)k[i].in), -1, 0));

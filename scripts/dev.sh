@@ -29,6 +29,9 @@ packages=(
 	libssl-dev libcmocka-dev
 	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
 	libclang-rt-14-dev clang-format
+	# libfuse 3.18 from Debian's source package where the system's is older (libfuse3 below):
+	# its io_uring transport, and the C++ of its example passthrough_hp (bench/fs.sh)
+	liburing-dev libnuma-dev dpkg-dev g++
 	# run time and tests: fusermount3, ip, ps, setpriv; python3 reads JSON in tests and here
 	fuse3 iproute2 procps util-linux python3 git attr
 	# the broker tests: strace kills a vault writer at chosen system calls, keyctl fills keyrings,
@@ -74,8 +77,14 @@ fuse_device()
 
 cmd_deps()
 {
-	local missing=() p
 	fuse_device
+	deps_packages || return 1
+	cmd_libfuse
+}
+
+deps_packages()
+{
+	local missing=() p
 	for p in "${packages[@]}"; do
 		if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" != "ii " ]; then
 			missing+=("$p")
@@ -91,12 +100,90 @@ cmd_deps()
 		"${missing[@]}"
 }
 
+# ---- libfuse 3.18 ----
+# FUSE over io_uring and passthrough need libfuse 3.18; Debian 12 has 3.14. Where the system's is
+# older, Debian's own source package fuse3 is fetched through apt from the suite that has 3.18
+# (unstable), with a private apt state under build-deps/ (the machine's apt configuration is not
+# changed): the deb-src entry uses the archive this machine's own sources name, and apt checks the
+# signed Sources index, the .dsc's hashes and sizes, as for any source package. It is built with
+# meson into build-deps/fuse3/ (static), which every build here links (setup_build).
+
+fuse3_min=3.18
+fuse3_suite=${AIRLOCK_FUSE3_SUITE:-unstable}
+deps_dir=$repo/build-deps
+fuse3_prefix=$deps_dir/fuse3
+
+# The archive the machine's own apt sources use for Debian's main component.
+debian_archive()
+{
+	apt-get indextargets --format '$(TARGET_OF) $(COMPONENT) $(REPO_URI)' 2>/dev/null |
+		awk '$1 == "deb" && $2 == "main" && $3 !~ /security/ { print $3; exit }'
+}
+
+fuse3_built_version()
+{
+	PKG_CONFIG_PATH=$fuse3_prefix/lib/pkgconfig pkg-config --modversion fuse3 2>/dev/null
+}
+
+cmd_libfuse()
+{
+	if pkg-config --atleast-version="$fuse3_min" fuse3 2>/dev/null; then
+		log "deps: the system's libfuse $(pkg-config --modversion fuse3) is $fuse3_min or newer"
+		return 0
+	fi
+	if [ -f "$fuse3_prefix/lib/pkgconfig/fuse3.pc" ] &&
+		PKG_CONFIG_PATH=$fuse3_prefix/lib/pkgconfig pkg-config --atleast-version="$fuse3_min" fuse3; then
+		log "deps: libfuse $(fuse3_built_version) is built in build-deps/fuse3"
+		return 0
+	fi
+	local archive apt=$deps_dir/apt version dsc
+	archive=$(debian_archive)
+	if [ -z "$archive" ]; then
+		log "deps: no Debian archive in this machine's apt sources: cannot fetch fuse3's source"
+		return 1
+	fi
+	log "deps: the system's libfuse is $(pkg-config --modversion fuse3 2>/dev/null || echo missing); building libfuse from Debian's fuse3 source package ($fuse3_suite, $archive)"
+	rm -rf "$apt" "$deps_dir/src" "$deps_dir/fuse3-build" "$fuse3_prefix"
+	mkdir -p "$apt/sources" "$apt/lists/partial" "$apt/cache/archives/partial" "$deps_dir/src"
+	printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\n' \
+		"$archive" "$fuse3_suite" >"$apt/sources/fuse3.sources"
+	local aptopts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/sources"
+		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+		-o APT::Sandbox::User=root)
+	apt-get "${aptopts[@]}" update >"$apt/update.log" 2>&1 ||
+		{ cat "$apt/update.log" >&2; return 1; }
+	version=$(apt-cache "${aptopts[@]}" showsrc fuse3 | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+	if [ -z "$version" ] || ! dpkg --compare-versions "$version" ge "$fuse3_min"; then
+		log "deps: $fuse3_suite has fuse3 ${version:-nowhere}, older than $fuse3_min"
+		return 1
+	fi
+	(cd "$deps_dir/src" && apt-get "${aptopts[@]}" source --download-only "fuse3=$version") \
+		>"$apt/source.log" 2>&1 || { cat "$apt/source.log" >&2; return 1; }
+	dsc=$(find "$deps_dir/src" -maxdepth 1 -name 'fuse3_*.dsc' | head -n 1)
+	# dpkg-source checks the files against the .dsc again, then unpacks and applies Debian's
+	# patches.
+	(cd "$deps_dir/src" && dpkg-source -x "$dsc" fuse3) >"$apt/unpack.log" 2>&1 ||
+		{ cat "$apt/unpack.log" >&2; return 1; }
+	log "deps: building libfuse $version (meson, static, io_uring) into build-deps/fuse3"
+	(cd "$deps_dir/src/fuse3" &&
+		meson setup "$deps_dir/fuse3-build" --prefix="$fuse3_prefix" --libdir=lib \
+			--buildtype=release -Ddefault_library=static -Dutils=false -Dtests=false \
+			-Dexamples=true -Duseroot=false -Dinitscriptdir= -Dudevrulesdir="$fuse3_prefix/udev" &&
+		ninja -C "$deps_dir/fuse3-build" install) >"$deps_dir/fuse3-build.log" 2>&1 ||
+		{ tail -n 40 "$deps_dir/fuse3-build.log" >&2; return 1; }
+	log "deps: libfuse $(fuse3_built_version) is built"
+}
+
 # setup_build DIR CC [MESON OPTIONS...]: configures DIR (or reconfigures it with the options) and
 # builds it.
 setup_build()
 {
 	local dir=$1 cc=$2
 	shift 2
+	# libfuse 3.18 built here (cmd_libfuse), where the system's is older
+	if [ -f "$fuse3_prefix/lib/pkgconfig/fuse3.pc" ]; then
+		set -- "$@" -Dpkg_config_path="$fuse3_prefix/lib/pkgconfig"
+	fi
 	if [ -f "$dir/build.ninja" ]; then
 		meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1 ||
 			{ cat "$dir.setup.log" >&2; return 1; }
