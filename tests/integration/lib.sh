@@ -331,13 +331,18 @@ it_marked_pids()
 }
 
 # pids of airlock's serving processes on the host: workspace filesystem daemons and egress
-# proxies
+# proxies. Those started under another test's AIRLOCK_IT_RUN (it_setup exports it, and they
+# inherit it from airlock) are that test's: root suites run side by side do not judge (or kill)
+# each other's. A daemon without the variable (airlock run under env -i) counts for every test.
 it_fs_daemons()
 {
-	local p comm
+	local p comm run
 	for p in /proc/[0-9]*; do
 		read -r comm 2>/dev/null <"$p/comm" || continue
-		[ "$comm" = airlock-fs ] || [ "$comm" = airlock-net ] && printf '%s\n' "${p#/proc/}"
+		[ "$comm" = airlock-fs ] || [ "$comm" = airlock-net ] || continue
+		run=$(tr '\0' '\n' 2>/dev/null <"$p/environ" | sed -n 's/^AIRLOCK_IT_RUN=//p')
+		[ -z "$run" ] || [ "$run" = "${AIRLOCK_IT_RUN:-}" ] || continue
+		printf '%s\n' "${p#/proc/}"
 	done
 	return 0
 }
@@ -449,6 +454,7 @@ it_setup()
 	fi
 	IT_TMP=$(mktemp -d /tmp/airlock-it.XXXXXX) || exit 1
 	chmod 755 "$IT_TMP"
+	export AIRLOCK_IT_RUN=$IT_TMP
 	trap it_cleanup EXIT
 	WS=$IT_TMP/ws
 	mkdir -p "$WS"
