@@ -866,6 +866,9 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	inode_init_fixed(&fs->secrets_root, -EBADF);
 	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
 	fs->rule_gen = 1; /* an inode's access_gen 0 means "never decided" */
+	r = fusefs_transport_choose(fs, err);
+	if (r < 0)
+		return r;
 	/* Inodes are 16-byte aligned: the low bits stay 0, so no number is FUSE_ROOT_ID (1). */
 	if (getrandom(&fs->ino_key, sizeof(fs->ino_key), 0) != sizeof(fs->ino_key))
 		return al_error_set_errno(err, -errno, "Failed to get random bytes");

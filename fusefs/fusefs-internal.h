@@ -127,6 +127,44 @@ struct fusefs_ids {
  * gets EPERM there). */
 void fusefs_ids_show(const struct fusefs_ids *ids, struct stat *st);
 
+/* ---- transport.c: io_uring and passthrough ---- */
+
+enum fusefs_uring {
+	FUSEFS_URING_AUTO,     /* where the kernel and libfuse allow */
+	FUSEFS_URING_OFF,      /* AIRLOCK_FS_TRANSPORT=dev */
+	FUSEFS_URING_REQUIRED, /* AIRLOCK_FS_TRANSPORT=uring: refused where it cannot be had */
+};
+
+/* How an open is served (fusefs_io_open()). */
+enum fusefs_io {
+	FUSEFS_IO_NONE,	       /* the connection has no passthrough: nothing is tracked */
+	FUSEFS_IO_CACHED,      /* by the daemon, through the kernel's page cache */
+	FUSEFS_IO_DIRECT,      /* by the daemon, direct I/O (passthrough opens are live) */
+	FUSEFS_IO_PASSTHROUGH, /* by the kernel, on the host file */
+};
+
+struct fusefs;
+struct fuse_conn_info;
+struct fusefs_inode;
+struct fuse_file_info;
+struct fuse_req;
+
+/* Reads AIRLOCK_FS_TRANSPORT and AIRLOCK_FS_PASSTHROUGH into fs. -EINVAL for a bad value,
+ * -EOPNOTSUPP when io_uring is required and cannot be had (with err). */
+int fusefs_transport_choose(struct fusefs *fs, struct al_error *err);
+/* The libfuse option that asks for io_uring ("io_uring"), or NULL; turns the fuse module's
+ * enable_uring on as root. */
+void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt);
+/* Negotiates the connection's features at INIT (workspace: false for the credential files). */
+void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace);
+/* Decides how a new open of in (fd: the daemon's open of the host file) is served, setting fi's
+ * backing_id or direct_io: passthrough when may_pass and the inode's mode allows. */
+enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
+			      int fd, bool may_pass, struct fuse_file_info *fi);
+/* An open served as io ended. */
+void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
+		       enum fusefs_io io);
+
 /* ---- the filesystem's state (fs.c) ---- */
 
 #define FUSEFS_DEPTH_MAX 512   /* components below the root */
@@ -162,6 +200,10 @@ struct fusefs_inode {
 	int64_t stamp_mtime_ns; /* the host file as the kernel's page cache last knew it */
 	off_t stamp_size;
 	bool stamped;
+	/* Its I/O mode in the kernel (transport.c), under fs->quota_lock: */
+	uint32_t cached_opens;	    /* open through the page cache */
+	uint32_t passthrough_opens; /* open on backing_id */
+	int backing_id;		    /* > 0 while passthrough_opens > 0 */
 	struct file_handle *handle;
 };
 
@@ -218,7 +260,11 @@ struct fusefs {
 	uint64_t audited;	/* allowed accesses audited so far */
 	uint64_t denials[4096]; /* per hashed (operation, path): denials so far */
 	bool writeback;		/* the kernel caches writes: O_APPEND is its business */
-	bool refreshing;	/* a FUSEFS_IOC_REFRESH of the root is under way */
+	enum fusefs_uring uring;
+	bool passthrough_wanted; /* libfuse can, and AIRLOCK_FS_PASSTHROUGH is not 0 */
+	bool passthrough;	 /* the workspace connection negotiated passthrough */
+	bool passthrough_failed; /* a backing file was refused: the daemon serves every open */
+	bool refreshing;	 /* a FUSEFS_IOC_REFRESH of the root is under way */
 	struct fusefs_conn conns[2];
 };
 

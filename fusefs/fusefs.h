@@ -90,5 +90,31 @@ struct fusefs_violation {
  * it costs only cache misses. */
 #define FUSEFS_IOC_REFRESH _IOR(0xaf, 0x01, uint64_t)
 
+/* ioctl(fd, FUSEFS_IOC_INFO, &info) on the workspace mount: how this connection, and the open
+ * file fd, are served. Anyone in the sandbox may ask: the tests check with it that each way of
+ * serving is the one they test. */
+struct fusefs_info {
+	uint32_t uring;	      /* this very request came over io_uring */
+	uint32_t passthrough; /* the connection passes opens through to host files */
+	uint32_t writeback;   /* the kernel caches writes */
+	uint32_t open;	      /* fd, a file: 1 served by the daemon through the page cache, 2 by
+			       * the daemon with direct I/O, 3 passed through; 0 otherwise */
+};
+#define FUSEFS_IOC_INFO _IOR(0xaf, 0x02, struct fusefs_info)
+
+/* How a workspace would be served here, and why (`airlock doctor`, `capabilities --json`). */
+enum fusefs_transport {
+	FUSEFS_TRANSPORT_DEV,	/* libfuse's loop over /dev/fuse */
+	FUSEFS_TRANSPORT_URING, /* FUSE over io_uring */
+};
+struct fusefs_features {
+	char libfuse[16]; /* the linked libfuse's version */
+	enum fusefs_transport transport;
+	bool passthrough; /* opens may pass through to the host file */
+	char transport_why[160], passthrough_why[160];
+};
+void fusefs_features(struct fusefs_features *ret);
+const char *fusefs_transport_name(enum fusefs_transport t);
+
 /* The fds a process serving fs must keep (the root folder's), into fds; returns how many. */
 size_t fusefs_fds(const struct fusefs *fs, int *fds, size_t n);

@@ -36,6 +36,7 @@
 struct file {
 	int fd;
 	pid_t pid; /* that opened it: a release comes from no process in particular */
+	enum fusefs_io io;
 	struct fusefs_inode *in;
 	uint64_t written;
 	uint32_t writes;
@@ -114,6 +115,20 @@ static int get_fds_or_reply(fuse_req_t req, struct fusefs_inode *a, struct fusef
 static void fd_path(int fd, char buf[static 32])
 {
 	(void)snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+static bool wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* Whether an open with flags of the host file st may pass through to it (transport.c): a read
+ * always; a write only where the daemon owes nothing per write: no quota, no audit of writes. */
+static bool may_pass(const struct fusefs *fs, int flags, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return false;
+	return !wants_write(flags) || (fs->quota == 0 && !fs->audit);
 }
 
 static int write_denied(struct fusefs *fs)
@@ -517,7 +532,9 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
+	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, fi->flags, &st), fi);
 	if (fuse_reply_create(req, &e, fi) != 0) {
+		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
 		(void)al_close(f->fd);
 		free(f);
@@ -722,11 +739,6 @@ static void invalidate_attrs(fuse_req_t req, fuse_ino_t ino)
 					       ino, -1, 0);
 }
 
-static bool wants_write(int flags)
-{
-	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-}
-
 static int open_cred(fuse_req_t req, struct fusefs_inode *in, struct fuse_file_info *fi)
 {
 	struct fusefs *fs = fs_of(req);
@@ -819,7 +831,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
+	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, fi->flags, &st), fi);
 	if (fuse_reply_open(req, fi) != 0) {
+		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
 		(void)al_close(f->fd);
 		free(f);
@@ -963,6 +977,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 						       AL_AUDIT_I("writes", f->writes)},
 			     2);
 	}
+	fusefs_io_release(fs, req, f->in, f->io);
 	if (!f->secret)
 		fusefs_inode_closed(fs, f->in, f->fd);
 	(void)al_close(f->fd);
@@ -1388,23 +1403,41 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fuse_reply_err(req, -r);
 }
 
+/* FUSEFS_IOC_INFO here (it needs the file handle); the rest is refresh.c's. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz)
+{
+	struct fusefs_conn *c = fuse_req_userdata(req);
+	struct fusefs *fs = c->fs;
+	struct fusefs_info info = {.passthrough = fs->passthrough && !fs->passthrough_failed,
+				   .writeback = fs->writeback};
+	struct fusefs_inode *in = inode_of(req, ino);
+
+	if (cmd != FUSEFS_IOC_INFO || c->root != &fs->root) {
+		fusefs_op_ioctl(req, ino, cmd, arg, fi, flags, in_buf, in_bufsz, out_bufsz);
+		return;
+	}
+	if (out_bufsz < sizeof(info)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+	info.uring = fuse_req_is_uring(req);
+#endif
+	if (fi && in->type == S_IFREG && in->cred < 0) {
+		enum fusefs_io io = file_of(fi)->io;
+
+		info.open = io == FUSEFS_IO_PASSTHROUGH ? 3 : io == FUSEFS_IO_DIRECT ? 2 : 1;
+	}
+	fuse_reply_ioctl(req, 0, &info, sizeof(info));
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct fusefs *fs = ((struct fusefs_conn *)userdata)->fs;
-	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ |
-			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
-			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS |
-			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_READ | FUSE_CAP_WRITEBACK_CACHE |
-			FUSE_CAP_DONT_MASK | FUSE_CAP_IOCTL_DIR;
+	struct fusefs_conn *c = userdata;
 
-	conn->want |= want & conn->capable;
-	/* Locks stay the kernel's: every process using them is behind this one mount. */
-	conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
-	if ((conn->want & FUSE_CAP_WRITEBACK_CACHE) &&
-	    ((struct fusefs_conn *)userdata)->root == &fs->root)
-		fs->writeback = true;
-	else
-		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	fusefs_transport_init(c->fs, conn, c->root == &c->fs->root);
 	conn->time_gran = 1;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -1433,7 +1466,7 @@ const struct fuse_lowlevel_ops fusefs_ops = {
     .fsync = op_fsync,
     .fallocate = op_fallocate,
     .lseek = op_lseek,
-    .ioctl = fusefs_op_ioctl,
+    .ioctl = op_ioctl,
     .opendir = op_opendir,
     .readdir = op_readdir,
     .readdirplus = op_readdirplus,
@@ -1450,12 +1483,22 @@ int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **re
 {
 	/* Mount options matter only where libfuse mounts (`airlock fs` without privileges):
 	 * auto_unmount makes fusermount3 unmount it if airlock dies. */
-	char *argv[] = {(char *)"airlock", (char *)"-o",
+	char *argv[] = {(char *)"airlock",
+			(char *)"-o",
 			(char *)"default_permissions,fsname=airlock,subtype=airlock,auto_unmount",
+			NULL,
+			NULL,
 			NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fusefs_conn *c = &fs->conns[secrets];
 	struct fuse_session *se;
+	const char *opt;
+
+	fusefs_transport_args(fs, secrets, &opt);
+	if (opt) {
+		argv[args.argc++] = (char *)"-o";
+		argv[args.argc++] = (char *)opt;
+	}
 
 	*c = (struct fusefs_conn){.fs = fs, .root = secrets ? &fs->secrets_root : &fs->root};
 	se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), c);

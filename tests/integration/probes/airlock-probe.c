@@ -161,6 +161,37 @@ static int probe_write_file(const char *arg)
 	return open_for_writing(arg, O_WRONLY | O_APPEND);
 }
 
+/* fs-info PATH[:w]: how the workspace serves PATH (opened for reading, or with ":w" for
+ * writing), from its daemon (FUSEFS_IOC_INFO, fusefs/fusefs.h; restated here: the probe links
+ * nothing of airlock). Prints "fs-info: uring=U passthrough=P writeback=W open=O". */
+struct fs_info {
+	unsigned uring, passthrough, writeback, open;
+};
+#define FS_IOC_INFO _IOR(0xaf, 0x02, struct fs_info)
+
+static int probe_fs_info(const char *arg)
+{
+	char path[4096];
+	struct fs_info info;
+	size_t n;
+	int fd, flags = O_RDONLY;
+
+	if (!arg || (n = strlen(arg)) >= sizeof(path))
+		return report(EXIT_ERROR, "usage: fs-info PATH[:w]");
+	memcpy(path, arg, n + 1);
+	if (n > 2 && strcmp(path + n - 2, ":w") == 0) {
+		path[n - 2] = '\0';
+		flags = O_RDWR;
+	}
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0)
+		return report(EXIT_ERROR, "open(%s): %s", path, errno_name(errno));
+	if (ioctl(fd, FS_IOC_INFO, &info) < 0)
+		return report(EXIT_ERROR, "ioctl(FUSEFS_IOC_INFO): %s", errno_name(errno));
+	return report(EXIT_BLOCKED, "uring=%u passthrough=%u writeback=%u open=%u", info.uring,
+		      info.passthrough, info.writeback, info.open);
+}
+
 static int probe_unshare_user(const char *arg)
 {
 	int r = unshare(CLONE_NEWUSER);
@@ -277,6 +308,7 @@ static const struct {
     {"write-init-exe", probe_write_init_exe},
     {"write-init-mem", probe_write_init_mem},
     {"write-file", probe_write_file},
+    {"fs-info", probe_fs_info},
     {"unshare-user", probe_unshare_user},
     {"mount", probe_mount},
     {"keyctl", probe_keyctl},

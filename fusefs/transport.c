@@ -1,0 +1,290 @@
+#define LOG_MODULE "fusefs"
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
+
+/* How the workspace's requests reach the daemon, and which opens bypass it.
+ *
+ * Transport: FUSE over io_uring (libfuse 3.18, a kernel with CONFIG_FUSE_IO_URING and the fuse
+ * module's enable_uring on) where it can be had: one ring per CPU, each served by one thread,
+ * and no read()/write() of /dev/fuse per request; otherwise the classic loop over /dev/fuse.
+ *
+ * Passthrough (libfuse 3.17, CONFIG_FUSE_PASSTHROUGH, CAP_SYS_ADMIN): an open may be answered
+ * with a backing file, the host file the daemon opened; the kernel then reads, writes and maps it
+ * with no request to the daemon. The rules are decided at open, as for every open, so a read
+ * always may pass through. A write passes through only where nothing is owed per write: no quota
+ * (whose limit would be passed, unseen, by a write the daemon does not see) and no audit of
+ * writes (whose record counts the bytes), and not to a file whose content the daemon checks. The
+ * kernel holds each inode in one I/O mode at a time (passthrough with one backing file, or the
+ * page cache), and an open of the other mode fails (ETXTBSY): so an open the daemon must serve
+ * while passthrough opens of the inode are live is served with direct I/O, which belongs to
+ * neither, and an open that could pass through while cached opens are live uses the cache. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "fusefs/fusefs-internal.h"
+
+#define URING_PARAM "/sys/module/fuse/parameters/enable_uring"
+#define URING_DISABLED "/proc/sys/kernel/io_uring_disabled"
+
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+#define HAVE_URING 1
+#else
+#define HAVE_URING 0
+#endif
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+#define HAVE_PASSTHROUGH 1
+#else
+#define HAVE_PASSTHROUGH 0
+#endif
+
+/* The first character of a small /sys or /proc file, or -errno. */
+static int read_char(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char c;
+
+	if (fd < 0)
+		return -errno;
+	if (read(fd, &c, 1) != 1)
+		return -EIO;
+	return (unsigned char)c;
+}
+
+/* AIRLOCK_FS_TRANSPORT: "uring" (required: the mount fails without it), "dev" (the classic
+ * loop), unset or "auto". AIRLOCK_FS_PASSTHROUGH=0 turns passthrough off. Both only choose
+ * between ways of serving the same guarantees; the tests run the suite each way. */
+int fusefs_transport_choose(struct fusefs *fs, struct al_error *err)
+{
+	const char *t = secure_getenv("AIRLOCK_FS_TRANSPORT");
+	const char *p = secure_getenv("AIRLOCK_FS_PASSTHROUGH");
+
+	if (!t || streq(t, "") || streq(t, "auto"))
+		fs->uring = FUSEFS_URING_AUTO;
+	else if (streq(t, "uring"))
+		fs->uring = FUSEFS_URING_REQUIRED;
+	else if (streq(t, "dev"))
+		fs->uring = FUSEFS_URING_OFF;
+	else
+		return al_error_set(
+		    err, -EINVAL,
+		    "AIRLOCK_FS_TRANSPORT=%s: expected \"auto\", \"uring\" or \"dev\"", t);
+	if (p && !streq(p, "") && !streq(p, "0") && !streq(p, "1"))
+		return al_error_set(err, -EINVAL, "AIRLOCK_FS_PASSTHROUGH=%s: expected 0 or 1", p);
+	fs->passthrough_wanted = HAVE_PASSTHROUGH && !(p && streq(p, "0"));
+	if (fs->uring == FUSEFS_URING_REQUIRED) {
+		struct fusefs_features f;
+
+		fusefs_features(&f);
+		if (f.transport != FUSEFS_TRANSPORT_URING)
+			return al_error_set(err, -EOPNOTSUPP,
+					    "AIRLOCK_FS_TRANSPORT=uring: FUSE over io_uring is not "
+					    "available: %s",
+					    f.transport_why);
+	}
+	return 0;
+}
+
+/* Turns the fuse module's enable_uring on, as root, with one line saying so. */
+static void uring_enable(void)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (geteuid() != 0 || read_char(URING_PARAM) != 'N')
+		return;
+	fd = open(URING_PARAM, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		log_debug_errno(-errno, "Turning on FUSE over io_uring failed: %m");
+		return;
+	}
+	log_info("FUSE over io_uring turned on (%s: 1)", URING_PARAM);
+}
+
+void fusefs_features(struct fusefs_features *ret)
+{
+	int param = read_char(URING_PARAM), disabled = read_char(URING_DISABLED);
+	bool root = geteuid() == 0;
+
+	*ret = (struct fusefs_features){.transport = FUSEFS_TRANSPORT_DEV};
+	(void)snprintf(ret->libfuse, sizeof(ret->libfuse), "%s", fuse_pkgversion());
+	if (!HAVE_URING)
+		(void)snprintf(
+		    ret->transport_why, sizeof(ret->transport_why),
+		    "libfuse %s has no io_uring transport (3.18 has: scripts/dev.sh deps "
+		    "builds it)",
+		    ret->libfuse);
+	else if (param == -ENOENT)
+		(void)snprintf(ret->transport_why, sizeof(ret->transport_why),
+			       "the kernel has no FUSE over io_uring (CONFIG_FUSE_IO_URING)");
+	else if (disabled == '2' || (disabled == '1' && !root))
+		(void)snprintf(ret->transport_why, sizeof(ret->transport_why),
+			       "io_uring is disabled (%s is %c)", URING_DISABLED, disabled);
+	else if (param != 'Y' && !root)
+		(void)snprintf(ret->transport_why, sizeof(ret->transport_why),
+			       "%s is off, and only root may turn it on", URING_PARAM);
+	else {
+		ret->transport = FUSEFS_TRANSPORT_URING;
+		(void)snprintf(ret->transport_why, sizeof(ret->transport_why), "%s",
+			       param == 'Y' ? "the kernel's fuse module has enable_uring on"
+					    : "root turns the fuse module's enable_uring on");
+	}
+	if (!HAVE_PASSTHROUGH)
+		(void)snprintf(ret->passthrough_why, sizeof(ret->passthrough_why),
+			       "libfuse %s has no passthrough (3.17 has)", ret->libfuse);
+	else if (!root)
+		(void)snprintf(ret->passthrough_why, sizeof(ret->passthrough_why),
+			       "backing files need CAP_SYS_ADMIN: only a run as root passes opens "
+			       "through");
+	else {
+		ret->passthrough = true;
+		(void)snprintf(ret->passthrough_why, sizeof(ret->passthrough_why),
+			       "reads pass through; writes too where no quota or write audit is "
+			       "set (when the kernel offers it: CONFIG_FUSE_PASSTHROUGH)");
+	}
+}
+
+const char *fusefs_transport_name(enum fusefs_transport t)
+{
+	return t == FUSEFS_TRANSPORT_URING ? "io_uring" : "/dev/fuse";
+}
+
+void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt)
+{
+	*opt = NULL;
+	if (!HAVE_URING || secrets || fs->uring == FUSEFS_URING_OFF)
+		return;
+	uring_enable();
+	*opt = "io_uring";
+}
+
+/* ---- INIT ---- */
+
+#if HAVE_PASSTHROUGH
+static bool want(struct fuse_conn_info *conn, uint64_t flag)
+{
+	return fuse_set_feature_flag(conn, flag);
+}
+
+static void unwant(struct fuse_conn_info *conn, uint64_t flag)
+{
+	fuse_unset_feature_flag(conn, flag);
+}
+#else
+static bool want(struct fuse_conn_info *conn, uint64_t flag)
+{
+	conn->want |= (unsigned)flag & conn->capable;
+	return (conn->capable & flag) != 0;
+}
+
+static void unwant(struct fuse_conn_info *conn, uint64_t flag)
+{
+	conn->want &= ~(unsigned)flag;
+}
+#endif
+
+void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace)
+{
+	static const uint64_t wanted[] = {
+	    FUSE_CAP_SPLICE_WRITE,   FUSE_CAP_SPLICE_MOVE,	FUSE_CAP_SPLICE_READ,
+	    FUSE_CAP_READDIRPLUS,    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS,
+	    FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_ATOMIC_O_TRUNC,	FUSE_CAP_ASYNC_READ,
+	    FUSE_CAP_DONT_MASK,	     FUSE_CAP_IOCTL_DIR,
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
+		(void)want(conn, wanted[i]);
+	/* Locks stay the kernel's: every process using them is behind this one mount. */
+	unwant(conn, FUSE_CAP_POSIX_LOCKS);
+	unwant(conn, FUSE_CAP_FLOCK_LOCKS);
+	fs->passthrough = false;
+	fs->writeback = false;
+	if (!workspace)
+		return; /* the credential files: no cache of any kind */
+#if HAVE_URING
+	if (fs->uring != FUSEFS_URING_OFF)
+		(void)want(conn, FUSE_CAP_OVER_IO_URING);
+#endif
+#if HAVE_PASSTHROUGH
+	/* The kernel offers passthrough or the write-back cache, never both on one connection;
+	 * a backing file needs CAP_SYS_ADMIN. */
+	if (fs->passthrough_wanted && fs->euid == 0 && want(conn, FUSE_CAP_PASSTHROUGH)) {
+		fs->passthrough = true;
+		/* The workspace's host folder is at depth 0 (ext4) or 1 (overlayfs): the FUSE
+		 * layer adds one; the kernel allows two in all. */
+		conn->max_backing_stack_depth = 1;
+		return;
+	}
+#endif
+	fs->writeback = want(conn, FUSE_CAP_WRITEBACK_CACHE);
+}
+
+/* ---- per open ---- */
+
+enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
+			      int fd, bool may_pass, struct fuse_file_info *fi)
+{
+	enum fusefs_io io = FUSEFS_IO_CACHED;
+
+	if (!fs->passthrough)
+		return FUSEFS_IO_NONE;
+	pthread_mutex_lock(&fs->quota_lock);
+	if (may_pass && !fs->passthrough_failed && in->cached_opens == 0) {
+#if HAVE_PASSTHROUGH
+		if (in->backing_id <= 0)
+			in->backing_id = fuse_passthrough_open(req, fd);
+		/* Refused (a host folder stacked too deep, no CAP_SYS_ADMIN after all): the daemon
+		 * serves every open from now on. */
+		if (in->backing_id <= 0)
+			fs->passthrough_failed = true;
+		if (in->backing_id > 0) {
+			in->passthrough_opens++;
+			fi->backing_id = in->backing_id;
+			fi->keep_cache = 0;
+			io = FUSEFS_IO_PASSTHROUGH;
+		}
+#else
+		(void)req, (void)fd;
+#endif
+	}
+	if (io != FUSEFS_IO_PASSTHROUGH) {
+		if (in->passthrough_opens > 0) {
+			fi->direct_io = 1;
+			io = FUSEFS_IO_DIRECT;
+		} else {
+			in->cached_opens++;
+		}
+	}
+	pthread_mutex_unlock(&fs->quota_lock);
+	return io;
+}
+
+void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
+		       enum fusefs_io io)
+{
+	int id = 0;
+
+	if (io == FUSEFS_IO_NONE)
+		return;
+	pthread_mutex_lock(&fs->quota_lock);
+	if (io == FUSEFS_IO_CACHED && in->cached_opens > 0)
+		in->cached_opens--;
+	else if (io == FUSEFS_IO_PASSTHROUGH && in->passthrough_opens > 0 &&
+		 --in->passthrough_opens == 0) {
+		id = in->backing_id;
+		in->backing_id = 0;
+	}
+	pthread_mutex_unlock(&fs->quota_lock);
+#if HAVE_PASSTHROUGH
+	if (id > 0)
+		(void)fuse_passthrough_close(req, id);
+#else
+	(void)req, (void)id;
+#endif
+}
