@@ -58,6 +58,23 @@ static struct json_object *cgroups_json(const struct launcher_capabilities *c)
 	return r ? (json_object_put(o), NULL) : o;
 }
 
+/* How the workspace filesystem is served here, and why. */
+static struct json_object *filesystem_json(const struct launcher_capabilities *c)
+{
+	struct json_object *o = json_object_new_object();
+	int r = 0;
+
+	if (!o)
+		return NULL;
+	r |= al_json_add(o, "libfuse", json_object_new_string(c->fs.libfuse));
+	r |= al_json_add(o, "transport",
+			 json_object_new_string(fusefs_transport_name(c->fs.transport)));
+	r |= al_json_add(o, "transport_reason", json_object_new_string(c->fs.transport_why));
+	r |= al_json_add(o, "passthrough", json_object_new_boolean(c->fs.passthrough));
+	r |= al_json_add(o, "passthrough_reason", json_object_new_string(c->fs.passthrough_why));
+	return r ? (json_object_put(o), NULL) : o;
+}
+
 /* Each language with the runtime the default policy's sandbox would use, or null. */
 static struct json_object *languages_json(void)
 {
@@ -97,6 +114,7 @@ int agent_capabilities_print(FILE *out)
 			  c.landlock_abi ? json_object_new_int(c.landlock_abi) : NULL);
 	r |= al_json_add(o, "cgroups", cgroups_json(&c));
 	r |= al_json_add(o, "fuse", json_object_new_boolean(c.fuse));
+	r |= al_json_add(o, "filesystem", filesystem_json(&c));
 	r |= al_json_add(o, "network_policy", json_object_new_boolean(c.network_policy));
 	r |= al_json_add(o, "tls_interception", json_object_new_boolean(c.tls_interception));
 	r |= al_json_add(o, "persistent_sessions", json_object_new_boolean(true));

@@ -139,7 +139,6 @@ enum fusefs_uring {
 enum fusefs_io {
 	FUSEFS_IO_NONE,	       /* the connection has no passthrough: nothing is tracked */
 	FUSEFS_IO_CACHED,      /* by the daemon, through the kernel's page cache */
-	FUSEFS_IO_DIRECT,      /* by the daemon, direct I/O (passthrough opens are live) */
 	FUSEFS_IO_PASSTHROUGH, /* by the kernel, on the host file */
 };
 
@@ -158,7 +157,8 @@ void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt);
 /* Negotiates the connection's features at INIT (workspace: false for the credential files). */
 void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace);
 /* Decides how a new open of in (fd: the daemon's open of the host file) is served, setting fi's
- * backing_id or direct_io: passthrough when may_pass and the inode's mode allows. */
+ * backing_id: passthrough when may_pass and the inode is not open through the cache, or when it
+ * is open on its backing file already (the kernel takes nothing else then). */
 enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
 			      int fd, bool may_pass, struct fuse_file_info *fi);
 /* An open served as io ended. */

@@ -97,8 +97,8 @@ struct fusefs_info {
 	uint32_t uring;	      /* this very request came over io_uring */
 	uint32_t passthrough; /* the connection passes opens through to host files */
 	uint32_t writeback;   /* the kernel caches writes */
-	uint32_t open;	      /* fd, a file: 1 served by the daemon through the page cache, 2 by
-			       * the daemon with direct I/O, 3 passed through; 0 otherwise */
+	uint32_t open;	      /* fd, a file: 1 served by the daemon, 2 passed through to the host
+			       * file; 0 otherwise */
 };
 #define FUSEFS_IOC_INFO _IOR(0xaf, 0x02, struct fusefs_info)
 

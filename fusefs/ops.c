@@ -122,13 +122,11 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-/* Whether an open with flags of the host file st may pass through to it (transport.c): a read
- * always; a write only where the daemon owes nothing per write: no quota, no audit of writes. */
-static bool may_pass(const struct fusefs *fs, int flags, const struct stat *st)
+/* Whether an open of the host file st may pass through to it (transport.c): a regular file. The
+ * connection has passthrough only where the daemon owes nothing per write. */
+static bool may_pass(const struct stat *st)
 {
-	if (!S_ISREG(st->st_mode))
-		return false;
-	return !wants_write(flags) || (fs->quota == 0 && !fs->audit);
+	return S_ISREG(st->st_mode);
 }
 
 static int write_denied(struct fusefs *fs)
@@ -532,7 +530,7 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
-	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, fi->flags, &st), fi);
+	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(&st), fi);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
@@ -831,7 +829,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
-	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, fi->flags, &st), fi);
+	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(&st), fi);
 	if (fuse_reply_open(req, fi) != 0) {
 		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
@@ -1428,7 +1426,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	if (fi && in->type == S_IFREG && in->cred < 0) {
 		enum fusefs_io io = file_of(fi)->io;
 
-		info.open = io == FUSEFS_IO_PASSTHROUGH ? 3 : io == FUSEFS_IO_DIRECT ? 2 : 1;
+		info.open = io == FUSEFS_IO_PASSTHROUGH ? 2 : 1;
 	}
 	fuse_reply_ioctl(req, 0, &info, sizeof(info));
 }

@@ -9,14 +9,14 @@
  *
  * Passthrough (libfuse 3.17, CONFIG_FUSE_PASSTHROUGH, CAP_SYS_ADMIN): an open may be answered
  * with a backing file, the host file the daemon opened; the kernel then reads, writes and maps it
- * with no request to the daemon. The rules are decided at open, as for every open, so a read
- * always may pass through. A write passes through only where nothing is owed per write: no quota
- * (whose limit would be passed, unseen, by a write the daemon does not see) and no audit of
- * writes (whose record counts the bytes), and not to a file whose content the daemon checks. The
- * kernel holds each inode in one I/O mode at a time (passthrough with one backing file, or the
- * page cache), and an open of the other mode fails (ETXTBSY): so an open the daemon must serve
- * while passthrough opens of the inode are live is served with direct I/O, which belongs to
- * neither, and an open that could pass through while cached opens are live uses the cache. */
+ * with no request to the daemon. The rules are decided at open, as for every open, so that is no
+ * loss for a read. A write the daemon does not see is one it cannot hold against a quota (whose
+ * limit would be passed) nor count for the audit of writes (whose record has the bytes): a
+ * workspace with either is served by the daemon alone, with the kernel's write-back cache (the
+ * kernel offers one or the other on a connection, never both). The kernel holds each inode in one
+ * I/O mode at a time, on one backing file or through the page cache: an open of the other kind
+ * fails (EIO, ETXTBSY). So the daemon keeps count per inode: while it is open on a backing file,
+ * every open of it passes through; while it is open through the cache, every open uses it. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -213,8 +213,10 @@ void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool 
 #endif
 #if HAVE_PASSTHROUGH
 	/* The kernel offers passthrough or the write-back cache, never both on one connection;
-	 * a backing file needs CAP_SYS_ADMIN. */
-	if (fs->passthrough_wanted && fs->euid == 0 && want(conn, FUSE_CAP_PASSTHROUGH)) {
+	 * a backing file needs CAP_SYS_ADMIN; writes the daemon does not see escape a quota and
+	 * the audit of writes. */
+	if (fs->passthrough_wanted && fs->euid == 0 && fs->quota == 0 && !fs->audit &&
+	    want(conn, FUSE_CAP_PASSTHROUGH)) {
 		fs->passthrough = true;
 		/* The workspace's host folder is at depth 0 (ext4) or 1 (overlayfs): the FUSE
 		 * layer adds one; the kernel allows two in all. */
@@ -235,7 +237,10 @@ enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fu
 	if (!fs->passthrough)
 		return FUSEFS_IO_NONE;
 	pthread_mutex_lock(&fs->quota_lock);
-	if (may_pass && !fs->passthrough_failed && in->cached_opens == 0) {
+	/* While the inode is open on a backing file, the kernel takes no other kind of open of it
+	 * (EIO): the next one passes through too. */
+	if (in->passthrough_opens > 0 ||
+	    (may_pass && !fs->passthrough_failed && in->cached_opens == 0)) {
 #if HAVE_PASSTHROUGH
 		if (in->backing_id <= 0)
 			in->backing_id = fuse_passthrough_open(req, fd);
@@ -253,14 +258,8 @@ enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fu
 		(void)req, (void)fd;
 #endif
 	}
-	if (io != FUSEFS_IO_PASSTHROUGH) {
-		if (in->passthrough_opens > 0) {
-			fi->direct_io = 1;
-			io = FUSEFS_IO_DIRECT;
-		} else {
-			in->cached_opens++;
-		}
-	}
+	if (io == FUSEFS_IO_CACHED)
+		in->cached_opens++;
 	pthread_mutex_unlock(&fs->quota_lock);
 	return io;
 }

@@ -493,6 +493,38 @@ static int find_fusermount(char *buf, size_t size)
 	return -ENOENT;
 }
 
+/* How the workspace would be served: neither is required, the classic loop and the daemon's own
+ * reads and writes keep every guarantee, only slower. */
+static void check_fuse_transport(struct doctor *d)
+{
+	struct fusefs_features f;
+	struct doctor_check *c;
+
+	fusefs_features(&f);
+	c = doctor_add(d, "FUSE over io_uring");
+	(void)snprintf(c->detail, sizeof(c->detail), "libfuse %s, %s: %s", f.libfuse,
+		       fusefs_transport_name(f.transport), f.transport_why);
+	if (f.transport != FUSEFS_TRANSPORT_URING) {
+		c->status = DOCTOR_WARNING;
+		(void)snprintf(
+		    c->fix, sizeof(c->fix), "%s",
+		    startswith(f.transport_why, "libfuse")
+			? "build with libfuse 3.18 (scripts/dev.sh deps)"
+		    : geteuid() != 0
+			? "as root: echo 1 > /sys/module/fuse/parameters/enable_uring"
+			: "use a kernel with CONFIG_FUSE_IO_URING=y and io_uring enabled");
+	}
+	c = doctor_add(d, "FUSE passthrough");
+	(void)snprintf(c->detail, sizeof(c->detail), "%s", f.passthrough_why);
+	if (!f.passthrough) {
+		c->status = DOCTOR_WARNING;
+		(void)snprintf(c->fix, sizeof(c->fix), "%s",
+			       startswith(f.passthrough_why, "libfuse")
+				   ? "build with libfuse 3.18 (scripts/dev.sh deps)"
+				   : "run airlock as root");
+	}
+}
+
 static void check_fuse(struct doctor *d)
 {
 	struct doctor_check *c = doctor_add(d, "FUSE (/dev/fuse)");
@@ -505,6 +537,7 @@ static void check_fuse(struct doctor *d)
 	doctor_set(c, r, true, NULL,
 		   r == -ENOENT ? "modprobe fuse (and create /dev/fuse: mknod /dev/fuse c 10 229)"
 				: "chmod 0666 /dev/fuse");
+	check_fuse_transport(d);
 	if (geteuid() == 0)
 		return;
 	c = doctor_add(d, "fusermount3");
@@ -716,8 +749,9 @@ void launcher_capabilities(struct launcher_capabilities *ret)
 			      : v == LAUNCHER_CGROUP_V1 ? 1
 							: 0,
 	    .cgroup_limits = doctor_ok(&d, "cgroup memory and pids limits"),
-	    .fuse = doctor_ok(&d, "FUSE"),
+	    .fuse = doctor_ok(&d, "FUSE (/dev/fuse)"),
 	};
+	fusefs_features(&ret->fs);
 	cgroup_controllers(v, ret->cgroup_controllers, sizeof(ret->cgroup_controllers));
 	/* The egress proxy's veth pair and network namespaces are made as root only. */
 	ret->network_policy = geteuid() == 0 && ret->net_ns;

@@ -10,6 +10,7 @@
 
 #include "broker/client.h"
 #include "common/error.h"
+#include "fusefs/fusefs.h"
 #include "policy/policy.h"
 
 #define LAUNCHER_EXIT_TIMEOUT 124
@@ -201,9 +202,10 @@ struct launcher_capabilities {
 	char cgroup_controllers[256]; /* space-separated */
 	bool cgroup_limits;	      /* memory and pids limits can be applied */
 	bool fuse;
-	bool network_policy;   /* egress rules: veth pair, proxy netns (needs root) */
-	bool tls_interception; /* credential swap inside HTTPS */
-	int missing;	       /* required features that are missing: nothing runs */
+	struct fusefs_features fs; /* the workspace's transport and passthrough, and why */
+	bool network_policy;	   /* egress rules: veth pair, proxy netns (needs root) */
+	bool tls_interception;	   /* credential swap inside HTTPS */
+	int missing;		   /* required features that are missing: nothing runs */
 };
 void launcher_capabilities(struct launcher_capabilities *ret);
 

@@ -461,7 +461,32 @@ it_setup()
 	install -m 755 "$AIRLOCK_PROBE" "$WS/airlock-probe"
 	PROBE=/workspace/airlock-probe
 	it_snapshot
-	it_log "# $IT_NAME: airlock=$AIRLOCK marker=$IT_MARK tmp=$IT_TMP"
+	it_log "# $IT_NAME: airlock=$AIRLOCK marker=$IT_MARK tmp=$IT_TMP${AIRLOCK_IT_FS_MODE:+ fs=$AIRLOCK_IT_FS_MODE}"
+	[ -z "${AIRLOCK_IT_FS_MODE:-}" ] || it_check_fs_mode "$AIRLOCK_IT_FS_MODE"
+}
+
+# it_check_fs_mode MODE: the workspace is served as MODE (uring-passthrough, uring,
+# dev-passthrough, dev) says, as its daemon reports it from inside a sandbox (FUSEFS_IOC_INFO);
+# a suite run another way than it claims fails here.
+it_check_fs_mode()
+{
+	local want got
+	case $1 in
+	uring-passthrough) want="uring=1 passthrough=1" ;;
+	uring) want="uring=1 passthrough=0" ;;
+	dev-passthrough) want="uring=0 passthrough=1" ;;
+	dev) want="uring=0 passthrough=0" ;;
+	*)
+		it_log "FAIL - AIRLOCK_IT_FS_MODE=$1 is no mode"
+		exit 1
+		;;
+	esac
+	printf '{"workspace": {"root": "%s"}}\n' "$WS" >"$IT_TMP/fs-mode.json"
+	got=$("$AIRLOCK" run -p "$IT_TMP/fs-mode.json" -- "$PROBE" fs-info "$PROBE" 2>&1) || true
+	if [[ "$got" != *"$want "* ]]; then
+		it_log "FAIL - the workspace is served as $1 ($want): $got"
+		exit 1
+	fi
 }
 
 it_finish()

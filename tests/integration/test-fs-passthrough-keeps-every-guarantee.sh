@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Opens passed through to the host file (FUSE passthrough, where the connection has it: a run as
+# root with libfuse 3.18) keep every guarantee of the workspace. The rules are decided at open;
+# what they decided cannot be widened later: a file open for writing cannot be given a protected
+# or denied name, and goes on being written when its folder moves. mmap works on a passed-through
+# file, and the host's changes are read at once. A write the daemon does not see could pass a
+# quota: a workspace with a quota is served by the daemon alone, and the quota holds. Run in each
+# mode of the fs matrix: where the connection has no passthrough, every open is the daemon's.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+free=$IT_TMP/free.json
+write_policy "$free" <<EOF2
+{"workspace": {"root": "$WS", "read": ["**"], "write": ["**"], "deny": ["secret/**"]}}
+EOF2
+quota=$IT_TMP/quota.json
+write_policy "$quota" <<EOF2
+{"workspace": {"root": "$WS", "quota": "1Mi"}}
+EOF2
+
+al_run run -p "$free" -- "$PROBE" fs-info /workspace/airlock-probe
+if [[ "$AL_OUT" == *"passthrough=1"* ]]; then
+	pass=2
+	it_log "# the connection passes opens through"
+else
+	pass=1
+	it_log "# the connection has no passthrough: every open is the daemon's"
+fi
+
+# The script inside: FUSEFS_IOC_INFO (fusefs/fusefs.h) on open files, then the operations.
+cat >"$WS/pt.py" <<'EOF2'
+import errno, fcntl, mmap, os, struct, sys
+
+IOC_INFO = (2 << 30) | (16 << 16) | (0xaf << 8) | 2
+
+
+def served(fd):
+    return struct.unpack("4I", fcntl.ioctl(fd, IOC_INFO, bytes(16)))[3]
+
+
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+os.chdir("/workspace")
+what = sys.argv[1]
+if what == "free":
+    with open("data", "wb") as f:
+        f.write(b"a" * 8192)
+    r = os.open("data", os.O_RDONLY)
+    print("read-open", served(r))
+    w = os.open("data", os.O_RDWR)
+    print("write-open", served(w))
+    os.pwrite(w, b"written", 0)
+    m = mmap.mmap(w, 8192)
+    m[4096:4103] = b"mmapped"
+    m.flush()
+    m.close()
+    print("read-back", os.pread(r, 7, 0).decode(), os.pread(r, 7, 4096).decode())
+    # A file open for writing keeps the name the rules allowed: no protected or read-only
+    # name, no second name there.
+    print("rename-to-envrc", err(lambda: os.rename("data", ".envrc")))
+    print("link-to-hook", err(lambda: os.link("data", ".git/hooks/pre-commit")))
+    print("rename-to-denied", err(lambda: os.rename("data", "secret/data")))
+    # Its folder may move where the rules are the same: the open file goes on.
+    os.mkdir("d1")
+    os.rename("data", "d1/data")
+    os.rename("d1", "d2")
+    os.pwrite(w, b"moved", 100)
+    os.close(w)
+    os.close(r)
+    with open("d2/data", "rb") as f:
+        print("after-move", f.read()[100:105].decode())
+    print("host-change", open("host.txt").read().strip())
+elif what == "quota":
+    r = os.open("big", os.O_RDONLY | os.O_CREAT, 0o644)
+    w = os.open("big", os.O_WRONLY)
+    print("opens", served(r), served(w))
+    n = 0
+    e = "none"
+    try:
+        while n < 4 << 20:
+            n += os.write(w, b"x" * 65536)
+        os.fsync(w)
+    except OSError as x:
+        e = errno.errorcode.get(x.errno, str(x.errno))
+    print("quota-write", e)
+    print("close", err(lambda: os.close(w)))
+    os.close(r)
+EOF2
+mkdir -p "$WS/.git/hooks" "$WS/secret"
+echo "from the host" >"$WS/host.txt"
+
+al_run run -p "$free" -- /usr/bin/python3 /workspace/pt.py free
+assert_eq 0 "$AL_RC" "the passthrough script ran without a quota"
+assert_contains "$AL_OUT" "read-open $pass" "a read open is served as the connection allows ($pass)"
+assert_contains "$AL_OUT" "write-open $pass" "without a quota a write open too ($pass)"
+assert_contains "$AL_OUT" "read-back written mmapped" \
+	"writes and a shared mmap of the open file are read back at once"
+assert_eq "written" "$(head -c 7 "$WS/d2/data")" "the write reached the host file"
+assert_eq "mmapped" "$(dd if="$WS/d2/data" bs=1 skip=4096 count=7 2>/dev/null)" \
+	"the mmap's write reached the host file"
+assert_contains "$AL_OUT" "rename-to-envrc EACCES" \
+	"a file open for writing cannot be renamed onto a protected name"
+assert_contains "$AL_OUT" "link-to-hook EACCES" "nor linked into .git/hooks"
+assert_contains "$AL_OUT" "rename-to-denied ENOENT" "nor moved into a denied folder"
+assert_contains "$AL_OUT" "after-move moved" "after its folder moved, the open file is written"
+assert_contains "$AL_OUT" "host-change from the host" "the host's file is read as the host has it"
+assert_true "no hook was made" test ! -e "$WS/.git/hooks/pre-commit"
+assert_true "no .envrc was made" test ! -e "$WS/.envrc"
+
+al_run run -p "$quota" -- "$PROBE" fs-info /workspace/airlock-probe
+assert_contains "$AL_OUT" "passthrough=0" "a workspace with a quota passes nothing through"
+al_run run -p "$quota" -- /usr/bin/python3 /workspace/pt.py quota
+assert_eq 0 "$AL_RC" "the quota script ran"
+assert_contains "$AL_OUT" "opens 1 1" "with a quota every open is the daemon's"
+assert_contains "$AL_OUT" "quota-write ENOSPC" \
+	"writing past the quota ends with ENOSPC (at a write or the fsync)"
+size=$(stat -c %s "$WS/big")
+assert_true "the host file holds at most the quota ($size bytes)" test "$size" -le $((1024 * 1024))
+
+it_finish
