@@ -126,9 +126,11 @@ unsigned fusefs_rules_decide(const struct fusefs_rules *r, const char *path, boo
  * is written only through the daemon (no passthrough), to a copy that replaces it once checked. */
 bool fusefs_rules_content_checked(const struct fusefs_rules *r, const char *path);
 
-/* Whether a symbolic link may be made (or moved) at path: not as ".git" nor below a ".git"
- * folder, where it could lead git's reads of settings or hooks to a file nothing checks. */
-bool fusefs_rules_may_symlink(const struct fusefs_rules *r, const char *path);
+/* Whether a symbolic link to target (NULL: not known) may be made (or moved) at path: not as
+ * ".git", and below a ".git" folder only to a plain name in its own folder and not as "hooks"
+ * nor a checked name, where it could lead git's reads of settings or hooks to a file nothing
+ * checks. */
+bool fusefs_rules_may_symlink(const struct fusefs_rules *r, const char *path, const char *target);
 
 /* Whether text (len bytes) may be the content of the file at path: 0 when path is not
  * content-checked or text passes fusefs_git_check(); else -EACCES with what is refused in why. */

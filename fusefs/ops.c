@@ -141,11 +141,12 @@ static int check_write(fuse_req_t req, struct fusefs_inode *in, const char *op)
 
 /* Refuses what would put at path a file that is not checked there: a second name (link), a
  * node, or a symbolic link where git's reads could follow it (fusefs_rules_may_symlink()). */
-static int check_new_name(fuse_req_t req, const char *path, mode_t type, const char *op)
+static int check_new_name(fuse_req_t req, const char *path, mode_t type, const char *target,
+			  const char *op)
 {
 	struct fusefs *fs = fs_of(req);
 
-	if ((type == S_IFLNK && !fusefs_rules_may_symlink(fs->rules, path)) ||
+	if ((type == S_IFLNK && !fusefs_rules_may_symlink(fs->rules, path, target)) ||
 	    (type != S_IFDIR && fusefs_rules_content_checked(fs->rules, path)))
 		return fusefs_deny(fs, pid_of(req), op, path, -EACCES);
 	return 0;
@@ -421,6 +422,18 @@ static int set_attrs(struct fusefs *fs, struct fusefs_inode *in, int fd, struct 
 	return r;
 }
 
+/* A checked file's mode and times are no content (git init probes the mode of config); its size
+ * is, and changes only on a write handle's own copy. */
+static bool checked_setattr_ok(struct fusefs *fs, struct fusefs_inode *in, int to_set,
+			       struct fuse_file_info *fi)
+{
+	unsigned wc = FUSEFS_ACCESS_WRITE | FUSEFS_ACCESS_CHECKED;
+
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		return fi && fusefs_guard_is_copy(in, file_of(fi)->fd);
+	return (fusefs_inode_access(fs, in) & wc) == wc;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -429,7 +442,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int fd, r = 0;
 
-	if (!fi || !fusefs_guard_is_copy(in, file_of(fi)->fd))
+	if (!checked_setattr_ok(fs, in, to_set, fi))
 		r = check_write(req, in, "setattr");
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -553,7 +566,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (r >= 0 && (S_ISCHR(mode) || S_ISBLK(mode)))
 		r = fusefs_deny(fs, pid_of(req), op, path, -EPERM);
 	if (r >= 0)
-		r = check_new_name(req, path, mode & S_IFMT, op);
+		r = check_new_name(req, path, mode & S_IFMT, link, op);
 	if (r >= 0 && fusefs_quota_full(fs))
 		r = -ENOSPC;
 	if (r < 0) {
@@ -606,7 +619,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 		r = check_write_name(req, newparent, newname, false, true, "link", path,
 				     sizeof(path));
 	if (r >= 0)
-		r = check_new_name(req, path, in->type == S_IFLNK ? S_IFLNK : S_IFREG, "link");
+		r = check_new_name(req, path, in->type == S_IFLNK ? S_IFLNK : S_IFREG, NULL,
+				   "link");
 	/* A new name grows its folder. */
 	if (r >= 0 && fusefs_quota_full(fs))
 		r = -ENOSPC;
@@ -710,7 +724,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 	if (r >= 0 && (flags & RENAME_EXCHANGE) &&
 	    (checked || fusefs_rules_content_checked(fs->rules, from)))
 		r = fusefs_deny(fs, pid_of(req), "rename", to, -EACCES);
-	if (r >= 0 && S_ISLNK(src.st_mode) && !fusefs_rules_may_symlink(fs->rules, to))
+	if (r >= 0 && S_ISLNK(src.st_mode) && !fusefs_rules_may_symlink(fs->rules, to, NULL))
 		r = fusefs_deny(fs, pid_of(req), "rename", to, -EACCES);
 	/* A folder whose contents the rules would see differently at its new name is not moved
 	 * whole: EXDEV makes mv(1) and friends copy it file by file, through the rules. */
@@ -916,7 +930,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *parent = inode_of(req, parent_ino);
 	char path[FUSEFS_PATH_MAX];
-	bool created = false;
+	bool created = false, checked;
 	int pfd, fd, r;
 
 	r = check_write_name(req, parent, name, false, true, "create", path, sizeof(path));
@@ -930,9 +944,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (pfd < 0)
 		return;
 	apply_umask(req);
-	fd = create_file(fs, pfd, name, fi->flags, mode, &created);
-	/* A content-checked name is made empty; what is written goes to a checked copy. */
-	if (fd >= 0 && fusefs_rules_content_checked(fs->rules, path)) {
+	/* A content-checked name is made empty, or kept as it is; what is written goes to a
+	 * checked copy. */
+	checked = fusefs_rules_content_checked(fs->rules, path);
+	fd = create_file(fs, pfd, name, checked ? fi->flags & ~O_TRUNC : fi->flags, mode, &created);
+	if (fd >= 0 && checked) {
 		int made = fd;
 
 		fd = fusefs_guard_open(fs, path, made, !created && !(fi->flags & O_TRUNC),
@@ -1009,7 +1025,8 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 
 /* A write handle's copy of a content-checked file takes its name if it passes the check. The
  * kernel's entry for the name is returned (parent, name) to be invalidated after the reply: it
- * leads to the old inode. */
+ * leads to the old inode. 0 when refused: the kernel's pages and size of the inode, which took
+ * the refused writes, are then to be dropped. */
 static fuse_ino_t commit_copy(fuse_req_t req, struct file *f, char *name, size_t size)
 {
 	struct fusefs *fs = fs_of(req);
@@ -1036,9 +1053,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char path[FUSEFS_PATH_MAX], name[NAME_MAX + 1];
 	fuse_ino_t parent = 0;
 	struct stat st;
+	bool copy = !f->secret && fusefs_guard_is_copy(f->in, f->fd);
 
-	(void)ino;
-	if (!f->secret && fusefs_guard_is_copy(f->in, f->fd))
+	if (copy)
 		parent = commit_copy(req, f, name, sizeof(name));
 	/* What this file's writes made the host's mtime and size: the next open keeps the pages. */
 	if (f->written > 0 && fstat(f->fd, &st) == 0)
@@ -1058,6 +1075,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 	if (parent)
 		(void)fuse_lowlevel_notify_inval_entry(se, parent, name, strlen(name));
+	else if (copy)
+		(void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

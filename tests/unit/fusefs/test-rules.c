@@ -230,12 +230,16 @@ static void test_symbolic_links_are_refused_at_and_below_git(void **state)
 	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
 
 	(void)state;
-	assert_false(fusefs_rules_may_symlink(rules, ".git"));
-	assert_false(fusefs_rules_may_symlink(rules, "a/.git"));
-	assert_false(fusefs_rules_may_symlink(rules, "a/.git/hooks"));
-	assert_false(fusefs_rules_may_symlink(rules, ".git/modules/x"));
-	assert_true(fusefs_rules_may_symlink(rules, "a/git"));
-	assert_true(fusefs_rules_may_symlink(rules, "a/.gitx/y"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, "a/.git", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, "a/.git/hooks", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/modules/x", "x/y"));
+	assert_true(fusefs_rules_may_symlink(rules, "a/git", "x/y"));
+	assert_true(fusefs_rules_may_symlink(rules, ".git/tXXXXXX", "testing"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/hooks", "h"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/modules/x", NULL));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/config", "c"));
+	assert_true(fusefs_rules_may_symlink(rules, "a/.gitx/y", "x/y"));
 	assert_true(fusefs_rules_content_checked(rules, "x/.git/config"));
 	assert_false(fusefs_rules_content_checked(rules, "x/.git/description"));
 }
@@ -249,7 +253,7 @@ static void test_protect_false_lifts_every_entry_and_check(void **state)
 	      {".git/hooks/pre-commit", false, R | W}, {".envrc", false, R | W},
 	      {"a/.vscode/settings.json", false, R | W}, {".gitmodules", false, R | W},
 	      {"a/.git", false, R | W});
-	assert_true(fusefs_rules_may_symlink(rules, ".git/hooks"));
+	assert_true(fusefs_rules_may_symlink(rules, ".git/hooks", "x/y"));
 }
 
 static void test_lifting_git_config_by_name_lifts_its_check_there_only(void **state)
