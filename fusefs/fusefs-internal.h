@@ -42,6 +42,11 @@ enum {
 					   * what is visible), not written */
 	FUSEFS_ACCESS_PROTECTED = 1 << 3, /* write refused because the host runs this file later
 					   * (.git/hooks/\**, .envrc, ...), not lifted by name */
+	FUSEFS_ACCESS_CHECKED = 1 << 4,	  /* with WRITE: a file git reads settings or paths from
+					   * (.git/config, .gitmodules, a ".git" file...): its
+					   * content is written to a private copy that takes its
+					   * name only once fusefs_rules_check_content() passes
+					   * it; never in place, never a link or a second name */
 };
 /* A verdict of 0 means hidden: ENOENT, and the name cannot be created. */
 
@@ -50,12 +55,16 @@ struct fusefs_rules;
 /* Compiles workspace.read, workspace.write and workspace.deny of p (an empty list means no path:
  * the policy module itself gives an absent read or write list its default ["**"], so "write": []
  * makes the workspace read-only), plus the built-in write-protected list (protected_entries in
- * rules.c: .git but git's data, hook managers' files, shells' start-up files, editors', dev
+ * rules.c: git's hooks, hook managers' files, shells' start-up files, editors', dev
  * containers' and coding agents' settings), which apply at any depth (a nested repository's
  * .git/hooks is protected too). A protected entry is lifted only by name: when workspace.write
  * holds that very pattern (".git/hooks/\**") or a pattern without wildcards naming the path
  * (".git/config"); "**" does not lift it. Errors: -ENOMEM, -EINVAL (with err) for a pattern
- * policy_check_glob() would refuse. */
+ * policy_check_glob() would refuse.
+ * In git's folders the built-in list holds only the hooks (but "*.sample"); the files git reads
+ * settings or paths from are FUSEFS_ACCESS_CHECKED instead (lifted by a write pattern without
+ * wildcards naming the path), and no symbolic link may be made at or below ".git". With
+ * workspace.protect false, none of this applies: no entry is protected, nothing is checked. */
 int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct al_error *err);
 struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct fusefs_rules *, fusefs_rules_free);
@@ -79,10 +88,54 @@ typedef int (*fusefs_git_path_fn)(enum fusefs_git_path kind, const char *value, 
  * 0, or the first negative value fn returns. */
 int fusefs_git_config_paths(const char *text, size_t len, fusefs_git_path_fn fn, void *userdata);
 
+/* What a file git reads must say, when the sandbox writes it (fusefs_git_check()). */
+enum fusefs_git_check {
+	FUSEFS_GIT_CHECK_NONE,
+	FUSEFS_GIT_CHECK_CONFIG,    /* config, config.worktree, .gitmodules, sequencer/opts */
+	FUSEFS_GIT_CHECK_GITFILE,   /* a ".git" file: "gitdir: PATH" */
+	FUSEFS_GIT_CHECK_COMMONDIR, /* a git folder's commondir: the PATH of another */
+	FUSEFS_GIT_CHECK_GITDIR,    /* a worktree's gitdir: the PATH of its ".git" file */
+	FUSEFS_GIT_CHECK_TODO,	    /* a rebase's or a sequencer's todo list */
+	FUSEFS_GIT_CHECK_STRATEGY,  /* rebase-merge/strategy: a merge strategy's name */
+};
+
+/* Where a checked file lies: its folder (workspace-relative), and the workspace's host path and
+ * sandbox path (either may be NULL), which absolute paths in it may start with. */
+struct fusefs_git_where {
+	const char *dir;
+	const char *root;
+	const char *mount;
+};
+
+/* Whether text (len bytes, no NUL needed) may be the file of kind at where: 0, or -EACCES with
+ * what is refused in why (a setting's name, "core.fsmonitor", or a few words). A config file may
+ * set only the settings of an allow-list that run nothing and lead git nowhere outside the
+ * workspace; a file git does not parse as git would is refused whole. A path (gitdir, commondir)
+ * must stay in the workspace, climb with ".." only from the file's own folder, and (but a
+ * worktree's gitdir) lead below a ".git" folder, whose contents are checked alike. A todo list
+ * holds no exec line. Pure: no system call. */
+int fusefs_git_check(enum fusefs_git_check kind, const char *text, size_t len,
+		     const struct fusefs_git_where *where, char *why, size_t size);
+
 /* The FUSEFS_ACCESS_* bits for path. Deny wins over everything, and a denied folder hides all
  * below it; a path whose parent is hidden is hidden. WRITE implies READ. The root "" is always
  * at least TRAVERSE. */
 unsigned fusefs_rules_decide(const struct fusefs_rules *r, const char *path, bool is_dir);
+
+/* Whether writes to the file at path are content-checked (FUSEFS_ACCESS_CHECKED): such a file
+ * is written only through the daemon (no passthrough), to a copy that replaces it once checked. */
+bool fusefs_rules_content_checked(const struct fusefs_rules *r, const char *path);
+
+/* Whether a symbolic link to target (NULL: not known) may be made (or moved) at path: not as
+ * ".git", and below a ".git" folder only to a plain name in its own folder and not as "hooks"
+ * nor a checked name, where it could lead git's reads of settings or hooks to a file nothing
+ * checks. */
+bool fusefs_rules_may_symlink(const struct fusefs_rules *r, const char *path, const char *target);
+
+/* Whether text (len bytes) may be the content of the file at path: 0 when path is not
+ * content-checked or text passes fusefs_git_check(); else -EACCES with what is refused in why. */
+int fusefs_rules_check_content(const struct fusefs_rules *r, const char *path, const char *text,
+			       size_t len, char *why, size_t size);
 
 /* False when no path at all can be written: the whole tree is then read-only (EROFS). */
 bool fusefs_rules_any_writable(const struct fusefs_rules *r);
@@ -324,6 +377,37 @@ void fusefs_audit(struct fusefs *fs, pid_t pid, const char *op, const char *path
 		  const struct al_audit_field *extra, size_t n_extra);
 /* A denial: audited, and reported on violations_fd. Returns error (negative). */
 int fusefs_deny(struct fusefs *fs, pid_t pid, const char *op, const char *path, int error);
+
+/* ---- git-guard.c: writes to content-checked files (FUSEFS_ACCESS_CHECKED) ---- */
+
+/* A private copy for a write handle of a content-checked file: an unnamed file (O_TMPFILE) in
+ * the folder dir_fd, with the content of src_fd (none when src_fd < 0), mode, and (as root) the
+ * owner uid:gid. Returns its fd (O_RDWR), or -errno (-EACCES where the host's file system has
+ * no O_TMPFILE). */
+int fusefs_guard_stage(struct fusefs *fs, int dir_fd, int src_fd, uid_t uid, gid_t gid,
+		       mode_t mode);
+
+/* Checks the content of fd (a copy only the daemon holds) as the file at path, and when it
+ * passes gives it that name, replacing the old file atomically (with noreplace: -EEXIST when
+ * there is one). A refusal is reported (fusefs_deny(), the path followed by what was refused:
+ * ".git/config: core.fsmonitor") and is -EACCES. Charges the quota for the new file. */
+int fusefs_guard_commit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int fd,
+			bool noreplace);
+
+/* A write handle's copy of the content-checked file at path, whose fd (readable) is src_fd:
+ * its content when copy, its mode, and the owner uid:gid ((uid_t)-1, (gid_t)-1: src_fd's). */
+int fusefs_guard_open(struct fusefs *fs, const char *path, int src_fd, bool copy, uid_t uid,
+		      gid_t gid);
+
+/* Is fd, a file handle's host fd for in, such a copy (another inode than in's)? */
+bool fusefs_guard_is_copy(const struct fusefs_inode *in, int fd);
+
+/* A rename of name in pfd (whose stat was src) onto the content-checked path to: a checked copy
+ * of it takes the name to (fusefs_guard_commit()), then name is removed. -EAGAIN when name was
+ * replaced in between. The kernel's entry for to still leads to the source's inode: the caller
+ * invalidates it. */
+int fusefs_guard_rename(struct fusefs *fs, pid_t pid, int pfd, const char *name,
+			const struct stat *src, const char *to, bool noreplace);
 
 /* ---- quota (fs.c) ---- */
 /* Adds delta bytes to the usage; with grow, fails with -ENOSPC when that would pass the quota. */

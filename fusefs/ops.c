@@ -144,10 +144,25 @@ static int check_write(fuse_req_t req, struct fusefs_inode *in, const char *op)
 		(void)fusefs_path(fs, in->parent ?: &fs->root, in->name, path, sizeof(path));
 		return fusefs_deny(fs, pid_of(req), op, path, -EPERM);
 	}
-	if (fusefs_inode_access(fs, in) & FUSEFS_ACCESS_WRITE)
+	/* A content-checked file is written only through a checked copy (git-guard.c). */
+	if ((fusefs_inode_access(fs, in) & (FUSEFS_ACCESS_WRITE | FUSEFS_ACCESS_CHECKED)) ==
+	    FUSEFS_ACCESS_WRITE)
 		return 0;
 	(void)fusefs_path(fs, in, NULL, path, sizeof(path));
 	return fusefs_deny(fs, pid_of(req), op, path, write_denied(fs));
+}
+
+/* Refuses what would put at path a file that is not checked there: a second name (link), a
+ * node, or a symbolic link where git's reads could follow it (fusefs_rules_may_symlink()). */
+static int check_new_name(fuse_req_t req, const char *path, mode_t type, const char *target,
+			  const char *op)
+{
+	struct fusefs *fs = fs_of(req);
+
+	if ((type == S_IFLNK && !fusefs_rules_may_symlink(fs->rules, path, target)) ||
+	    (type != S_IFDIR && fusefs_rules_content_checked(fs->rules, path)))
+		return fusefs_deny(fs, pid_of(req), op, path, -EACCES);
+	return 0;
 }
 
 /* Checks that name may be created or removed in parent; fills path. A hidden name cannot be
@@ -420,15 +435,28 @@ static int set_attrs(struct fusefs *fs, struct fusefs_inode *in, int fd, struct 
 	return r;
 }
 
+/* A checked file's mode and times are no content (git init probes the mode of config); its size
+ * is, and changes only on a write handle's own copy. */
+static bool checked_setattr_ok(struct fusefs *fs, struct fusefs_inode *in, int to_set,
+			       struct fuse_file_info *fi)
+{
+	unsigned wc = FUSEFS_ACCESS_WRITE | FUSEFS_ACCESS_CHECKED;
+
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		return fi && fusefs_guard_is_copy(in, file_of(fi)->fd);
+	return (fusefs_inode_access(fs, in) & wc) == wc;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *in = inode_of(req, ino);
 	struct stat st;
-	int fd, r;
+	int fd, r = 0;
 
-	r = check_write(req, in, "setattr");
+	if (!checked_setattr_ok(fs, in, to_set, fi))
+		r = check_write(req, in, "setattr");
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -552,6 +580,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	/* Device nodes in a folder the host uses would be a way into the host's devices. */
 	if (r >= 0 && (S_ISCHR(mode) || S_ISBLK(mode)))
 		r = fusefs_deny(fs, pid_of(req), op, path, -EPERM);
+	if (r >= 0)
+		r = check_new_name(req, path, mode & S_IFMT, link, op);
 	if (r >= 0 && fusefs_quota_full(fs))
 		r = -ENOSPC;
 	if (r < 0) {
@@ -603,6 +633,9 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 	if (r >= 0)
 		r = check_write_name(req, newparent, newname, false, true, "link", path,
 				     sizeof(path));
+	if (r >= 0)
+		r = check_new_name(req, path, in->type == S_IFLNK ? S_IFLNK : S_IFREG, NULL,
+				   "link");
 	/* A new name grows its folder. */
 	if (r >= 0 && fusefs_quota_full(fs))
 		r = -ENOSPC;
@@ -666,9 +699,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *parent = inode_of(req, parent_ino);
 	struct fusefs_inode *newparent = inode_of(req, newparent_ino);
+	struct fuse_session *se = ((struct fusefs_conn *)fuse_req_userdata(req))->se;
 	char from[FUSEFS_PATH_MAX], to[FUSEFS_PATH_MAX];
 	struct stat src, dst;
-	bool has_dst;
+	bool has_dst, checked = false;
 	int pfd = -EBADF, npfd = -EBADF, r;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
@@ -698,6 +732,15 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 	if (r >= 0 && (flags & RENAME_EXCHANGE) && has_dst &&
 	    !(fusefs_rules_decide(fs->rules, from, S_ISDIR(dst.st_mode)) & FUSEFS_ACCESS_WRITE))
 		r = fusefs_deny(fs, pid_of(req), "rename", from, write_denied(fs));
+	/* Onto a content-checked name goes a checked copy (git-guard.c); nothing is swapped with
+	 * one, and no symbolic link goes where git's reads could follow it. */
+	if (r >= 0 && !S_ISDIR(src.st_mode))
+		checked = fusefs_rules_content_checked(fs->rules, to);
+	if (r >= 0 && (flags & RENAME_EXCHANGE) &&
+	    (checked || fusefs_rules_content_checked(fs->rules, from)))
+		r = fusefs_deny(fs, pid_of(req), "rename", to, -EACCES);
+	if (r >= 0 && S_ISLNK(src.st_mode) && !fusefs_rules_may_symlink(fs->rules, to, NULL))
+		r = fusefs_deny(fs, pid_of(req), "rename", to, -EACCES);
 	/* A folder whose contents the rules would see differently at its new name is not moved
 	 * whole: EXDEV makes mv(1) and friends copy it file by file, through the rules. */
 	if (r >= 0 &&
@@ -707,6 +750,20 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		r = fusefs_deny(fs, pid_of(req), "rename", from, -EXDEV);
 	if (r < 0)
 		goto out;
+	if (checked) {
+		r = fusefs_guard_rename(fs, pid_of(req), pfd, name, &src, to,
+					flags & RENAME_NOREPLACE);
+		fusefs_audit(fs, pid_of(req), "rename", from, r,
+			     (struct al_audit_field[]){AL_AUDIT_S("to", to)}, 1);
+		fusefs_inode_put_fd(fs, newparent);
+		fusefs_inode_put_fd(fs, parent);
+		fuse_reply_err(req, -r);
+		/* The kernel moved the source's inode to the name, which holds the copy now. */
+		if (r >= 0)
+			(void)fuse_lowlevel_notify_inval_entry(se, newparent_ino, newname,
+							       strlen(newname));
+		return;
+	}
 	r = RET_NERRNO(renameat2(pfd, name, npfd, newname, flags));
 	if (r >= 0) {
 		fusefs_inode_charge(fs, newparent, npfd);
@@ -787,6 +844,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char proc[32], path[FUSEFS_PATH_MAX];
 	struct stat st;
 	struct file *f;
+	bool copy;
 	int fd, file_fd, r;
 
 	if (in->cred >= 0) {
@@ -797,7 +855,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			broker_secret_free(file_of(fi)->secret), free(file_of(fi));
 		return;
 	}
-	if (wants_write(fi->flags)) {
+	/* A content-checked file opened for writing gets a copy, checked at its release. */
+	copy = wants_write(fi->flags) && (fusefs_inode_access(fs, in) & FUSEFS_ACCESS_CHECKED);
+	if (wants_write(fi->flags) && !copy) {
 		r = check_write(req, in, "open");
 		if (r < 0) {
 			fuse_reply_err(req, -r);
@@ -808,7 +868,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fd < 0)
 		return;
 	fd_path(fd, proc);
-	file_fd = open(proc, open_flags(fs, fi->flags));
+	if (copy) {
+		file_fd = fusefs_path(fs, in, NULL, path, sizeof(path));
+		if (file_fd >= 0)
+			file_fd = fusefs_guard_open(fs, path, fd, !(fi->flags & O_TRUNC), (uid_t)-1,
+						    (gid_t)-1);
+		errno = -file_fd;
+	} else {
+		file_fd = open(proc, open_flags(fs, fi->flags));
+	}
 	r = file_fd < 0 ? -errno : 0;
 	fusefs_inode_put_fd(fs, in);
 	if (r >= 0 && fstat(file_fd, &st) < 0)
@@ -874,7 +942,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	struct fusefs *fs = fs_of(req);
 	struct fusefs_inode *parent = inode_of(req, parent_ino);
 	char path[FUSEFS_PATH_MAX];
-	bool created = false;
+	bool created = false, checked;
 	int pfd, fd, r;
 
 	r = check_write_name(req, parent, name, false, true, "create", path, sizeof(path));
@@ -888,7 +956,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (pfd < 0)
 		return;
 	apply_umask(req);
-	fd = create_file(fs, pfd, name, fi->flags, mode, &created);
+	/* A content-checked name is made empty, or kept as it is; what is written goes to a
+	 * checked copy. */
+	checked = fusefs_rules_content_checked(fs->rules, path);
+	fd = create_file(fs, pfd, name, checked ? fi->flags & ~O_TRUNC : fi->flags, mode, &created);
+	if (fd >= 0 && checked) {
+		int made = fd;
+
+		fd = fusefs_guard_open(fs, path, made, !created && !(fi->flags & O_TRUNC),
+				       fuse_req_ctx(req)->uid, fuse_req_ctx(req)->gid);
+		(void)al_close(made);
+	}
 	if (fd < 0) {
 		fusefs_inode_put_fd(fs, parent);
 		fuse_reply_err(req, -fd);
@@ -957,14 +1035,40 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	fuse_reply_write(req, (size_t)n);
 }
 
+/* A write handle's copy of a content-checked file takes its name if it passes the check. The
+ * kernel's entry for the name is returned (parent, name) to be invalidated after the reply: it
+ * leads to the old inode. 0 when refused: the kernel's pages and size of the inode, which took
+ * the refused writes, are then to be dropped. */
+static fuse_ino_t commit_copy(fuse_req_t req, struct file *f, char *name, size_t size)
+{
+	struct fusefs *fs = fs_of(req);
+	char path[FUSEFS_PATH_MAX];
+	fuse_ino_t parent;
+
+	pthread_mutex_lock(&fs->lock);
+	parent = f->in->parent == &fs->root || !f->in->parent
+		     ? FUSE_ROOT_ID
+		     : (fuse_ino_t)((uintptr_t)f->in->parent ^ fs->ino_key);
+	(void)snprintf(name, size, "%s", f->in->name);
+	pthread_mutex_unlock(&fs->lock);
+	if (fusefs_path(fs, f->in, NULL, path, sizeof(path)) < 0 ||
+	    fusefs_guard_commit(fs, f->pid, "write", path, f->fd, false) < 0)
+		return 0;
+	return parent;
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fusefs *fs = fs_of(req);
+	struct fuse_session *se = ((struct fusefs_conn *)fuse_req_userdata(req))->se;
 	struct file *f = file_of(fi);
-	char path[FUSEFS_PATH_MAX];
+	char path[FUSEFS_PATH_MAX], name[NAME_MAX + 1];
+	fuse_ino_t parent = 0;
 	struct stat st;
+	bool copy = !f->secret && fusefs_guard_is_copy(f->in, f->fd);
 
-	(void)ino;
+	if (copy)
+		parent = commit_copy(req, f, name, sizeof(name));
 	/* What this file's writes made the host's mtime and size: the next open keeps the pages. */
 	if (f->written > 0 && fstat(f->fd, &st) == 0)
 		(void)fusefs_inode_stamp(fs, f->in, &st, true);
@@ -982,6 +1086,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	broker_secret_free(f->secret);
 	free(f);
 	fuse_reply_err(req, 0);
+	if (parent)
+		(void)fuse_lowlevel_notify_inval_entry(se, parent, name, strlen(name));
+	else if (copy)
+		(void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

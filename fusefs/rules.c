@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,18 +35,14 @@
 
 /* Files the host runs or reads as configuration later, at any depth of the workspace. */
 static const struct {
-	const char *name;  /* as workspace.write has to hold it to lift the entry */
-	const char *glob;  /* what is matched: name at any depth */
-	bool but_git_data; /* except what git_data below names */
+	const char *name; /* as workspace.write has to hold it to lift the entry */
+	const char *glob; /* what is matched: name at any depth */
+	bool but_sample;  /* except a name ending in ".sample" right below "hooks" */
 } protected_entries[] = {
-    {".git/hooks/**", "**/.git/hooks/**"},
-    {".git/config", "**/.git/config"},
-    /* Git reads more than config and hooks: commondir, a submodule's modules/NAME/config,
-     * a ".git" file with "gitdir: ...", info/attributes, a rebase's todo list (exec lines)...
-     * All of .git is protected but the data git writes while it works (git_data below); a
-     * ".git" that is not a folder is protected as well. */
-    {".git/**", "**/.git/**", true},
-    {".gitmodules", "**/.gitmodules"},
+    /* The hooks of every git folder: one below a ".git" folder at any depth (a submodule's
+     * modules/NAME, a worktree's worktrees/NAME). The rest of .git is git's to write; what in
+     * it git reads as settings or paths is content-checked instead (git_check_kind()). */
+    {".git/hooks/**", "**/.git/**/hooks/*/**", true},
     {".envrc", "**/.envrc"},
     {".bashrc", "**/.bashrc"},
     {".profile", "**/.profile"},
@@ -89,20 +86,15 @@ static const struct {
     {".pnpmfile.cjs", "**/.pnpmfile.cjs"},
 };
 
-/* Inside .git (and a submodule's or a worktree's git folder), what git writes as it commits,
- * fetches, merges or checks out: objects, refs, logs, the index and the HEAD files. Writable
- * where workspace.write allows. Nothing here names a command that the host's git would run. */
-static const char *const git_data[] = {
-    "objects/**",  "refs/**",	     "logs/**",	    "index",
-    "index.lock",  "HEAD",	     "HEAD.lock",   "ORIG_HEAD",
-    "FETCH_HEAD",  "MERGE_HEAD",     "MERGE_MSG",   "MERGE_MODE",
-    "AUTO_MERGE",  "COMMIT_EDITMSG", "packed-refs", "packed-refs.lock",
-    "shallow",	   "shallow.lock",   "description", "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
+/* What can tell one place from another for the git rules (git_check_kind(), symbolic links
+ * below .git): a folder moved where one of these sees its contents differently is not moved
+ * whole (fusefs_rules_rename_is_uniform()). */
+static const char *const git_globs[] = {
+    "**/.git",
+    "**/.git/**",
+    "**/.git/**/sequencer/*",
+    "**/.git/**/rebase-merge/*",
 };
-/* Where a git folder's data lies: prefixes of git_data entries. */
-static const char *const git_dirs[] = {"**/.git/", "**/.git/modules/**/", "**/.git/worktrees/*/"};
-#define GIT_DATA_GLOBS (ELEMENTSOF(git_data) * ELEMENTSOF(git_dirs))
 
 struct rules_glob {
 	/* What is matched: the pattern as written, except that a deny pattern D is kept as
@@ -118,7 +110,9 @@ struct rules_list {
 
 struct fusefs_rules {
 	struct rules_list read, write, deny;
-	char *git_data[GIT_DATA_GLOBS]; /* every git_dirs prefix with every git_data entry */
+	bool protect; /* workspace.protect: false lifts every protected entry and check */
+	char *mount;  /* the workspace's path in the sandbox (git files may name it) */
+	char *root;   /* its host path, once fusefs_rules_protect_git() was told it */
 	bool lifted[ELEMENTSOF(protected_entries)]; /* workspace.write holds the entry's name */
 	struct rules_list git_named; /* what the workspace's git config names (protect_git) */
 	bool any_writable;
@@ -239,23 +233,81 @@ static bool write_names(const struct fusefs_rules *rules, const char *path)
 	return false;
 }
 
-static bool is_git_data(const struct fusefs_rules *rules, const char *path)
+/* Is name right below a "hooks" folder and a sample git never runs? */
+static bool is_hook_sample(const char *path)
 {
-	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
-		if (fusefs_glob_match(rules->git_data[i], path))
+	const char *base = strrchr(path, '/');
+	size_t l;
+
+	if (!base || base - path < 5 || memcmp(base - 5, "hooks", 5) != 0 ||
+	    (base - path > 5 && base[-6] != '/'))
+		return false;
+	l = strlen(base + 1);
+	return l > 7 && streq(base + 1 + l - 7, ".sample");
+}
+
+/* Is path strictly below a ".git" component? */
+static bool is_below_git(const char *path)
+{
+	for (const char *s = path;;) {
+		size_t l = strcspn(s, "/");
+
+		if (s[l] == '\0')
+			return false;
+		if (l == 4 && memcmp(s, ".git", 4) == 0)
 			return true;
-	return false;
+		s += l + 1;
+	}
+}
+
+/* Which content check a file at path gets (protection on, not lifted). Below a .git folder the
+ * names git reads settings or paths from, at any depth, so that a submodule's or a worktree's
+ * git folder (modules/NAME, worktrees/NAME) and whatever a checked gitdir leads to are covered
+ * too: a loose ref named "config" is checked as well (and refused). */
+static enum fusefs_git_check git_check_kind(const char *path, bool is_dir)
+{
+	const char *base = strrchr(path, '/'), *parent;
+	size_t pl;
+
+	if (is_dir)
+		return FUSEFS_GIT_CHECK_NONE;
+	parent = base ? base : path;
+	base = base ? base + 1 : path;
+	for (pl = 0; parent - pl > path && parent[-(ptrdiff_t)pl - 1] != '/'; pl++)
+		;
+	if (streq(base, ".gitmodules"))
+		return FUSEFS_GIT_CHECK_CONFIG;
+	if (streq(base, ".git"))
+		return FUSEFS_GIT_CHECK_GITFILE;
+	if (!is_below_git(path))
+		return FUSEFS_GIT_CHECK_NONE;
+	if (streq(base, "config") || streq(base, "config.worktree"))
+		return FUSEFS_GIT_CHECK_CONFIG;
+	if (streq(base, "commondir"))
+		return FUSEFS_GIT_CHECK_COMMONDIR;
+	if (streq(base, "gitdir"))
+		return FUSEFS_GIT_CHECK_GITDIR;
+	if (streq(base, "git-rebase-todo"))
+		return FUSEFS_GIT_CHECK_TODO;
+	if (pl == 9 && memcmp(parent - pl, "sequencer", 9) == 0 && streq(base, "todo"))
+		return FUSEFS_GIT_CHECK_TODO;
+	if (pl == 9 && memcmp(parent - pl, "sequencer", 9) == 0 && streq(base, "opts"))
+		return FUSEFS_GIT_CHECK_CONFIG;
+	if (pl == 12 && memcmp(parent - pl, "rebase-merge", 12) == 0 && streq(base, "strategy"))
+		return FUSEFS_GIT_CHECK_STRATEGY;
+	return FUSEFS_GIT_CHECK_NONE;
 }
 
 /* Is path protected by an entry that workspace.write does not lift by name? The first entry
- * that matches decides, so lifting ".git/config" or ".git/hooks/\**" by name is not undone by the
- * ".git/\**" entry after them. */
+ * that matches decides. */
 static bool is_protected(const struct fusefs_rules *rules, const char *path)
 {
+	if (!rules->protect)
+		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++) {
 		if (!fusefs_glob_match(protected_entries[i].glob, path))
 			continue;
-		if (protected_entries[i].but_git_data && is_git_data(rules, path))
+		if (protected_entries[i].but_sample && is_hook_sample(path))
 			continue;
 		/* The entry's own pattern lifts it where it matches, i.e. at the top level only. */
 		if (rules->lifted[i] && fusefs_glob_match(protected_entries[i].name, path))
@@ -284,7 +336,48 @@ unsigned fusefs_rules_decide(const struct fusefs_rules *rules, const char *path,
 		return FUSEFS_ACCESS_READ;
 	if (is_protected(rules, path))
 		return FUSEFS_ACCESS_READ | FUSEFS_ACCESS_PROTECTED;
+	if (rules->protect && git_check_kind(path, is_dir) != FUSEFS_GIT_CHECK_NONE &&
+	    !write_names(rules, path))
+		return FUSEFS_ACCESS_READ | FUSEFS_ACCESS_WRITE | FUSEFS_ACCESS_CHECKED;
 	return FUSEFS_ACCESS_READ | FUSEFS_ACCESS_WRITE;
+}
+
+bool fusefs_rules_content_checked(const struct fusefs_rules *rules, const char *path)
+{
+	return fusefs_rules_decide(rules, path, false) & FUSEFS_ACCESS_CHECKED;
+}
+
+bool fusefs_rules_may_symlink(const struct fusefs_rules *rules, const char *path,
+			      const char *target)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (!rules->protect || write_names(rules, path))
+		return true;
+	if (streq(base, ".git"))
+		return false;
+	if (!is_below_git(path))
+		return true;
+	/* git init's probe ("tXXXXXX" -> "testing"): a link to a name in its own folder, which
+	 * lies below .git too and is checked there as what it is. Not as "hooks" (the hooks
+	 * would then lie at a name nothing protects), nor as a checked name. */
+	return target && target[0] && !strchr(target, '/') && !streq(target, ".") &&
+	       !streq(target, "..") && !streq(base, "hooks") &&
+	       git_check_kind(path, false) == FUSEFS_GIT_CHECK_NONE;
+}
+
+int fusefs_rules_check_content(const struct fusefs_rules *rules, const char *path, const char *text,
+			       size_t len, char *why, size_t size)
+{
+	char dir[FUSEFS_PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct fusefs_git_where where = {.dir = dir, .root = rules->root, .mount = rules->mount};
+
+	if (!fusefs_rules_content_checked(rules, path))
+		return 0;
+	(void)snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0, path);
+	return fusefs_git_check(git_check_kind(path, false), text, len, &where, why, size);
 }
 
 /* Does the (compiled) deny pattern hide every path that the write pattern w matches? */
@@ -339,11 +432,12 @@ int fusefs_rules_new(const struct policy *p, struct fusefs_rules **ret, struct a
 		for (size_t j = 0; j < rules->write.n; j++)
 			if (streq(rules->write.items[j].glob, protected_entries[i].name))
 				rules->lifted[i] = true;
-	for (size_t i = 0; i < ELEMENTSOF(git_dirs); i++)
-		for (size_t j = 0; j < ELEMENTSOF(git_data); j++)
-			if (asprintf(&rules->git_data[i * ELEMENTSOF(git_data) + j], "%s%s",
-				     git_dirs[i], git_data[j]) < 0)
-				return -ENOMEM;
+	rules->protect = p->workspace.protect;
+	if (p->workspace.mount) {
+		rules->mount = strdup(p->workspace.mount);
+		if (!rules->mount)
+			return -ENOMEM;
+	}
 	rules->any_writable = compute_any_writable(rules);
 	*ret = TAKE_PTR(rules);
 	return 0;
@@ -357,8 +451,8 @@ struct fusefs_rules *fusefs_rules_free(struct fusefs_rules *rules)
 	list_done(&rules->write);
 	list_done(&rules->deny);
 	list_done(&rules->git_named);
-	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
-		free(rules->git_data[i]);
+	free(rules->mount);
+	free(rules->root);
 	free(rules);
 	return NULL;
 }
@@ -418,8 +512,8 @@ bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
 		if (!glob_is_uniform(protected_entries[i].glob, from, to))
 			return false;
-	for (size_t i = 0; i < GIT_DATA_GLOBS; i++)
-		if (!glob_is_uniform(rules->git_data[i], from, to))
+	for (size_t i = 0; i < ELEMENTSOF(git_globs); i++)
+		if (!glob_is_uniform(git_globs[i], from, to))
 			return false;
 	return true;
 }
@@ -663,5 +757,11 @@ int fusefs_rules_protect_git(struct fusefs_rules *rules, int root_fd, const char
 {
 	struct git_walk w = {.rules = rules, .root_fd = root_fd, .root = root, .base = ""};
 
+	free(rules->root);
+	rules->root = strdup(root);
+	if (!rules->root)
+		return -ENOMEM;
+	if (!rules->protect)
+		return 0;
 	return read_git_config(&w, ".git/config");
 }

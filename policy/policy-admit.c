@@ -186,6 +186,12 @@ int policy_min_tier(const struct policy *p, struct policy_tier_reason *ret)
 			   "isolation.image");
 	if (p->audit)
 		tier_raise(&t, 3, "an audit file on the host", "audit");
+	if (!p->workspace.protect)
+		tier_raise(
+		    &t, 4,
+		    "lifting the workspace's protected entries (the host's git, shell, editor "
+		    "and agents then run what the sandbox wrote)",
+		    "workspace.protect");
 	network_tier(p, &t);
 	if (p->seccomp == POLICY_SECCOMP_BASELINE)
 		tier_raise(&t, 2, "the baseline seccomp level", "seccomp");

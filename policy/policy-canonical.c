@@ -106,7 +106,9 @@ static int add_workspace(struct json_object *root, const struct policy *p)
 	    add_strv(o, "read", &p->workspace.read) < 0 ||
 	    add_strv(o, "write", &p->workspace.write) < 0 ||
 	    add_strv(o, "deny", &p->workspace.deny) < 0 ||
-	    (p->workspace.quota > 0 && add_bytes(o, "quota", p->workspace.quota) < 0))
+	    (p->workspace.quota > 0 && add_bytes(o, "quota", p->workspace.quota) < 0) ||
+	    (!p->workspace.protect &&
+	     al_json_add(o, "protect", json_object_new_boolean(false)) < 0))
 		return -ENOMEM;
 	return 0;
 }

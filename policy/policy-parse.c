@@ -246,13 +246,20 @@ static int parse_workspace_quota(struct policy *p, const struct policy_where *w,
 	return policy_json_size(w, v, &p->workspace.quota, err);
 }
 
+static int parse_workspace_protect(struct policy *p, const struct policy_where *w,
+				   struct json_object *v, struct al_error *err)
+{
+	return policy_json_bool(w, v, &p->workspace.protect, err);
+}
+
 static int parse_workspace(struct policy *p, const struct policy_where *w, struct json_object *v,
 			   struct al_error *err)
 {
 	static const struct policy_field fields[] = {
-	    {"root", parse_workspace_root}, {"mount", parse_workspace_mount},
-	    {"read", parse_workspace_read}, {"write", parse_workspace_write},
-	    {"deny", parse_workspace_deny}, {"quota", parse_workspace_quota},
+	    {"root", parse_workspace_root},	  {"mount", parse_workspace_mount},
+	    {"read", parse_workspace_read},	  {"write", parse_workspace_write},
+	    {"deny", parse_workspace_deny},	  {"quota", parse_workspace_quota},
+	    {"protect", parse_workspace_protect},
 	};
 
 	return policy_json_fields(p, w, v, fields, ELEMENTSOF(fields), err);

@@ -105,6 +105,7 @@ int policy_init_defaults(struct policy *p)
 	p->seccomp = POLICY_SECCOMP_RESTRICTED;
 	p->workspace.root = strdup(POLICY_DEFAULT_WORKSPACE_ROOT);
 	p->workspace.mount = strdup(POLICY_DEFAULT_WORKSPACE_MOUNT);
+	p->workspace.protect = true;
 	if (!p->workspace.root || !p->workspace.mount)
 		return -ENOMEM;
 	if (policy_strv_push(&p->workspace.read, strdup("**")) < 0 ||

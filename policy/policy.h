@@ -127,6 +127,7 @@ struct policy {
 		char *mount; /* absolute path in the sandbox, default "/workspace" */
 		struct policy_strv read, write, deny;
 		uint64_t quota; /* bytes, 0 = none */
+		bool protect;	/* the built-in protected entries and git's checks (default true) */
 	} workspace;
 	struct policy_mount *mounts;
 	size_t n_mounts;

@@ -41,7 +41,7 @@ try "echo x >src/.env" create-denied
 try "mv src/main.c src/.env" rename-onto-denied
 try "ls secret" denied-folder
 try "cat secret/key" below-denied-folder
-try "echo x >.git/config" git-config-protected
+try "printf \"[core]\\\\n\\\\tfsmonitor = x\\\\n\" >.git/config" git-config-checked
 try "echo x >sub/.git/config" nested-git-config-protected
 try "echo x >.git/hooks/pre-commit" hook-protected
 try "echo x >.git/hooks/post-checkout" new-hook-protected
@@ -68,7 +68,8 @@ expect create-denied "Permission denied" "a denied path cannot be created"
 expect rename-onto-denied "Permission denied" "nothing can be renamed onto a denied path"
 expect denied-folder "No such file or directory" "a denied folder is hidden"
 expect below-denied-folder "No such file or directory" "everything below a denied folder is hidden"
-expect git-config-protected "Permission denied" ".git/config is write-protected"
+# .git/config is content-checked: the write goes to a copy, refused at its release (close()
+# does not report it; the host's file and the violation do).
 expect nested-git-config-protected "Permission denied" "a nested repository's .git/config too"
 expect hook-protected "Permission denied" "existing git hooks are write-protected"
 expect new-hook-protected "Permission denied" "new git hooks cannot be made"
@@ -81,7 +82,8 @@ assert_eq no "$([ -e "$WS/.git/hooks/post-checkout" ] && echo yes || echo no)" "
 
 # Violations in the result, and the audit stream.
 viol=$(json_get "$IT_TMP/al.out" '" ".join(v["kind"] + ":" + v["detail"] for v in d["violations"])')
-assert_contains "$viol" "fs:open .git/config" "workspace denials are counted as violations in --json"
+assert_contains "$viol" "fs:open sub/.git/config" "workspace denials are counted as violations in --json"
+assert_contains "$viol" "fs:write .git/config: core.fsmonitor" "a refused config key is named"
 assert_contains "$viol" "fs:lookup src/.env" "looking up a hidden path counts too"
 assert_true "the audit file exists" test -s "$audit"
 python3 - "$audit" >"$IT_TMP/audit.check" <<'EOF2'
@@ -91,7 +93,7 @@ fs = [e for e in events if e.get("kind") == "fs"]
 def has(**kw):
     return any(all(e.get(k) == v for k, v in kw.items()) for e in fs)
 print("fields", all({"time", "sandbox", "op", "path", "pid", "verdict"} <= set(e) for e in fs))
-print("deny-git", has(op="open", path=".git/config", verdict="deny", error="EACCES"))
+print("deny-git", has(op="write", path=".git/config: core.fsmonitor", verdict="deny", error="EACCES"))
 print("deny-hidden", has(path="src/.env", verdict="deny"))
 print("open", has(op="open", path="src/main.c", verdict="allow", write=True))
 print("write", any(e.get("op") == "write" and e.get("path") == "src/main.c" and e.get("bytes", 0) >= 2 for e in fs))
@@ -104,7 +106,8 @@ for k in fields deny-git deny-hidden open write rename create pids; do
 done
 
 # With everything writable, .git still cannot move whole: its contents would leave their
-# protection (mv it, write g2/config, mv it back). EXDEV makes mv copy file by file instead.
+# checks (mv it, write g2/config, mv it back). EXDEV makes mv copy file by file instead, and the
+# copy of config is checked like any write to it (the sandbox may remove .git/config now).
 write_policy "$policy" <<EOF2
 {"workspace": {"root": "$WS"}}
 EOF2
@@ -112,7 +115,7 @@ al_run run -p "$policy" --json -- /bin/sh -c 'cd /workspace; mv -T .git g2; echo
 	mv -T g2 .git'
 viol=$(json_get "$IT_TMP/al.out" '" ".join(v["kind"] + ":" + v["detail"] for v in d["violations"])')
 assert_contains "$viol" "fs:rename .git" "renaming .git whole is refused"
-assert_eq "cfg" "$(cat "$WS/.git/config")" "after mv .git g2, write, mv back: .git/config is unchanged"
+assert_ne "x" "$(cat "$WS/.git/config" 2>/dev/null)" "after mv .git g2, write, mv back: .git/config is not the sandbox's"
 
 # Nothing writable at all: EROFS.
 write_policy "$policy" <<EOF2

@@ -20,6 +20,7 @@
 #define W FUSEFS_ACCESS_WRITE
 #define T FUSEFS_ACCESS_TRAVERSE
 #define P FUSEFS_ACCESS_PROTECTED
+#define C FUSEFS_ACCESS_CHECKED
 
 /* Rules of the policy whose workspace object is workspace, written with ' for ". NULL: the
  * embedded default policy. */
@@ -183,52 +184,91 @@ static void test_denied_folder_hides_readable_paths_below_it(void **state)
 	      {"a/b/c", false, 0});
 }
 
-static void test_protected_git_config_is_not_writable_at_any_depth(void **state)
+/* The files git reads settings or paths from are written only through a check, at any depth. */
+static void test_git_config_is_content_checked_at_any_depth(void **state)
 {
 	(void)state;
-	CHECK(NULL, {".git/config", false, R | P}, {"a/b/.git/config", false, R | P},
-	      {".git/HEAD", false, R | W}, {".git/config.bak", false, R | P},
-	      {"git/config", false, R | W});
+	CHECK(NULL, {".git/config", false, R | W | C}, {"a/b/.git/config", false, R | W | C},
+	      {".git/HEAD", false, R | W}, {".git/config.bak", false, R | W},
+	      {"git/config", false, R | W}, {".git/config", true, R | W},
+	      {"a/.git/config.worktree", false, R | W | C});
 }
 
-static void test_protected_hooks_folder_is_protected_with_its_contents(void **state)
+static void test_hooks_of_every_git_folder_are_protected_but_samples(void **state)
 {
 	(void)state;
-	CHECK(NULL, {".git/hooks", true, R | P}, {".git/hooks/pre-commit", false, R | P},
-	      {"vendor/x/.git/hooks/post-checkout", false, R | P}, {".git", true, R | P},
-	      {".git/hooksx", true, R | P});
-}
-
-/* Git reads configuration and commands from more of .git than config and hooks. */
-static void test_all_of_git_but_its_data_is_protected(void **state)
-{
-	(void)state;
-	CHECK(NULL, {".git/commondir", false, R | P}, {".git/modules/sub/config", false, R | P},
+	CHECK(NULL, {".git/hooks", true, R | W}, {".git/hooks/pre-commit", false, R | P},
+	      {"vendor/x/.git/hooks/post-checkout", false, R | P}, {".git", true, R | W},
+	      {".git/hooksx", true, R | W}, {".git/hooks/pre-commit.sample", false, R | W},
 	      {".git/modules/sub/hooks/post-checkout", false, R | P},
-	      {".git/worktrees/w/gitdir", false, R | P}, {".git/info/attributes", false, R | P},
-	      {".git/rebase-merge/git-rebase-todo", false, R | P}, {"sub/.git", false, R | P},
-	      {".git/objects/pack/p.pack", false, R | W}, {".git/refs/heads/main", false, R | W},
-	      {".git/logs/HEAD", false, R | W}, {".git/index", false, R | W},
-	      {".git/index.lock", false, R | W}, {".git/COMMIT_EDITMSG", false, R | W},
-	      {".git/modules/sub/objects/ab/cd", false, R | W},
-	      {".git/modules/a/b/refs/heads/x", false, R | W},
-	      {".git/worktrees/w/HEAD", false, R | W}, {"vendor/.git/packed-refs", false, R | W});
+	      {".git/modules/sub/hooks/pre-push.sample", false, R | W},
+	      {".git/hooks/x.sample/pre-commit", false, R | P});
 }
 
-static void test_lifting_git_config_by_name_is_not_undone_by_the_git_folder_entry(void **state)
+/* Git reads settings and paths from more of .git than config: those are checked, the rest is
+ * git's to write. */
+static void test_git_folders_are_writable_but_what_git_reads_as_settings(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".git/commondir", false, R | W | C},
+	      {".git/modules/sub/config", false, R | W | C},
+	      {".git/worktrees/w/gitdir", false, R | W | C}, {".git/info/attributes", false, R | W},
+	      {".git/rebase-merge/git-rebase-todo", false, R | W | C},
+	      {".git/sequencer/todo", false, R | W | C}, {".git/sequencer/opts", false, R | W | C},
+	      {".git/rebase-merge/strategy", false, R | W | C}, {"sub/.git", false, R | W | C},
+	      {"sub/.git", true, R | W}, {".gitmodules", false, R | W | C},
+	      {"a/b/.gitmodules", false, R | W | C}, {".git/objects/pack/p.pack", false, R | W},
+	      {".git/refs/heads/main", false, R | W}, {".git/logs/HEAD", false, R | W},
+	      {".git/index", false, R | W}, {".git/config.lock", false, R | W},
+	      {".git/modules/sub/objects/ab/cd", false, R | W},
+	      {".git/worktrees/w/HEAD", false, R | W}, {"vendor/.git/packed-refs", false, R | W},
+	      {"todo", false, R | W}, {"sequencer/opts", false, R | W});
+}
+
+static void test_symbolic_links_are_refused_at_and_below_git(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
+
+	(void)state;
+	assert_false(fusefs_rules_may_symlink(rules, ".git", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, "a/.git", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, "a/.git/hooks", "x/y"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/modules/x", "x/y"));
+	assert_true(fusefs_rules_may_symlink(rules, "a/git", "x/y"));
+	assert_true(fusefs_rules_may_symlink(rules, ".git/tXXXXXX", "testing"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/hooks", "h"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/modules/x", NULL));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/config", "c"));
+	assert_true(fusefs_rules_may_symlink(rules, "a/.gitx/y", "x/y"));
+	assert_true(fusefs_rules_content_checked(rules, "x/.git/config"));
+	assert_false(fusefs_rules_content_checked(rules, "x/.git/description"));
+}
+
+static void test_protect_false_lifts_every_entry_and_check(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for("{'protect': false}");
+
+	(void)state;
+	CHECK("{'protect': false}", {".git/config", false, R | W},
+	      {".git/hooks/pre-commit", false, R | W}, {".envrc", false, R | W},
+	      {"a/.vscode/settings.json", false, R | W}, {".gitmodules", false, R | W},
+	      {"a/.git", false, R | W});
+	assert_true(fusefs_rules_may_symlink(rules, ".git/hooks", "x/y"));
+}
+
+static void test_lifting_git_config_by_name_lifts_its_check_there_only(void **state)
 {
 	(void)state;
 	CHECK("{'write': ['**', '.git/config']}", {".git/config", false, R | W},
-	      {".git/commondir", false, R | P});
+	      {"a/.git/config", false, R | W | C}, {".git/commondir", false, R | W | C});
 }
 
 static void test_every_builtin_entry_is_protected(void **state)
 {
 	(void)state;
-	CHECK(NULL, {".gitmodules", false, R | P}, {".envrc", false, R | P},
-	      {".bashrc", false, R | P}, {".profile", false, R | P}, {".gitconfig", false, R | P},
-	      {".vscode/settings.json", false, R | P}, {".vscode", true, R | P},
-	      {".idea/workspace.xml", false, R | P},
+	CHECK(NULL, {".envrc", false, R | P}, {".bashrc", false, R | P}, {".profile", false, R | P},
+	      {".gitconfig", false, R | P}, {".vscode/settings.json", false, R | P},
+	      {".vscode", true, R | P}, {".idea/workspace.xml", false, R | P},
 	      {".devcontainer/devcontainer.json", false, R | P}, {"sub/.envrc", false, R | P},
 	      {"a/b/.vscode/tasks.json", false, R | P}, {"envrc", false, R | W},
 	      {".profile.d", true, R | W});
@@ -366,7 +406,7 @@ static void test_write_list_naming_git_config_lifts_its_protection(void **state)
 {
 	(void)state;
 	CHECK("{'write': ['**', '.git/config']}", {".git/config", false, R | W},
-	      {"sub/.git/config", false, R | P}, {".git/hooks/pre-commit", false, R | P});
+	      {"sub/.git/config", false, R | W | C}, {".git/hooks/pre-commit", false, R | P});
 	CHECK("{'write': ['**', 'sub/.envrc']}", {"sub/.envrc", false, R | W},
 	      {".envrc", false, R | P});
 }
@@ -376,14 +416,14 @@ static void test_write_list_holding_the_hooks_pattern_lifts_it_at_the_top_only(v
 	(void)state;
 	CHECK("{'write': ['**', '.git/hooks/**']}", {".git/hooks", true, R | W},
 	      {".git/hooks/pre-commit", false, R | W}, {"sub/.git/hooks/pre-commit", false, R | P},
-	      {".git/config", false, R | P});
+	      {".git/config", false, R | W | C});
 }
 
 static void test_wildcards_do_not_lift_protection(void **state)
 {
 	(void)state;
 	CHECK("{'write': ['.git/*', '**/.git/config', '.git/hooks/*', '.envr?']}",
-	      {".git/config", false, R | P}, {".git/hooks/pre-commit", false, R | P},
+	      {".git/config", false, R | W | C}, {".git/hooks/pre-commit", false, R | P},
 	      {".envrc", false, R | P}, {".git/HEAD", false, R | W});
 }
 
@@ -645,10 +685,12 @@ int main(void)
 	    cmocka_unit_test(test_deny_wins_over_read_and_write),
 	    cmocka_unit_test(test_deny_hides_everything_below_a_denied_folder),
 	    cmocka_unit_test(test_denied_folder_hides_readable_paths_below_it),
-	    cmocka_unit_test(test_protected_git_config_is_not_writable_at_any_depth),
-	    cmocka_unit_test(test_protected_hooks_folder_is_protected_with_its_contents),
-	    cmocka_unit_test(test_all_of_git_but_its_data_is_protected),
-	    cmocka_unit_test(test_lifting_git_config_by_name_is_not_undone_by_the_git_folder_entry),
+	    cmocka_unit_test(test_git_config_is_content_checked_at_any_depth),
+	    cmocka_unit_test(test_hooks_of_every_git_folder_are_protected_but_samples),
+	    cmocka_unit_test(test_git_folders_are_writable_but_what_git_reads_as_settings),
+	    cmocka_unit_test(test_symbolic_links_are_refused_at_and_below_git),
+	    cmocka_unit_test(test_protect_false_lifts_every_entry_and_check),
+	    cmocka_unit_test(test_lifting_git_config_by_name_lifts_its_check_there_only),
 	    cmocka_unit_test(test_every_builtin_entry_is_protected),
 	    cmocka_unit_test(test_git_config_paths_follow_gits_syntax),
 	    cmocka_unit_test(test_what_the_workspaces_git_config_names_is_protected),

@@ -209,6 +209,10 @@ static const struct tier_case {
      "network.resolve", "pinned names"},
     {"the baseline seccomp level is tier 2", "{'seccomp':'baseline'}", 2, "seccomp",
      "the baseline seccomp level"},
+    {"lifting the workspace's protection is tier 4", "{'workspace':{'protect':false}}", 4,
+     "workspace.protect", "lifting the workspace's protected entries"},
+    {"keeping the workspace's protection is tier 0", "{'workspace':{'protect':true}}", 0, NULL,
+     NULL},
     {"the first field of the highest tier is named",
      "{'mounts':[{'source':'/usr/a','target':'/a','mode':'ro'},"
      "{'source':'/b','target':'/b','mode':'rw'},{'source':'/c','target':'/c','mode':'rw'}]}",
