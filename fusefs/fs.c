@@ -862,6 +862,8 @@ int fusefs_new(const struct fusefs_options *o, struct fusefs **ret, struct al_er
 	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->quota_lock, NULL);
+	pthread_mutex_init(&fs->notify_lock, NULL);
+	pthread_cond_init(&fs->notify_cond, NULL);
 	inode_init_fixed(&fs->root, -EBADF);
 	inode_init_fixed(&fs->secrets_root, -EBADF);
 	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
@@ -930,6 +932,7 @@ struct fusefs *fusefs_free(struct fusefs *fs)
 {
 	if (!fs)
 		return NULL;
+	fusefs_notify_stop(fs);
 	if (fs->buckets)
 		for (size_t i = 0; i < fs->n_buckets; i++)
 			for (struct fusefs_inode *in = fs->buckets[i], *next; in; in = next) {
@@ -948,6 +951,8 @@ struct fusefs *fusefs_free(struct fusefs *fs)
 	(void)al_close(fs->mount_fd);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->quota_lock);
+	pthread_mutex_destroy(&fs->notify_lock);
+	pthread_cond_destroy(&fs->notify_cond);
 	free(fs);
 	return NULL;
 }

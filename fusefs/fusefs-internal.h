@@ -209,11 +209,19 @@ int fusefs_transport_choose(struct fusefs *fs, struct al_error *err);
 void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt);
 /* Negotiates the connection's features at INIT (workspace: false for the credential files). */
 void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace);
-/* Decides how a new open of in (fd: the daemon's open of the host file) is served, setting fi's
- * backing_id: passthrough when may_pass and the inode is not open through the cache, or when it
- * is open on its backing file already (the kernel takes nothing else then). */
-enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
-			      int fd, bool may_pass, struct fuse_file_info *fi);
+/* Decides how a new open of in (fd: the daemon's open of the host file) is served, into *ret,
+ * setting fi's backing_id: passthrough when may_pass and the inode is not open through the cache,
+ * or when it is open on its backing file already (the kernel takes nothing else then; -EBUSY
+ * when the open must not pass through). */
+int fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in, int fd,
+		   bool may_pass, struct fuse_file_info *fi, enum fusefs_io *ret);
+/* Invalidates, after the current request's reply, the kernel's entry of name in parent, or (name
+ * NULL) the attributes and pages of inode ino (transport.c: never from a handler directly). */
+struct fuse_session;
+void fusefs_notify_later(struct fusefs *fs, struct fuse_session *se, uint64_t parent,
+			 const char *name, uint64_t ino);
+/* Sends what is queued, then ends the thread (before the sessions go). */
+void fusefs_notify_stop(struct fusefs *fs);
 /* An open served as io ended. */
 void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
 		       enum fusefs_io io);
@@ -314,10 +322,15 @@ struct fusefs {
 	uint64_t denials[4096]; /* per hashed (operation, path): denials so far */
 	bool writeback;		/* the kernel caches writes: O_APPEND is its business */
 	enum fusefs_uring uring;
-	bool passthrough_wanted; /* libfuse can, and AIRLOCK_FS_PASSTHROUGH is not 0 */
-	bool passthrough;	 /* the workspace connection negotiated passthrough */
-	bool passthrough_failed; /* a backing file was refused: the daemon serves every open */
-	bool refreshing;	 /* a FUSEFS_IOC_REFRESH of the root is under way */
+	bool passthrough_wanted;     /* libfuse can, and AIRLOCK_FS_PASSTHROUGH is not 0 */
+	bool passthrough;	     /* the workspace connection negotiated passthrough */
+	bool passthrough_failed;     /* a backing file was refused: the daemon serves every open */
+	pthread_mutex_t notify_lock; /* fusefs_notify_later()'s queue and thread */
+	pthread_cond_t notify_cond;
+	struct fusefs_notice *notices;
+	pthread_t notifier;
+	bool notifier_started, notify_stop;
+	bool refreshing; /* a FUSEFS_IOC_REFRESH of the root is under way */
 	struct fusefs_conn conns[2];
 };
 
@@ -399,8 +412,9 @@ int fusefs_guard_commit(struct fusefs *fs, pid_t pid, const char *op, const char
 int fusefs_guard_open(struct fusefs *fs, const char *path, int src_fd, bool copy, uid_t uid,
 		      gid_t gid);
 
-/* Is fd, a file handle's host fd for in, such a copy (another inode than in's)? */
-bool fusefs_guard_is_copy(const struct fusefs_inode *in, int fd);
+/* Whether the copy fd would pass the check for path: 0, or -EACCES with what is refused in why
+ * (may be NULL), or -errno. Records nothing (fusefs_guard_commit() decides and records). */
+int fusefs_guard_check(struct fusefs *fs, const char *path, int fd, char *why, size_t size);
 
 /* A rename of name in pfd (whose stat was src) onto the content-checked path to: a checked copy
  * of it takes the name to (fusefs_guard_commit()), then name is removed. -EAGAIN when name was

@@ -117,32 +117,52 @@ static int link_over(struct fusefs *fs, int fd, int dir_fd, const char *name, bo
 	return 0;
 }
 
-int fusefs_guard_commit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int fd,
-			bool noreplace)
+int fusefs_guard_check(struct fusefs *fs, const char *path, int fd, char *why, size_t size)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_close_ int dir_fd = -EBADF;
-	const char *name;
-	char why[256] = "";
 	struct stat st;
 	ssize_t n;
-	int r;
 
+	if (!why || size == 0) {
+		static __thread char scratch[256];
+
+		why = scratch;
+		size = sizeof(scratch);
+	}
+	why[0] = '\0';
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size > GUARD_MAX)
-		return guard_deny(fs, pid, op, path, "too large");
+	if (!S_ISREG(st.st_mode) || st.st_size > GUARD_MAX) {
+		(void)snprintf(why, size, "too large");
+		return -EACCES;
+	}
 	text = malloc((size_t)st.st_size + 1);
 	if (!text)
 		return -ENOMEM;
 	n = pread(fd, text, (size_t)st.st_size + 1, 0);
 	if (n < 0)
 		return -errno;
-	if (n > st.st_size)
-		return guard_deny(fs, pid, op, path, "changed while checked");
-	r = fusefs_rules_check_content(fs->rules, path, text, (size_t)n, why, sizeof(why));
-	if (r < 0)
+	if (n > st.st_size) {
+		(void)snprintf(why, size, "changed while checked");
+		return -EACCES;
+	}
+	return fusefs_rules_check_content(fs->rules, path, text, (size_t)n, why, size) < 0 ? -EACCES
+											   : 0;
+}
+
+int fusefs_guard_commit(struct fusefs *fs, pid_t pid, const char *op, const char *path, int fd,
+			bool noreplace)
+{
+	_cleanup_close_ int dir_fd = -EBADF;
+	const char *name;
+	char why[256];
+	int r;
+
+	r = fusefs_guard_check(fs, path, fd, why, sizeof(why));
+	if (r == -EACCES)
 		return guard_deny(fs, pid, op, path, why);
+	if (r < 0)
+		return r;
 	dir_fd = open_parent(fs, path, &name);
 	if (dir_fd < 0)
 		return dir_fd;
@@ -210,11 +230,4 @@ int fusefs_guard_open(struct fusefs *fs, const char *path, int src_fd, bool copy
 		return fusefs_guard_stage(fs, dir_fd, rd, uid, gid, st.st_mode);
 	}
 	return fusefs_guard_stage(fs, dir_fd, -EBADF, uid, gid, st.st_mode);
-}
-
-bool fusefs_guard_is_copy(const struct fusefs_inode *in, int fd)
-{
-	struct stat st;
-
-	return fd >= 0 && fstat(fd, &st) == 0 && (st.st_ino != in->ino || st.st_dev != in->dev);
 }

@@ -37,6 +37,7 @@ struct file {
 	int fd;
 	pid_t pid; /* that opened it: a release comes from no process in particular */
 	enum fusefs_io io;
+	bool copy; /* fd is a copy of a content-checked file (git-guard.c) */
 	struct fusefs_inode *in;
 	uint64_t written;
 	uint32_t writes;
@@ -122,11 +123,13 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-/* Whether an open of the host file st may pass through to it (transport.c): a regular file. The
- * connection has passthrough only where the daemon owes nothing per write. */
-static bool may_pass(const struct stat *st)
+/* Whether an open of in, the host file st, may pass through to it (transport.c): a regular file
+ * whose content the daemon does not check (its writes go to a copy, git-guard.c; and a read
+ * would put the inode in the mode that keeps the copy's open from the daemon). The connection
+ * has passthrough only where the daemon owes nothing per write. */
+static bool may_pass(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st)
 {
-	return S_ISREG(st->st_mode);
+	return S_ISREG(st->st_mode) && !(fusefs_inode_access(fs, in) & FUSEFS_ACCESS_CHECKED);
 }
 
 static int write_denied(struct fusefs *fs)
@@ -443,7 +446,7 @@ static bool checked_setattr_ok(struct fusefs *fs, struct fusefs_inode *in, int t
 	unsigned wc = FUSEFS_ACCESS_WRITE | FUSEFS_ACCESS_CHECKED;
 
 	if (to_set & FUSE_SET_ATTR_SIZE)
-		return fi && fusefs_guard_is_copy(in, file_of(fi)->fd);
+		return fi && file_of(fi)->copy;
 	return (fusefs_inode_access(fs, in) & wc) == wc;
 }
 
@@ -510,7 +513,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
  * kernel may forget the parent at any time. */
 static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, const char *name,
 		       const char *op, const char *path, bool created, struct fuse_file_info *fi,
-		       int file_fd)
+		       int file_fd, bool copy)
 {
 	struct fusefs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -554,12 +557,15 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in};
+	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .copy = copy};
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
-	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(&st), fi);
-	if (fuse_reply_create(req, &e, fi) != 0) {
+	fi->noflush = !copy;
+	r = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, in, &st) && !copy, fi, &f->io);
+	if (r < 0 || fuse_reply_create(req, &e, fi) != 0) {
+		if (r < 0)
+			fuse_reply_err(req, -r);
 		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
 		(void)al_close(f->fd);
@@ -603,7 +609,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -r);
 		return;
 	}
-	reply_made(req, parent, pfd, name, op, path, true, NULL, -EBADF);
+	reply_made(req, parent, pfd, name, op, path, true, NULL, -EBADF, false);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -649,7 +655,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, co
 	r = RET_NERRNO(linkat(AT_FDCWD, proc, pfd, newname, AT_SYMLINK_FOLLOW));
 	fusefs_inode_put_fd(fs, in);
 	if (r >= 0) {
-		reply_made(req, newparent, pfd, newname, "link", path, false, NULL, -EBADF);
+		reply_made(req, newparent, pfd, newname, "link", path, false, NULL, -EBADF, false);
 		return;
 	}
 	fusefs_inode_put_fd(fs, newparent);
@@ -760,8 +766,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name,
 		fuse_reply_err(req, -r);
 		/* The kernel moved the source's inode to the name, which holds the copy now. */
 		if (r >= 0)
-			(void)fuse_lowlevel_notify_inval_entry(se, newparent_ino, newname,
-							       strlen(newname));
+			fusefs_notify_later(fs, se, newparent_ino, newname, 0);
 		return;
 	}
 	r = RET_NERRNO(renameat2(pfd, name, npfd, newname, flags));
@@ -893,12 +898,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, r < 0 ? -r : ENOMEM);
 		return;
 	}
-	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in};
+	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .copy = copy};
 	fusefs_inode_opened(fs, in, &st);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
-	f->io = fusefs_io_open(fs, req, in, file_fd, may_pass(&st), fi);
-	if (fuse_reply_open(req, fi) != 0) {
+	fi->noflush = !copy;
+	r = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, in, &st) && !copy, fi, &f->io);
+	if (r < 0 || fuse_reply_open(req, fi) != 0) {
+		if (r < 0)
+			fuse_reply_err(req, -r);
 		fusefs_io_release(fs, req, in, f->io);
 		fusefs_inode_closed(fs, in, -EBADF);
 		(void)al_close(f->fd);
@@ -972,7 +980,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	reply_made(req, parent, pfd, name, "create", path, created, fi, fd);
+	reply_made(req, parent, pfd, name, "create", path, created, fi, fd, checked);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1057,6 +1065,25 @@ static fuse_ino_t commit_copy(fuse_req_t req, struct file *f, char *name, size_t
 	return parent;
 }
 
+/* Only a copy's handle asks (FOPEN_NOFLUSH on every other): whether the copy would pass its
+ * check, so that close() says EACCES where the release will refuse it (git then reports that it
+ * could not write its config). The release decides, and records the violation. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fusefs *fs = fs_of(req);
+	struct file *f = file_of(fi);
+	char path[FUSEFS_PATH_MAX];
+	int r = 0;
+
+	(void)ino;
+	if (f->copy) {
+		r = fusefs_path(fs, f->in, NULL, path, sizeof(path));
+		if (r >= 0)
+			r = fusefs_guard_check(fs, path, f->fd, NULL, 0);
+	}
+	fuse_reply_err(req, -r);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fusefs *fs = fs_of(req);
@@ -1065,7 +1092,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char path[FUSEFS_PATH_MAX], name[NAME_MAX + 1];
 	fuse_ino_t parent = 0;
 	struct stat st;
-	bool copy = !f->secret && fusefs_guard_is_copy(f->in, f->fd);
+	bool copy = f->copy;
 
 	if (copy)
 		parent = commit_copy(req, f, name, sizeof(name));
@@ -1087,9 +1114,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	free(f);
 	fuse_reply_err(req, 0);
 	if (parent)
-		(void)fuse_lowlevel_notify_inval_entry(se, parent, name, strlen(name));
+		fusefs_notify_later(fs, se, parent, name, 0);
 	else if (copy)
-		(void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+		fusefs_notify_later(fs, se, 0, NULL, ino);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1568,6 +1595,7 @@ const struct fuse_lowlevel_ops fusefs_ops = {
     .create = op_create,
     .read = op_read,
     .write_buf = op_write_buf,
+    .flush = op_flush,
     .release = op_release,
     .fsync = op_fsync,
     .fallocate = op_fallocate,

@@ -144,6 +144,7 @@ int fusefs_serve(struct fusefs *fs, int fuse_fd, int secrets_fd)
 	/* No signal handlers: a daemon that is signalled dies of it, and its parent sees why. */
 	r = loop(se);
 out:
+	fusefs_notify_stop(fs);
 	if (secrets)
 		fuse_session_destroy(secrets);
 	if (se)
@@ -319,6 +320,7 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 		(void)umount2(canonical, MNT_DETACH);
 	else
 		fuse_session_unmount(se);
+	fusefs_notify_stop(fs);
 	fuse_session_destroy(se);
 	/* Unmounted already: the watcher finds nothing to do. */
 	(void)al_close(watcher_fd);

@@ -229,18 +229,22 @@ void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool 
 
 /* ---- per open ---- */
 
-enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
-			      int fd, bool may_pass, struct fuse_file_info *fi)
+int fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in, int fd,
+		   bool may_pass, struct fuse_file_info *fi, enum fusefs_io *ret)
 {
 	enum fusefs_io io = FUSEFS_IO_CACHED;
+	int r = 0;
 
+	*ret = FUSEFS_IO_NONE;
 	if (!fs->passthrough)
-		return FUSEFS_IO_NONE;
+		return 0;
 	pthread_mutex_lock(&fs->quota_lock);
 	/* While the inode is open on a backing file, the kernel takes no other kind of open of it
-	 * (EIO): the next one passes through too. */
-	if (in->passthrough_opens > 0 ||
-	    (may_pass && !fs->passthrough_failed && in->cached_opens == 0)) {
+	 * (EIO): the next one passes through too, or, when it must not, is refused. */
+	if (in->passthrough_opens > 0 && !may_pass) {
+		r = -EBUSY;
+	} else if (in->passthrough_opens > 0 ||
+		   (may_pass && !fs->passthrough_failed && in->cached_opens == 0)) {
 #if HAVE_PASSTHROUGH
 		if (in->backing_id <= 0)
 			in->backing_id = fuse_passthrough_open(req, fd);
@@ -258,10 +262,12 @@ enum fusefs_io fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fu
 		(void)req, (void)fd;
 #endif
 	}
-	if (io == FUSEFS_IO_CACHED)
+	if (r >= 0 && io == FUSEFS_IO_CACHED)
 		in->cached_opens++;
 	pthread_mutex_unlock(&fs->quota_lock);
-	return io;
+	if (r >= 0)
+		*ret = io;
+	return r;
 }
 
 void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
@@ -286,4 +292,81 @@ void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_in
 #else
 	(void)req, (void)id;
 #endif
+}
+
+/* ---- notifications sent after the request ----
+ * An invalidation the kernel gets from a request's own handler can wait for a lock that request
+ * holds: with io_uring the reply goes out only after the handler returns, and an entry's
+ * invalidation waits for its folder's lock, which a rename holds until its reply. So handlers
+ * queue them, and one thread sends them (the kernel ignores those of inodes it forgot). */
+
+struct fusefs_notice {
+	struct fusefs_notice *next;
+	struct fuse_session *se;
+	fuse_ino_t parent; /* with name: the entry; else the inode ino's attributes and pages */
+	fuse_ino_t ino;
+	char name[];
+};
+
+static void *notifier(void *arg)
+{
+	struct fusefs *fs = arg;
+	struct fusefs_notice *n;
+
+	for (;;) {
+		pthread_mutex_lock(&fs->notify_lock);
+		while (!fs->notices && !fs->notify_stop)
+			pthread_cond_wait(&fs->notify_cond, &fs->notify_lock);
+		if (!fs->notices) {
+			pthread_mutex_unlock(&fs->notify_lock);
+			return NULL;
+		}
+		n = fs->notices;
+		fs->notices = n->next;
+		pthread_mutex_unlock(&fs->notify_lock);
+		if (n->name[0])
+			(void)fuse_lowlevel_notify_inval_entry(n->se, n->parent, n->name,
+							       strlen(n->name));
+		else
+			(void)fuse_lowlevel_notify_inval_inode(n->se, n->ino, 0, 0);
+		free(n);
+	}
+	return NULL;
+}
+
+void fusefs_notify_later(struct fusefs *fs, struct fuse_session *se, uint64_t parent,
+			 const char *name, uint64_t ino)
+{
+	size_t len = name ? strlen(name) : 0;
+	struct fusefs_notice *n = malloc(sizeof(*n) + len + 1), **tail;
+
+	if (!n)
+		return; /* the kernel's caches expire by themselves */
+	*n = (struct fusefs_notice){.se = se, .parent = parent, .ino = ino};
+	memcpy(n->name, name ? name : "", len + 1);
+	pthread_mutex_lock(&fs->notify_lock);
+	if (!fs->notifier_started) {
+		if (pthread_create(&fs->notifier, NULL, notifier, fs) != 0) {
+			pthread_mutex_unlock(&fs->notify_lock);
+			free(n);
+			return;
+		}
+		fs->notifier_started = true;
+	}
+	for (tail = &fs->notices; *tail; tail = &(*tail)->next)
+		;
+	*tail = n;
+	pthread_cond_signal(&fs->notify_cond);
+	pthread_mutex_unlock(&fs->notify_lock);
+}
+
+void fusefs_notify_stop(struct fusefs *fs)
+{
+	pthread_mutex_lock(&fs->notify_lock);
+	fs->notify_stop = true;
+	pthread_cond_signal(&fs->notify_cond);
+	pthread_mutex_unlock(&fs->notify_lock);
+	if (fs->notifier_started)
+		(void)pthread_join(fs->notifier, NULL);
+	fs->notifier_started = false;
 }

@@ -97,6 +97,16 @@ try "exec 3>c; $good >&3; mv c $cfg; $bad >&3; exec 3>&-" "$cfg" "a write fd kep
 try "ln $cfg c3 || $bad >>c3" "$cfg" "a second name of the config"
 try "$bad >>$cfg" "$cfg" "appending to the config"
 try "$bad >$cfg" "$cfg" "truncating the config"
+# The writer learns of it at close(), as git does (it then says it could not write its config).
+sb_git "python3 -c 'import os
+fd = os.open(\"$cfg\", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b\"[core]\\n\\tfsmonitor = x\\n\")
+try:
+    os.close(fd)
+    print(\"closed\")
+except OSError as e:
+    print(\"close:\", e.strerror)'"
+assert_eq "close: Permission denied" "$AL_OUT" "a refused in-place write fails at close() with EACCES"
 if [ -x /usr/bin/python3 ]; then
 	try "$good >c && /usr/bin/python3 -c '
 import mmap, os, sys
