@@ -362,7 +362,9 @@ cmd_test()
 
 	log "test: build-asan/ (gcc, -Db_sanitize=address,undefined)"
 	if setup_build build-asan gcc -Dwerror=true -Db_sanitize=address,undefined; then
-		run_suites build-asan asan --suite unit --suite fuzz --suite root --timeout-multiplier 3
+		# The fs suite's other transports (suite fs-matrix) run in build/ only.
+		run_suites build-asan asan --suite unit --suite fuzz --suite root --no-suite fs-matrix \
+			--timeout-multiplier 3
 	else
 		count_fail "build: build-asan/ does not build"
 	fi
