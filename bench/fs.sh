@@ -10,7 +10,7 @@
 #   --quick   a smoke run: small sizes, one repeat, and the doc is left alone unless BENCH_DOC
 #             is set
 # environment: AIRLOCK (default build/cli/airlock), BENCH_AIRLOCK_POLICY (a policy file passed
-#              as `airlock fs SRC MNT --policy FILE`), BENCH_LEGS (default "native bindfs
+#              as `airlock fs --policy FILE SRC MNT`), BENCH_LEGS (default "native bindfs
 #              passthrough_hp airlock"), BENCH_REPEATS (default 3, 1 with --quick), BENCH_DIR
 #              (where the legs' folders and the cached source tarball go, default
 #              /var/tmp/airlock-bench), BENCH_DOC (default docs/BENCHMARKS.md; "-" = print only),
@@ -173,7 +173,8 @@ mount_leg()
 	airlock)
 		local opts=()
 		[ -z "$policy" ] || opts=(--policy "$policy")
-		"$airlock" fs "${src[$leg]}" "${mnt[$leg]}" "${opts[@]}" >>"$logf" 2>&1 &
+		# options first: airlock fs takes none after ROOT and MOUNTPOINT
+		"$airlock" fs "${opts[@]}" "${src[$leg]}" "${mnt[$leg]}" >>"$logf" 2>&1 &
 		;;
 	esac
 	fs_pid[$leg]=$!
@@ -818,7 +819,7 @@ if [ -n "${skipped[airlock]:-}" ]; then
 	airlock_line="airlock: not measured in this run (${skipped[airlock]//$repo\//})"
 else
 	airlock_version=$("$airlock" --version 2>/dev/null | head -n 1 || true)
-	airlock_line="airlock (\`airlock fs SRC MNT${policy:+ --policy $policy}\`, ${airlock_version:-airlock} at commit $commit)"
+	airlock_line="airlock (\`airlock fs${policy:+ --policy $policy} SRC MNT\`, ${airlock_version:-airlock} at commit $commit)"
 fi
 runs="$repeats runs"
 [ "$repeats" != 1 ] || runs="one run"
