@@ -420,7 +420,8 @@ bursts = [
     ]),
     ("python", "Python venv", [
         ("venv", "`python3 -m venv` (ensurepip: pip, setuptools)"),
-        ("pip", "`pip install --no-index` (%s)" % ", ".join(wheels.split())),
+        ("pip", "`pip install --no-index` (%s)"
+         % ", ".join("%s %s" % tuple(w.split("-")[:2]) for w in wheels.split())),
     ]),
 ]
 order = [b[0] for b in bursts]
