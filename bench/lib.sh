@@ -65,3 +65,60 @@ bench_install()
 	done
 	bench_apt "${missing[@]}"
 }
+
+# bench_apt_source PKG DIR: fetches the Debian source package PKG of this machine's own release
+# (the suite and archive its apt sources name for main) and unpacks it into DIR/PKG. apt keeps a
+# private state in DIR/apt (the machine's apt configuration is not changed) and checks the signed
+# Sources index and the files' hashes, as for any source package. Prints the version fetched.
+bench_apt_source()
+{
+	local pkg=$1 dir=$2 archive suite version dsc
+	local apt=$dir/apt
+
+	read -r archive suite < <(apt-get indextargets --format '$(TARGET_OF) $(COMPONENT) $(REPO_URI) $(CODENAME)' 2>/dev/null |
+		awk '$1 == "deb" && $2 == "main" && $3 !~ /security/ && $4 !~ /-/ { print $3, $4; exit }')
+	if [ -z "${archive:-}" ] || [ -z "${suite:-}" ]; then
+		log "no Debian archive in this machine's apt sources: cannot fetch $pkg's source"
+		return 1
+	fi
+	rm -rf "$apt" "${dir:?}/$pkg"
+	mkdir -p "$apt/sources" "$apt/lists/partial" "$apt/cache/archives/partial" "$dir/src"
+	printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\n' "$archive" "$suite" \
+		>"$apt/sources/$pkg.sources"
+	local aptopts=(-q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/sources"
+		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
+	apt-get "${aptopts[@]}" update >"$apt/log" 2>&1 || { cat "$apt/log" >&2; return 1; }
+	version=$(apt-cache "${aptopts[@]}" showsrc "$pkg" | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+	[ -n "$version" ] || { log "$suite has no source package $pkg"; return 1; }
+	(cd "$dir/src" && apt-get "${aptopts[@]}" source --download-only "$pkg=$version") \
+		>>"$apt/log" 2>&1 || { cat "$apt/log" >&2; return 1; }
+	dsc=$(find "$dir/src" -maxdepth 1 -name "${pkg}_*.dsc" | head -n 1)
+	(cd "$dir/src" && dpkg-source -x "$dsc" "../$pkg") >>"$apt/log" 2>&1 ||
+		{ cat "$apt/log" >&2; return 1; }
+	echo "$version"
+}
+
+# bench_bwrap_args: sets the array bwrap_args to bubblewrap doing what `airlock run` does for its
+# command (as bench/launch.sh measures it): every namespace, a read-only root with /usr and the
+# /bin /lib* /sbin links (or binds) as on the host, the same minimal /etc, a new /proc, a minimal
+# /dev, a private /tmp, the hostname, no capabilities, a new session. Not included: seccomp,
+# cgroup limits, landlock. The caller adds the workspace (--bind DIR /workspace) and the command.
+bench_bwrap_args()
+{
+	local d f
+
+	bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --hostname airlock
+		--ro-bind /usr /usr)
+	for d in bin sbin lib lib32 lib64 libx32; do
+		if [ -L "/$d" ]; then
+			bwrap_args+=(--symlink "$(readlink "/$d")" "/$d")
+		elif [ -d "/$d" ]; then
+			bwrap_args+=(--ro-bind "/$d" "/$d")
+		fi
+	done
+	bwrap_args+=(--dir /etc)
+	for f in passwd group hosts resolv.conf nsswitch.conf ld.so.cache ssl alternatives localtime; do
+		bwrap_args+=(--ro-bind-try "/etc/$f" "/etc/$f")
+	done
+	bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp)
+}

@@ -6,10 +6,12 @@
 #   scripts/dev.sh deps    only install the missing Debian packages
 #   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
 #   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap), bench/fs.sh
-#                          (the workspace filesystem against native ext4 and bindfs),
-#                          bench/broker.sh (resolve latency against an echo server) and
-#                          bench/proxy.sh (the egress proxy against direct, tinyproxy, squid)
-#                          and bench/exec.sh (airlock exec requests/s against bubblewrap)
+#                          (the workspace filesystem against native ext4, bindfs and libfuse's
+#                          passthrough_hp over io_uring), bench/broker.sh (resolve latency
+#                          against an echo server), bench/proxy.sh (the egress proxy against
+#                          direct, tinyproxy, squid), bench/exec.sh (airlock exec requests/s
+#                          against bubblewrap) and bench/agent.sh (an agent's bursts: clone and
+#                          build, node_modules, a venv; against native and bubblewrap)
 #
 # `test` builds build/ (gcc, -Dwerror=true) and runs the unit, fuzz, lint and root suites;
 # build-asan/ (ASan + UBSan) and runs unit, fuzz and root; with clang, build-fuzz/ (libFuzzer)
@@ -226,6 +228,7 @@ cmd_bench()
 	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
 	AIRLOCK=$repo/build/cli/airlock bench/proxy.sh
 	AIRLOCK=$repo/build/cli/airlock bench/exec.sh
+	AIRLOCK=$repo/build/cli/airlock bench/agent.sh
 }
 
 # ---- test ----
