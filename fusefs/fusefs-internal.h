@@ -97,6 +97,7 @@ enum fusefs_git_check {
 	FUSEFS_GIT_CHECK_GITDIR,    /* a worktree's gitdir: the PATH of its ".git" file */
 	FUSEFS_GIT_CHECK_TODO,	    /* a rebase's or a sequencer's todo list */
 	FUSEFS_GIT_CHECK_STRATEGY,  /* rebase-merge/strategy: a merge strategy's name */
+	FUSEFS_GIT_CHECK_HEAD,	    /* a HEAD outside git's folders: not one git would take */
 };
 
 /* Where a checked file lies: its folder (workspace-relative), and the workspace's host path and
@@ -121,6 +122,9 @@ int fusefs_git_check(enum fusefs_git_check kind, const char *text, size_t len,
  * below it; a path whose parent is hidden is hidden. WRITE implies READ. The root "" is always
  * at least TRAVERSE. */
 unsigned fusefs_rules_decide(const struct fusefs_rules *r, const char *path, bool is_dir);
+
+/* Whether path is a git folder (".git", a bare "NAME.git") or lies in one. */
+bool fusefs_rules_in_git(const char *path);
 
 /* Whether writes to the file at path are content-checked (FUSEFS_ACCESS_CHECKED): such a file
  * is written only through the daemon (no passthrough), to a copy that replaces it once checked. */

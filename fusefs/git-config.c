@@ -312,10 +312,10 @@ static bool check_value(struct cursor *c, char *buf, size_t size)
 
 enum value_rule {
 	VALUE_ANY,
-	VALUE_URL,	    /* no remote helper ("name::address"), no leading '-' */
-	VALUE_UPDATE,	    /* submodule.*.update: a mode git runs nothing for */
-	VALUE_IN_WORKSPACE, /* core.worktree: a folder of the workspace */
-	VALUE_STRATEGY,	    /* a merge strategy git has built in */
+	VALUE_URL,	/* no remote helper ("name::address"), no leading '-' */
+	VALUE_UPDATE,	/* submodule.*.update: a mode git runs nothing for */
+	VALUE_WORKTREE, /* core.worktree: a submodule's work tree (git-config.c) */
+	VALUE_STRATEGY, /* a merge strategy git has built in */
 };
 
 /* Settings that make git run nothing of the file's and lead it nowhere outside the workspace.
@@ -334,7 +334,7 @@ static const struct {
     {"core.eol"},
     {"core.safecrlf"},
     {"core.symlinks"},
-    {"core.worktree", VALUE_IN_WORKSPACE},
+    {"core.worktree", VALUE_WORKTREE},
     {"core.quotepath"},
     {"core.abbrev"},
     {"core.compression"},
@@ -346,7 +346,6 @@ static const struct {
     {"core.trustctime"},
     {"core.sparsecheckout"},
     {"core.sparsecheckoutcone"},
-    {"core.sharedrepository"},
     {"core.protecthfs"},
     {"core.protectntfs"},
     {"core.warnambiguousrefs"},
@@ -496,12 +495,19 @@ static bool git_check_path(const struct fusefs_git_where *where, const char *val
 }
 
 /* Does the workspace-relative path have a ".git" component? All below one is checked alike. */
+/* Is the component s (l bytes) a git folder's name: ".git", or a bare repository's "NAME.git"
+ * (case-insensitive: a folder on a casefold file system answers to any spelling)? */
+static bool git_folder_name(const char *s, size_t l)
+{
+	return l >= 4 && strncasecmp(s + l - 4, ".git", 4) == 0;
+}
+
 static bool path_in_git_folder(const char *path)
 {
 	for (const char *s = path; *s;) {
 		size_t l = strcspn(s, "/");
 
-		if (l == 4 && memcmp(s, ".git", 4) == 0)
+		if (git_folder_name(s, l))
 			return true;
 		s += l;
 		s += *s == '/';
@@ -528,8 +534,15 @@ static bool value_is_allowed(enum value_rule rule, const char *value,
 	case VALUE_UPDATE:
 		return streq(value, "checkout") || streq(value, "rebase") ||
 		       streq(value, "merge") || streq(value, "none");
-	case VALUE_IN_WORKSPACE:
-		return git_check_path(where, value, path, sizeof(path));
+	case VALUE_WORKTREE:
+		/* git writes it only in a submodule's git folder (.git/modules/NAME/config), as a
+		 * relative path to the submodule's folder. Host git checks files out there: it must
+		 * be a folder of the workspace that is no git folder and lies in none, or git would
+		 * write hooks (found by review: core.worktree = hooks). Links on its way are
+		 * checked where they are made (fusefs_rules_may_symlink()). */
+		return strstr(where->dir, "/modules/") && value[0] != '/' &&
+		       git_check_path(where, value, path, sizeof(path)) &&
+		       !path_in_git_folder(path);
 	case VALUE_STRATEGY:
 		for (size_t i = 0; i < ELEMENTSOF(git_strategies); i++)
 			if (streq(value, git_strategies[i]))
@@ -650,6 +663,15 @@ int fusefs_git_check(enum fusefs_git_check kind, const char *text, size_t len,
 		if (!one_line(text, len, line, sizeof(line)) ||
 		    !value_is_allowed(VALUE_STRATEGY, line, where))
 			return refuse(why, size, "a strategy git has not built in");
+		return 0;
+	case FUSEFS_GIT_CHECK_HEAD:
+		/* git's validate_headref(): "ref:" or an object id makes its folder a git folder,
+		 * whose config and hooks nothing checks outside ".git" and "NAME.git" folders. */
+		while (len > 0 && isspace((unsigned char)*text))
+			text++, len--;
+		if ((len >= 4 && memcmp(text, "ref:", 4) == 0) ||
+		    (len >= 40 && strspn(text, "0123456789abcdefABCDEF") >= 40))
+			return refuse(why, size, "a git HEAD outside a .git or NAME.git folder");
 		return 0;
 	case FUSEFS_GIT_CHECK_GITFILE:
 		if (!one_line(text, len, line, sizeof(line)) ||

@@ -207,11 +207,20 @@ static void apply_umask(fuse_req_t req)
 
 /* The mode a file is given, without set-id bits when the filesystem strips them (a folder keeps
  * set-group-ID: it only makes new entries inherit the folder's group). */
-static mode_t safe_mode(const struct fusefs *fs, mode_t mode)
+/* The mode a sandbox may give what lies at path: no set-user-ID (nor set-group-ID but on
+ * folders), never writable by every user of the host (but a sticky folder, as /tmp), and in a
+ * git folder not by the group either: another local user must not be handed what git runs or
+ * reads (found by review: chmod 777 .git/hooks, then any user adds a hook). */
+static mode_t safe_mode(const struct fusefs *fs, const char *path, mode_t mode)
 {
 	if (!fs->strip_setid)
 		return mode;
-	return mode & ~(mode_t)(S_ISUID | (S_ISDIR(mode) ? 0 : S_ISGID));
+	mode &= ~(mode_t)(S_ISUID | (S_ISDIR(mode) ? 0 : S_ISGID));
+	if (fusefs_rules_in_git(path))
+		mode &= ~(mode_t)(S_IWGRP | S_IWOTH | S_ISVTX);
+	else if (!(S_ISDIR(mode) && (mode & S_ISVTX))) /* a sticky folder: as /tmp */
+		mode &= ~(mode_t)S_IWOTH;
+	return mode;
 }
 
 static void fill_entry(const struct fusefs *fs, struct fuse_entry_param *e, struct fusefs_inode *in,
@@ -467,8 +476,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	fd = get_fd_or_reply(req, in);
 	if (fd < 0)
 		return;
-	if (to_set & FUSE_SET_ATTR_MODE)
-		attr->st_mode = safe_mode(fs, (in->type & S_IFMT) | (attr->st_mode & 07777));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		char path[FUSEFS_PATH_MAX];
+
+		if (fusefs_path(fs, in, NULL, path, sizeof(path)) < 0)
+			path[0] = '\0';
+		attr->st_mode = safe_mode(fs, path, (in->type & S_IFMT) | (attr->st_mode & 07777));
+	}
 	r = set_attrs(fs, in, fd, attr, to_set, fi);
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
@@ -601,9 +615,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	if (link)
 		r = RET_NERRNO(symlinkat(link, pfd, name));
 	else if (S_ISDIR(mode))
-		r = RET_NERRNO(mkdirat(pfd, name, safe_mode(fs, mode) & 07777));
+		r = RET_NERRNO(mkdirat(pfd, name, safe_mode(fs, path, mode) & 07777));
 	else
-		r = RET_NERRNO(mknodat(pfd, name, safe_mode(fs, mode), rdev));
+		r = RET_NERRNO(mknodat(pfd, name, safe_mode(fs, path, mode), rdev));
 	if (r < 0) {
 		fusefs_inode_put_fd(fs, parent);
 		fuse_reply_err(req, -r);
@@ -926,7 +940,7 @@ static int create_file(struct fusefs *fs, int pfd, const char *name, int flags, 
 
 	for (unsigned tries = 0; tries < 8; tries++) {
 		fd = openat(pfd, name, open_flags(fs, flags) | O_CREAT | O_EXCL | O_NOFOLLOW,
-			    safe_mode(fs, S_IFREG | (mode & 07777)) & 07777);
+			    mode & 07777);
 		if (fd >= 0) {
 			*ret_created = true;
 			return fd;
@@ -967,7 +981,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, m
 	/* A content-checked name is made empty, or kept as it is; what is written goes to a
 	 * checked copy. */
 	checked = fusefs_rules_content_checked(fs->rules, path);
-	fd = create_file(fs, pfd, name, checked ? fi->flags & ~O_TRUNC : fi->flags, mode, &created);
+	fd = create_file(fs, pfd, name, checked ? fi->flags & ~O_TRUNC : fi->flags,
+			 safe_mode(fs, path, S_IFREG | (mode & 07777)), &created);
 	if (fd >= 0 && checked) {
 		int made = fd;
 

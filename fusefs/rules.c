@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -43,6 +44,10 @@ static const struct {
      * modules/NAME, a worktree's worktrees/NAME). The rest of .git is git's to write; what in
      * it git reads as settings or paths is content-checked instead (git_check_kind()). */
     {".git/hooks/**", "**/.git/**/hooks/*/**", true},
+    /* A bare repository's (NAME.git, as git clone --bare and git init --bare name them): a
+     * push to it from the host runs them. A HEAD git would take is refused outside these
+     * folders, so no other folder is a git folder (git_check_kind()). */
+    {"*.git/hooks/**", "**/*.git/**/hooks/*/**", true},
     {".envrc", "**/.envrc"},
     {".bashrc", "**/.bashrc"},
     {".profile", "**/.profile"},
@@ -246,7 +251,14 @@ static bool is_hook_sample(const char *path)
 	return l > 7 && streq(base + 1 + l - 7, ".sample");
 }
 
-/* Is path strictly below a ".git" component? */
+/* Is the component s (l bytes) a git folder's name: ".git", or a bare repository's "NAME.git"
+ * (case-insensitive, for casefold folders)? */
+static bool is_git_folder_name(const char *s, size_t l)
+{
+	return l >= 4 && strncasecmp(s + l - 4, ".git", 4) == 0;
+}
+
+/* Is path strictly below a git folder? */
 static bool is_below_git(const char *path)
 {
 	for (const char *s = path;;) {
@@ -254,10 +266,23 @@ static bool is_below_git(const char *path)
 
 		if (s[l] == '\0')
 			return false;
-		if (l == 4 && memcmp(s, ".git", 4) == 0)
+		if (is_git_folder_name(s, l))
 			return true;
 		s += l + 1;
 	}
+}
+
+bool fusefs_rules_in_git(const char *path)
+{
+	for (const char *s = path; *s;) {
+		size_t l = strcspn(s, "/");
+
+		if (is_git_folder_name(s, l))
+			return true;
+		s += l;
+		s += *s == '/';
+	}
+	return false;
 }
 
 /* Which content check a file at path gets (protection on, not lifted). Below a .git folder the
@@ -280,7 +305,7 @@ static enum fusefs_git_check git_check_kind(const char *path, bool is_dir)
 	if (streq(base, ".git"))
 		return FUSEFS_GIT_CHECK_GITFILE;
 	if (!is_below_git(path))
-		return FUSEFS_GIT_CHECK_NONE;
+		return streq(base, "HEAD") ? FUSEFS_GIT_CHECK_HEAD : FUSEFS_GIT_CHECK_NONE;
 	if (streq(base, "config") || streq(base, "config.worktree"))
 		return FUSEFS_GIT_CHECK_CONFIG;
 	if (streq(base, "commondir"))
@@ -355,7 +380,11 @@ bool fusefs_rules_may_symlink(const struct fusefs_rules *rules, const char *path
 	base = base ? base + 1 : path;
 	if (!rules->protect || write_names(rules, path))
 		return true;
-	if (streq(base, ".git"))
+	if (streq(base, ".git") || streq(base, "HEAD"))
+		return false;
+	/* A link to a git folder would let what git writes through a path of the workspace
+	 * (a submodule's core.worktree) land in it (found by review). */
+	if (target && fusefs_rules_in_git(target))
 		return false;
 	if (!is_below_git(path))
 		return true;

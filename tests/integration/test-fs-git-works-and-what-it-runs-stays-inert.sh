@@ -147,6 +147,41 @@ done
 git -C "$WS/a/b/c/r" -c protocol.file.allow=always submodule update -q 2>/dev/null
 assert_false "the host's git ran nothing of the sandbox's" test -e "$proof"
 
+# ---- the red team's ways round it (second review) ----
+# core.worktree leading the host's checkout into .git/hooks, or through a link made for it
+mkdir -p "$WS/rt1"
+git -C "$WS/rt1" init -q -b main
+git -C "$WS/rt1" -c user.email=a@b -c user.name=a commit -q --allow-empty -m init
+sb_git "cd rt1 && git checkout -q -b feature
+h=\$(printf '#!/bin/sh\ntouch $proof\n' | git hash-object -w --stdin)
+git update-index --add --cacheinfo 100755,\$h,post-checkout && git commit -qm agent && git checkout -q main
+git config core.worktree hooks && echo accepted-hooks
+git config core.worktree . && echo accepted-dot
+ln -s .git/hooks lnk && echo made-link; ln -s ../rt1/.GIT lnk2 && echo made-link2
+echo done"
+assert_eq done "$AL_OUT" "core.worktree and links to git folders are refused"
+assert_eq "" "$(git -C "$WS/rt1" config --get core.worktree)" "the host's config has no core.worktree"
+git -C "$WS/rt1" checkout -q feature 2>/dev/null
+assert_false "the host's checkout of the agent's branch ran no hook" test -e "$proof"
+# modes that would hand git's folders to another local user
+sb_git "cd rt1 && chmod 777 .git .git/hooks . ; chmod 666 .git/config; echo done"
+assert_eq "drwxr-xr-x drwxr-xr-x" "$(stat -c %A "$WS/rt1/.git" "$WS/rt1/.git/hooks" | tr '\n' ' ' | sed 's/ $//')" \
+	"git's folders are never made group- or world-writable"
+assert_eq "-rw-r--r--" "$(stat -c %A "$WS/rt1/.git/config")" "nor its config"
+assert_eq "drwxrwxr-x" "$(stat -c %A "$WS/rt1")" "and no folder is made world-writable"
+# a bare repository made where the checks do not look: a HEAD git would take is refused
+# outside .git and NAME.git folders; in NAME.git the config is checked and the hooks protected
+mkdir -p "$WS/rt3"
+sb_git "cd rt3 && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' >HEAD; printf '[core]\n\tfsmonitor = touch $proof\n' >config
+g init -q --bare b.git && (printf '#!/bin/sh\ntouch $proof\n' >b.git/hooks/post-receive || echo hook-refused)
+git config -f b.git/config core.fsmonitor 'touch $proof' || echo config-refused"
+assert_contains "$AL_OUT" "hook-refused" "a bare NAME.git's hooks are protected"
+assert_contains "$AL_OUT" "config-refused" "and its config checked"
+assert_not_contains "$(cat "$WS/rt3/HEAD" 2>/dev/null)" "ref:" "no HEAD git would take lies outside git's folders"
+git -C "$WS/rt3" status >/dev/null 2>&1
+git -C "$WS/rt3/b.git" status >/dev/null 2>&1
+assert_false "the host's git in those folders ran nothing" test -e "$proof"
+
 # ---- workspace.protect=false lifts every protected entry and check (a tier 4 policy) ----
 write_policy "$IT_TMP/open.json" <<EOF2
 {"workspace": {"root": "$WS", "protect": false}}

@@ -14,16 +14,26 @@
 static const struct fusefs_git_where where = {
     .dir = "a/.git", .root = "/home/u/ws", .mount = "/workspace"};
 
-/* 0 when text passes as kind; else what was refused. */
-static const char *check(enum fusefs_git_check kind, const char *text)
+/* A submodule's git folder, where git writes core.worktree. */
+static const struct fusefs_git_where module = {
+    .dir = "a/.git/modules/s", .root = "/home/u/ws", .mount = "/workspace"};
+
+/* 0 when text passes as kind in at; else what was refused. */
+static const char *check_at(const struct fusefs_git_where *at, enum fusefs_git_check kind,
+			    const char *text)
 {
 	static char why[256];
 
 	why[0] = '\0';
-	if (fusefs_git_check(kind, text, strlen(text), &where, why, sizeof(why)) == 0)
+	if (fusefs_git_check(kind, text, strlen(text), at, why, sizeof(why)) == 0)
 		return NULL;
 	assert_true(why[0] != '\0');
 	return why;
+}
+
+static const char *check(enum fusefs_git_check kind, const char *text)
+{
+	return check_at(&where, kind, text);
 }
 
 #define ALLOWED(kind, text) assert_null(check(kind, text))
@@ -85,12 +95,46 @@ static void test_config_values_are_checked_where_they_lead(void **state)
 	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[remote \"o\"]\nurl = -oProxyCommand=x\n",
 		"remote.o.url");
 	ALLOWED(FUSEFS_GIT_CHECK_CONFIG, "[remote \"o\"]\nurl = https://example.com/x.git\n");
-	ALLOWED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../..\n");
-	ALLOWED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = /workspace/a\n");
-	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../../..\n", "core.worktree");
-	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = /home/u\n", "core.worktree");
-	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = x/../../../..\n", "core.worktree");
+	/* core.worktree: only a submodule's, to a folder of the workspace outside git's (found by
+	 * review: "worktree = hooks" made the host's checkout write a hook) */
+	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../..\n", "core.worktree");
+	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = hooks\n", "core.worktree");
+	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = /workspace/a\n", "core.worktree");
+	assert_null(check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../../../s\n"));
+	assert_string_equal(
+	    check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = hooks\n"),
+	    "core.worktree");
+	assert_string_equal(
+	    check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../../../.git\n"),
+	    "core.worktree");
+	assert_string_equal(
+	    check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../../../o.GIT/x\n"),
+	    "core.worktree");
+	assert_string_equal(
+	    check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = /workspace/s\n"),
+	    "core.worktree");
+	assert_string_equal(
+	    check_at(&module, FUSEFS_GIT_CHECK_CONFIG, "[core]\nworktree = ../../../../..\n"),
+	    "core.worktree");
+	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[core]\nsharedRepository = 0777\n",
+		"core.sharedrepository");
 	REFUSED(FUSEFS_GIT_CHECK_CONFIG, "[options]\nstrategy = ../x\n", "options.strategy");
+}
+
+/* A HEAD git would take makes its folder a git folder: outside ".git" and "NAME.git" folders
+ * (the only kind whose config is checked), it is refused (found by review: a bare repository
+ * made at the workspace's root ran core.fsmonitor on the host). */
+static void test_head_outside_git_folders_is_no_git_head(void **state)
+{
+	(void)state;
+	REFUSED(FUSEFS_GIT_CHECK_HEAD, "ref: refs/heads/main\n",
+		"a git HEAD outside a .git or NAME.git folder");
+	REFUSED(FUSEFS_GIT_CHECK_HEAD, "  ref:refs/x",
+		"a git HEAD outside a .git or NAME.git folder");
+	REFUSED(FUSEFS_GIT_CHECK_HEAD, "0123456789abcdef0123456789abcdef01234567\n",
+		"a git HEAD outside a .git or NAME.git folder");
+	ALLOWED(FUSEFS_GIT_CHECK_HEAD, "The head of the project\n");
+	ALLOWED(FUSEFS_GIT_CHECK_HEAD, "");
 }
 
 /* What git's parser reads differently, or refuses, is refused whole. */
@@ -156,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(test_config_keys_that_run_commands_are_refused),
 	    cmocka_unit_test(test_config_values_are_checked_where_they_lead),
 	    cmocka_unit_test(test_config_git_would_read_otherwise_is_refused),
+	    cmocka_unit_test(test_head_outside_git_folders_is_no_git_head),
 	    cmocka_unit_test(test_gitfile_must_lead_to_a_git_folder_of_the_workspace),
 	    cmocka_unit_test(test_todo_lists_hold_no_exec_line),
 	};
