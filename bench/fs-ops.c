@@ -42,7 +42,7 @@ static double now_us(void)
 static int one(const char *dir, enum op op, long i)
 {
 	static char buf[1024];
-	char path[4096];
+	char path[4096 + 32];
 	struct stat st;
 	int fd, r = 0;
 
@@ -85,7 +85,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fs-ops DIR [COUNT]\n");
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "%s/fs-ops", argv[1]);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/fs-ops", argv[1]) >= sizeof(dir)) {
+		fprintf(stderr, "fs-ops: %s: too long\n", argv[1]);
+		return 2;
+	}
 	if (mkdir(dir, 0755) < 0) {
 		fprintf(stderr, "fs-ops: mkdir %s: %s\n", dir, strerror(errno));
 		return 1;
