@@ -38,7 +38,7 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-/* One operation of kind op on file i; 0 or -1 (errno set). */
+/* One operation of kind op on file i: 0 or -errno. */
 static int one(const char *dir, enum op op, long i)
 {
 	static char buf[1024];
@@ -58,22 +58,26 @@ static int one(const char *dir, enum op op, long i)
 					     : O_RDONLY,
 			  0644);
 		if (fd < 0)
-			return -1;
+			return -errno;
 		if (op == OPEN_WRITE && write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-			r = -1;
+			r = -EIO;
 		if (op == OPEN_READ && read(fd, buf, sizeof(buf)) < 0)
-			r = -1;
-		return close(fd) < 0 ? -1 : r;
+			r = -errno;
+		if (close(fd) < 0 && r == 0)
+			r = -errno;
+		return r;
 	case STAT:
-		return stat(path, &st);
+		return stat(path, &st) < 0 ? -errno : 0;
 	case STAT_MISSING:
-		return stat(path, &st) == 0 || errno != ENOENT ? -1 : 0;
+		if (stat(path, &st) == 0)
+			return -EEXIST;
+		return errno == ENOENT ? 0 : -errno;
 	case UNLINK:
-		return unlink(path);
+		return unlink(path) < 0 ? -errno : 0;
 	case OPS:
 		break;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int main(int argc, char **argv)
@@ -96,12 +100,15 @@ int main(int argc, char **argv)
 	for (enum op op = 0; op < OPS; op++) {
 		double t = now_us();
 
-		for (long i = 0; i < count; i++)
-			if (one(dir, op, i) < 0) {
+		for (long i = 0; i < count; i++) {
+			int r = one(dir, op, i);
+
+			if (r < 0) {
 				fprintf(stderr, "fs-ops: %s of file %ld: %s\n", names[op], i,
-					strerror(errno));
+					strerror(-r));
 				return 1;
 			}
+		}
 		printf("%s %.1f\n", names[op], (now_us() - t) / (double)count);
 	}
 	if (rmdir(dir) < 0) {

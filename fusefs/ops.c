@@ -198,15 +198,15 @@ static int check_write_name(fuse_req_t req, struct fusefs_inode *parent, const c
 static void apply_umask(fuse_req_t req)
 {
 	static _Thread_local bool own_fs;
+	static _Thread_local mode_t current = (mode_t)-1; /* this thread's umask, once set */
+	mode_t want = fuse_req_ctx(req)->umask;
 
 	if (!own_fs)
 		own_fs = unshare(CLONE_FS) == 0;
-	if (own_fs)
-		(void)umask(fuse_req_ctx(req)->umask);
+	if (own_fs && want != current) /* the same caller asks with the same umask, mostly */
+		(void)umask(current = want);
 }
 
-/* The mode a file is given, without set-id bits when the filesystem strips them (a folder keeps
- * set-group-ID: it only makes new entries inherit the folder's group). */
 /* The mode a sandbox may give what lies at path: no set-user-ID (nor set-group-ID but on
  * folders), never writable by every user of the host (but a sticky folder, as /tmp), and in a
  * git folder not by the group either: another local user must not be handed what git runs or
