@@ -502,7 +502,7 @@ static bool git_folder_name(const char *s, size_t l)
 	return l >= 4 && strncasecmp(s + l - 4, ".git", 4) == 0;
 }
 
-static bool path_in_git_folder(const char *path)
+bool fusefs_rules_in_git(const char *path)
 {
 	for (const char *s = path; *s;) {
 		size_t l = strcspn(s, "/");
@@ -542,7 +542,7 @@ static bool value_is_allowed(enum value_rule rule, const char *value,
 		 * checked where they are made (fusefs_rules_may_symlink()). */
 		return strstr(where->dir, "/modules/") && value[0] != '/' &&
 		       git_check_path(where, value, path, sizeof(path)) &&
-		       !path_in_git_folder(path);
+		       !fusefs_rules_in_git(path);
 	case VALUE_STRATEGY:
 		for (size_t i = 0; i < ELEMENTSOF(git_strategies); i++)
 			if (streq(value, git_strategies[i]))
@@ -676,12 +676,12 @@ int fusefs_git_check(enum fusefs_git_check kind, const char *text, size_t len,
 	case FUSEFS_GIT_CHECK_GITFILE:
 		if (!one_line(text, len, line, sizeof(line)) ||
 		    !(value = startswith(line, "gitdir: ")) ||
-		    !git_check_path(where, value, path, sizeof(path)) || !path_in_git_folder(path))
+		    !git_check_path(where, value, path, sizeof(path)) || !fusefs_rules_in_git(path))
 			return refuse(why, size, "gitdir: not a git folder of the workspace");
 		return 0;
 	case FUSEFS_GIT_CHECK_COMMONDIR:
 		if (!one_line(text, len, line, sizeof(line)) ||
-		    !git_check_path(where, line, path, sizeof(path)) || !path_in_git_folder(path))
+		    !git_check_path(where, line, path, sizeof(path)) || !fusefs_rules_in_git(path))
 			return refuse(why, size, "not a git folder of the workspace");
 		return 0;
 	case FUSEFS_GIT_CHECK_GITDIR:

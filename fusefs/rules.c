@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -251,38 +250,17 @@ static bool is_hook_sample(const char *path)
 	return l > 7 && streq(base + 1 + l - 7, ".sample");
 }
 
-/* Is the component s (l bytes) a git folder's name: ".git", or a bare repository's "NAME.git"
- * (case-insensitive, for casefold folders)? */
-static bool is_git_folder_name(const char *s, size_t l)
-{
-	return l >= 4 && strncasecmp(s + l - 4, ".git", 4) == 0;
-}
-
 /* Is path strictly below a git folder? */
 static bool is_below_git(const char *path)
 {
-	for (const char *s = path;;) {
-		size_t l = strcspn(s, "/");
+	const char *slash = strrchr(path, '/');
+	char parent[FUSEFS_PATH_MAX];
 
-		if (s[l] == '\0')
-			return false;
-		if (is_git_folder_name(s, l))
-			return true;
-		s += l + 1;
-	}
-}
-
-bool fusefs_rules_in_git(const char *path)
-{
-	for (const char *s = path; *s;) {
-		size_t l = strcspn(s, "/");
-
-		if (is_git_folder_name(s, l))
-			return true;
-		s += l;
-		s += *s == '/';
-	}
-	return false;
+	if (!slash || (size_t)(slash - path) >= sizeof(parent))
+		return false;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = '\0';
+	return fusefs_rules_in_git(parent);
 }
 
 /* Which content check a file at path gets (protection on, not lifted). Below a .git folder the
