@@ -104,7 +104,7 @@ static void uring_enable(void)
 		log_debug_errno(-errno, "Turning on FUSE over io_uring failed: %m");
 		return;
 	}
-	log_info("FUSE over io_uring turned on (%s: 1)", URING_PARAM);
+	log_notice("FUSE over io_uring turned on (%s: 1)", URING_PARAM);
 }
 
 void fusefs_features(struct fusefs_features *ret)
