@@ -363,25 +363,57 @@ void launcher_tree_empty(int dir, int depth, size_t *steps)
 		;
 }
 
-/* Opens (creating it if need be) the folder name in dir, never through a link. */
-static int open_or_make_dir(int dir, const char *name)
+/* Opens (creating it if need be, *ret_made says so) the folder name in dir, never through a
+ * link. */
+static int open_or_make_dir(int dir, const char *name, bool *ret_made)
 {
 	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
+	*ret_made = false;
 	if (fd >= 0 || errno != ENOENT)
 		return fd >= 0 ? fd : -errno;
-	if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST)
+	if (mkdirat(dir, name, 0755) == 0)
+		*ret_made = true;
+	else if (errno != EEXIST)
 		return -errno;
 	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd >= 0 ? fd : -errno;
 }
 
+static int place(int root, const struct launcher_file *f, size_t *made_from, struct al_error *err);
+
+/* A file that could not be placed leaves nothing: the folders made for it go too (found when
+ * git's folders became writable: a refused .git/hooks/pre-commit left .git/hooks behind). Only
+ * the sandbox's pid 1 runs here, before the program: nothing else makes or moves names. */
 int launcher_tree_place(int root, const struct launcher_file *f, struct al_error *err)
+{
+	char path[PATH_MAX];
+	size_t made_from = SIZE_MAX, n;
+	char *slash;
+	int r;
+
+	r = place(root, f, &made_from, err);
+	if (r >= 0 || made_from == SIZE_MAX)
+		return r;
+	n = strlen(f->name);
+	if (n >= sizeof(path))
+		return r;
+	memcpy(path, f->name, n + 1);
+	/* The deepest folder made, then each parent down to the first one made. */
+	while ((slash = strrchr(path, '/')) && (size_t)(slash - path) > made_from) {
+		*slash = '\0';
+		(void)unlinkat(root, path, AT_REMOVEDIR);
+	}
+	return r;
+}
+
+static int place(int root, const struct launcher_file *f, size_t *made_from, struct al_error *err)
 {
 	char name[NAME_MAX + 1];
 	_cleanup_close_ int dir = fcntl(root, F_DUPFD_CLOEXEC, 3), fd = -EBADF;
 	const char *p = f->name;
 	struct stat st;
+	bool made;
 	int r;
 
 	if (dir < 0)
@@ -395,10 +427,12 @@ int launcher_tree_place(int root, const struct launcher_file *f, struct al_error
 		name[n] = '\0';
 		if (p[n] == '\0')
 			break;
-		r = open_or_make_dir(dir, name);
+		r = open_or_make_dir(dir, name, &made);
 		if (r < 0)
 			return al_error_set_errno(err, r, "files: cannot make the folders of %s",
 						  f->name);
+		if (made && *made_from == SIZE_MAX)
+			*made_from = (size_t)(p - f->name);
 		(void)al_close(dir);
 		dir = r;
 		p += n + 1;

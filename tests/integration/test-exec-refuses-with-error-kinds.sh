@@ -88,7 +88,7 @@ for f in .git/hooks/pre-commit a/planted/evil.txt fifo; do
 	refused setup_failed "files" "a file at $f"
 done
 assert_eq "" "$(ls -A "$IT_TMP/victim")" "nothing was written through the link"
-assert_false "no hook was written" test -e "$IT_TMP/filesws/.git"
+assert_false "no hook was written, nor the folders made for it" test -e "$IT_TMP/filesws/.git"
 assert_false "nothing ran" test -e "$MARKER"
 
 # --policy-dir: the operator forwards requests that are not its own. A request may then only name a
