@@ -338,6 +338,12 @@ struct fusefs {
 	struct fusefs_conn conns[2];
 };
 
+/* The FUSE inode number of in: its address XOR fs->ino_key, the root's FUSE_ROOT_ID (1). */
+static inline uint64_t fusefs_ino(const struct fusefs *fs, const struct fusefs_inode *in)
+{
+	return in == &fs->root ? 1 : (uint64_t)((uintptr_t)in ^ fs->ino_key);
+}
+
 /* Finds or adds the inode of st, looked up as name in parent, and counts one kernel lookup.
  * fd is an O_PATH fd of it (consumed: kept in the cache or closed). */
 int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const char *name, int fd,

@@ -132,6 +132,30 @@ static bool may_pass(struct fusefs *fs, struct fusefs_inode *in, const struct st
 	return S_ISREG(st->st_mode) && !(fusefs_inode_access(fs, in) & FUSEFS_ACCESS_CHECKED);
 }
 
+/* Gives the kernel the new handle f (fusefs_inode_opened() done) of the host file st: passed
+ * through where it may be (never a copy: its content is checked at release), FOPEN_NOFLUSH but
+ * for a copy (op_flush()), replied to with the entry e for a create, else as an open. False when
+ * that failed: the handle is undone, the error replied if the request is still there. */
+static bool reply_handle(fuse_req_t req, struct file *f, const struct stat *st,
+			 struct fuse_file_info *fi, const struct fuse_entry_param *e)
+{
+	struct fusefs *fs = fs_of(req);
+	int r;
+
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->noflush = !f->copy;
+	r = fusefs_io_open(fs, req, f->in, f->fd, may_pass(fs, f->in, st) && !f->copy, fi, &f->io);
+	if (r >= 0 && (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == 0)
+		return true;
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	fusefs_io_release(fs, req, f->in, f->io);
+	fusefs_inode_closed(fs, f->in, -EBADF);
+	(void)al_close(f->fd);
+	free(f);
+	return false;
+}
+
 static int write_denied(struct fusefs *fs)
 {
 	return fs->any_writable ? -EACCES : -EROFS;
@@ -227,7 +251,7 @@ static void fill_entry(const struct fusefs *fs, struct fuse_entry_param *e, stru
 		       const struct stat *st)
 {
 	*e = (struct fuse_entry_param){
-	    .ino = (fuse_ino_t)((uintptr_t)in ^ fs->ino_key),
+	    .ino = fusefs_ino(fs, in),
 	    .attr = *st,
 	    .attr_timeout = CACHE_SEC,
 	    .entry_timeout = CACHE_SEC,
@@ -573,19 +597,9 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 	}
 	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .copy = copy};
 	fusefs_inode_opened(fs, in, &st);
-	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 1;
-	fi->noflush = !copy;
-	r = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, in, &st) && !copy, fi, &f->io);
-	if (r < 0 || fuse_reply_create(req, &e, fi) != 0) {
-		if (r < 0)
-			fuse_reply_err(req, -r);
-		fusefs_io_release(fs, req, in, f->io);
-		fusefs_inode_closed(fs, in, -EBADF);
-		(void)al_close(f->fd);
-		free(f);
+	if (!reply_handle(req, f, &st, fi, &e))
 		fusefs_inode_forget(fs, in, 1);
-	}
 }
 
 static void make_node(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
@@ -914,18 +928,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	*f = (struct file){.fd = file_fd, .pid = pid_of(req), .in = in, .copy = copy};
 	fusefs_inode_opened(fs, in, &st);
-	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = fusefs_inode_stamp(fs, in, &st, false);
-	fi->noflush = !copy;
-	r = fusefs_io_open(fs, req, in, file_fd, may_pass(fs, in, &st) && !copy, fi, &f->io);
-	if (r < 0 || fuse_reply_open(req, fi) != 0) {
-		if (r < 0)
-			fuse_reply_err(req, -r);
-		fusefs_io_release(fs, req, in, f->io);
-		fusefs_inode_closed(fs, in, -EBADF);
-		(void)al_close(f->fd);
-		free(f);
-	}
+	(void)reply_handle(req, f, &st, fi, NULL);
 }
 
 /* Opens name in pfd for flags, making it when it does not exist; *ret_created tells which, for
@@ -1069,9 +1073,7 @@ static fuse_ino_t commit_copy(fuse_req_t req, struct file *f, char *name, size_t
 	fuse_ino_t parent;
 
 	pthread_mutex_lock(&fs->lock);
-	parent = f->in->parent == &fs->root || !f->in->parent
-		     ? FUSE_ROOT_ID
-		     : (fuse_ino_t)((uintptr_t)f->in->parent ^ fs->ino_key);
+	parent = fusefs_ino(fs, f->in->parent ?: &fs->root);
 	(void)snprintf(name, size, "%s", f->in->name);
 	pthread_mutex_unlock(&fs->lock);
 	if (fusefs_path(fs, f->in, NULL, path, sizeof(path)) < 0 ||

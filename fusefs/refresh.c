@@ -25,11 +25,6 @@
 #include "common/log.h"
 #include "fusefs/fusefs-internal.h"
 
-static fuse_ino_t ino_of(const struct fusefs *fs, uintptr_t in)
-{
-	return in == (uintptr_t)&fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(in ^ fs->ino_key);
-}
-
 /* Expires (not invalidates) the kernel's entry of name in parent: libfuse 3.17 dropped the flag,
  * expiring is all its call does. */
 static int expire_entry(struct fuse_session *se, fuse_ino_t parent, const char *name)
@@ -79,10 +74,11 @@ static int expire_known(struct fusefs *fs, struct fuse_session *se)
 	r = fusefs_known_list(fs, &k, &n);
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		if (k[i].parent)
-			r = notified(expire_entry(se, ino_of(fs, k[i].parent), k[i].name));
+			r = notified(expire_entry(
+			    se, fusefs_ino(fs, (struct fusefs_inode *)k[i].parent), k[i].name));
 		if (r >= 0)
-			r = notified(fuse_lowlevel_notify_inval_inode(
-			    se, ino_of(fs, (uintptr_t)k[i].in), -1, 0));
+			r = notified(
+			    fuse_lowlevel_notify_inval_inode(se, fusefs_ino(fs, k[i].in), -1, 0));
 	}
 	if (k)
 		fusefs_known_free(fs, k, n);
