@@ -40,21 +40,8 @@ mkdir "$ws"
 # and the /bin /lib* /sbin links (or binds) as on the host, the same minimal /etc, a new /proc,
 # a minimal /dev, a private /tmp, the workspace, the hostname, no capabilities, a new session.
 # Not included: seccomp, cgroup limits, landlock (bwrap does not set those up by itself).
-bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --hostname airlock
-	--ro-bind /usr /usr)
-for d in bin sbin lib lib32 lib64 libx32; do
-	if [ -L "/$d" ]; then
-		bwrap_args+=(--symlink "$(readlink "/$d")" "/$d")
-	elif [ -d "/$d" ]; then
-		bwrap_args+=(--ro-bind "/$d" "/$d")
-	fi
-done
-bwrap_args+=(--dir /etc)
-for f in passwd group hosts resolv.conf nsswitch.conf ld.so.cache ssl alternatives localtime; do
-	bwrap_args+=(--ro-bind-try "/etc/$f" "/etc/$f")
-done
-bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
-	--remount-ro / /bin/true)
+bench_bwrap_args
+bwrap_args+=(--bind "$ws" /workspace --chdir /workspace --remount-ro / /bin/true)
 
 airlock_cmd="$airlock run -w $ws -- /bin/true"
 # With a network allow rule: the veth pair, the proxy netns and the egress proxy's process too
