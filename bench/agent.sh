@@ -30,26 +30,7 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export LC_ALL=C
 
-usage()
-{
-	echo "usage: bench/agent.sh [--quick]   (see the comment at the top of bench/agent.sh)"
-}
-
-quick=0
-for arg in "$@"; do
-	case $arg in
-	--quick) quick=1 ;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*)
-		echo "agent.sh: unknown argument: $arg" >&2
-		usage >&2
-		exit 2
-		;;
-	esac
-done
+bench_args agent.sh "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 airlock=${AIRLOCK:-$repo/build/cli/airlock}

@@ -30,26 +30,7 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export LC_ALL=C
 
-usage()
-{
-	echo "usage: bench/fs.sh [--quick]   (see the comment at the top of bench/fs.sh)"
-}
-
-quick=0
-for arg in "$@"; do
-	case $arg in
-	--quick) quick=1 ;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*)
-		echo "fs.sh: unknown argument: $arg" >&2
-		usage >&2
-		exit 2
-		;;
-	esac
-done
+bench_args fs.sh "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 airlock=${AIRLOCK:-$repo/build/cli/airlock}

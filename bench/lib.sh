@@ -98,6 +98,30 @@ bench_apt_source()
 	echo "$version"
 }
 
+# bench_args NAME ARGS...: a bench script's arguments. --quick sets quick=1 (else 0), -h or
+# --help prints the usage line and exits 0, anything else is refused with it (exit 2).
+bench_args()
+{
+	local name=$1 arg usage
+	shift
+	usage="usage: bench/$name [--quick]   (see the comment at the top of bench/$name)"
+	quick=0
+	for arg in "$@"; do
+		case $arg in
+		--quick) quick=1 ;;
+		-h | --help)
+			echo "$usage"
+			exit 0
+			;;
+		*)
+			echo "$name: unknown argument: $arg" >&2
+			echo "$usage" >&2
+			exit 2
+			;;
+		esac
+	done
+}
+
 # bench_bwrap_args: sets the array bwrap_args to bubblewrap doing what `airlock run` does for its
 # command (as bench/launch.sh measures it): every namespace, a read-only root with /usr and the
 # /bin /lib* /sbin links (or binds) as on the host, the same minimal /etc, a new /proc, a minimal
