@@ -210,7 +210,7 @@ struct fuse_req;
 int fusefs_transport_choose(struct fusefs *fs, struct al_error *err);
 /* The libfuse option that asks for io_uring ("io_uring"), or NULL; turns the fuse module's
  * enable_uring on as root. */
-void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt);
+const char *fusefs_transport_option(struct fusefs *fs, bool secrets);
 /* Negotiates the connection's features at INIT (workspace: false for the credential files). */
 void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace);
 /* Decides how a new open of in (fd: the daemon's open of the host file) is served, into *ret,

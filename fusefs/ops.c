@@ -1643,9 +1643,8 @@ int fusefs_session_new(struct fusefs *fs, bool secrets, struct fuse_session **re
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fusefs_conn *c = &fs->conns[secrets];
 	struct fuse_session *se;
-	const char *opt;
+	const char *opt = fusefs_transport_option(fs, secrets);
 
-	fusefs_transport_args(fs, secrets, &opt);
 	if (opt) {
 		argv[args.argc++] = (char *)"-o";
 		argv[args.argc++] = (char *)opt;

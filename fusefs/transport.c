@@ -155,13 +155,12 @@ const char *fusefs_transport_name(enum fusefs_transport t)
 	return t == FUSEFS_TRANSPORT_URING ? "io_uring" : "/dev/fuse";
 }
 
-void fusefs_transport_args(struct fusefs *fs, bool secrets, const char **opt)
+const char *fusefs_transport_option(struct fusefs *fs, bool secrets)
 {
-	*opt = NULL;
 	if (!HAVE_URING || secrets || fs->uring == FUSEFS_URING_OFF)
-		return;
+		return NULL;
 	uring_enable();
-	*opt = "io_uring";
+	return "io_uring";
 }
 
 /* ---- INIT ---- */
