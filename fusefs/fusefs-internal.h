@@ -213,12 +213,19 @@ int fusefs_transport_choose(struct fusefs *fs, struct al_error *err);
 const char *fusefs_transport_option(struct fusefs *fs, bool secrets);
 /* Negotiates the connection's features at INIT (workspace: false for the credential files). */
 void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace);
+/* Whether an open may, or had better, pass through (ops.c decides, fusefs_io_open() obeys). */
+enum fusefs_pass {
+	FUSEFS_PASS_NEVER,  /* the daemon serves it: not a regular file, or a content-checked one */
+	FUSEFS_PASS_CACHED, /* better through the page cache, but may pass through */
+	FUSEFS_PASS_BEST,   /* better passed through */
+};
+
 /* Decides how a new open of in (fd: the daemon's open of the host file) is served, into *ret,
- * setting fi's backing_id: passthrough when may_pass and the inode is not open through the cache,
- * or when it is open on its backing file already (the kernel takes nothing else then; -EBUSY
- * when the open must not pass through). */
+ * setting fi's backing_id: passthrough when pass is FUSEFS_PASS_BEST and the inode is not open
+ * through the cache, or when it is open on its backing file already (the kernel takes nothing
+ * else then; -EBUSY when the open must not pass through). */
 int fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in, int fd,
-		   bool may_pass, struct fuse_file_info *fi, enum fusefs_io *ret);
+		   enum fusefs_pass pass, struct fuse_file_info *fi, enum fusefs_io *ret);
 /* Invalidates, after the current request's reply, the kernel's entry of name in parent, or (name
  * NULL) the attributes and pages of inode ino (transport.c: never from a handler directly). */
 struct fuse_session;
@@ -229,6 +236,9 @@ void fusefs_notify_stop(struct fusefs *fs);
 /* An open served as io ended. */
 void fusefs_io_release(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in,
 		       enum fusefs_io io);
+/* Whether the kernel asks, with this open, create or write, that set-user-ID and set-group-ID be
+ * dropped as the host's kernel would for the caller (fs->killpriv only). */
+bool fusefs_io_kill_suidgid(const struct fuse_file_info *fi);
 
 /* ---- the filesystem's state (fs.c) ---- */
 
@@ -325,6 +335,7 @@ struct fusefs {
 	uint64_t audited;	/* allowed accesses audited so far */
 	uint64_t denials[4096]; /* per hashed (operation, path): denials so far */
 	bool writeback;		/* the kernel caches writes: O_APPEND is its business */
+	bool killpriv;		/* the daemon drops set-user/group-ID on writes (KILLPRIV_V2) */
 	enum fusefs_uring uring;
 	bool passthrough_wanted;     /* libfuse can, and AIRLOCK_FS_PASSTHROUGH is not 0 */
 	bool passthrough;	     /* the workspace connection negotiated passthrough */

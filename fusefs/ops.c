@@ -123,13 +123,25 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-/* Whether an open of in, the host file st, may pass through to it (transport.c): a regular file
- * whose content the daemon does not check (its writes go to a copy, git-guard.c; and a read
- * would put the inode in the mode that keeps the copy's open from the daemon). The connection
- * has passthrough only where the daemon owes nothing per write. */
-static bool may_pass(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st)
+/* Files up to this size opened only for reading are served through the page cache: a read that
+ * passes through makes the kernel drop the file's atime, and so the next stat of it costs a round
+ * trip (a grep -r run again, a build reading its headers again), where pages kept in the cache
+ * cost nothing more after the first read, one round trip up to this size. docs/BENCHMARKS.md. */
+#define CACHED_READ_MAX (64 * 1024)
+
+/* How an open (flags) of in, the host file st, is best served (transport.c): never passed through
+ * but for a regular file whose content the daemon does not check (its writes go to a copy,
+ * git-guard.c; and a read would put the inode in the mode that keeps the copy's open from the
+ * daemon); a small file read through the cache. The connection has passthrough only where the
+ * daemon owes nothing per write. */
+static enum fusefs_pass pass_of(struct fusefs *fs, struct fusefs_inode *in, const struct stat *st,
+				int flags)
 {
-	return S_ISREG(st->st_mode) && !(fusefs_inode_access(fs, in) & FUSEFS_ACCESS_CHECKED);
+	if (!S_ISREG(st->st_mode) || (fusefs_inode_access(fs, in) & FUSEFS_ACCESS_CHECKED))
+		return FUSEFS_PASS_NEVER;
+	if (!wants_write(flags) && st->st_size <= CACHED_READ_MAX)
+		return FUSEFS_PASS_CACHED;
+	return FUSEFS_PASS_BEST;
 }
 
 /* Gives the kernel the new handle f (fusefs_inode_opened() done) of the host file st: passed
@@ -144,7 +156,9 @@ static bool reply_handle(fuse_req_t req, struct file *f, const struct stat *st,
 
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->noflush = !f->copy;
-	r = fusefs_io_open(fs, req, f->in, f->fd, may_pass(fs, f->in, st) && !f->copy, fi, &f->io);
+	r = fusefs_io_open(fs, req, f->in, f->fd,
+			   f->copy ? FUSEFS_PASS_NEVER : pass_of(fs, f->in, st, fi->flags), fi,
+			   &f->io);
 	if (r >= 0 && (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == 0)
 		return true;
 	if (r < 0)
@@ -245,6 +259,36 @@ static mode_t safe_mode(const struct fusefs *fs, const char *path, mode_t mode)
 	else if (!(S_ISDIR(mode) && (mode & S_ISVTX))) /* a sticky folder: as /tmp */
 		mode &= ~(mode_t)S_IWOTH;
 	return mode;
+}
+
+/* Drops set-user-ID, and set-group-ID where the group may execute, from the regular file at fd
+ * (any kind of fd; st its fstat()) where the host's kernel would for a sandbox's write, truncation
+ * or O_TRUNC open: the daemon's own writes keep them, since as root it holds CAP_FSETID. The
+ * kernel leaves this to the daemon once KILLPRIV_V2 is negotiated (transport.c, fs->killpriv);
+ * st is updated. */
+static int kill_suidgid(int fd, struct stat *st)
+{
+	mode_t kill = S_ISUID | ((st->st_mode & S_IXGRP) ? S_ISGID : 0);
+	char proc[32];
+
+	if (!S_ISREG(st->st_mode) || !(st->st_mode & kill))
+		return 0;
+	fd_path(fd, proc);
+	if (chmod(proc, st->st_mode & 07777 & ~kill) < 0)
+		return -errno;
+	st->st_mode &= ~kill;
+	return 0;
+}
+
+/* A write open that will pass through: the kernel's writes then never reach the daemon, so the
+ * privileges a write would drop are dropped at the open (docs/SECURITY.md). */
+static int kill_suidgid_at_open(struct fusefs *fs, struct fuse_file_info *fi, int fd,
+				struct stat *st)
+{
+	if (!fs->killpriv || !(fs->passthrough || fusefs_io_kill_suidgid(fi)) ||
+	    !wants_write(fi->flags))
+		return 0;
+	return kill_suidgid(fd, st);
 }
 
 static void fill_entry(const struct fusefs *fs, struct fuse_entry_param *e, struct fusefs_inode *in,
@@ -510,6 +554,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	r = set_attrs(fs, in, fd, attr, to_set, fi);
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
+	/* A truncation or a change of owner by the sandbox (KILLPRIV_V2's FATTR_KILL_SUIDGID). */
+	if (r >= 0 && fs->killpriv && (to_set & FUSE_SET_ATTR_KILL_SUID) &&
+	    !(to_set & FUSE_SET_ATTR_MODE))
+		r = kill_suidgid(fd, &st);
 	fusefs_inode_put_fd(fs, in);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -570,6 +618,8 @@ static void reply_made(fuse_req_t req, struct fusefs_inode *parent, int pfd, con
 		r = -errno;
 	if (r >= 0 && fstat(fd, &st) < 0)
 		r = -errno;
+	if (r >= 0 && fi && !copy)
+		r = kill_suidgid_at_open(fs, fi, fd, &st);
 	if (r >= 0)
 		r = fusefs_inode_remember(fs, parent, name, TAKE_FD(fd), &st, &in);
 	(void)al_close(fd);
@@ -914,6 +964,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fusefs_inode_put_fd(fs, in);
 	if (r >= 0 && fstat(file_fd, &st) < 0)
 		r = -errno;
+	if (r >= 0 && !copy)
+		r = kill_suidgid_at_open(fs, fi, file_fd, &st);
 	if (fs->audit) {
 		(void)fusefs_path(fs, in, NULL, path, sizeof(path));
 		fusefs_audit(fs, pid_of(req), "open", path, r,
@@ -1045,6 +1097,17 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 	if (fs->quota > 0 && fusefs_quota_charge(fs, (int64_t)size, true) < 0) {
 		fuse_reply_err(req, ENOSPC);
 		return;
+	}
+	if (fs->killpriv && fusefs_io_kill_suidgid(fi)) {
+		struct stat st;
+		int r = fstat(f->fd, &st) < 0 ? -errno : kill_suidgid(f->fd, &st);
+
+		if (r < 0) {
+			if (fs->quota > 0)
+				(void)fusefs_quota_charge(fs, -(int64_t)size, false);
+			fuse_reply_err(req, -r);
+			return;
+		}
 	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = f->fd;

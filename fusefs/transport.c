@@ -41,8 +41,10 @@
 #endif
 #if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
 #define HAVE_PASSTHROUGH 1
+#define HAVE_KILLPRIV_V2 1
 #else
 #define HAVE_PASSTHROUGH 0
+#define HAVE_KILLPRIV_V2 0
 #endif
 
 /* The first character of a small /sys or /proc file, or -errno. */
@@ -202,10 +204,19 @@ void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool 
 	/* Locks stay the kernel's: every process using them is behind this one mount. */
 	unwant(conn, FUSE_CAP_POSIX_LOCKS);
 	unwant(conn, FUSE_CAP_FLOCK_LOCKS);
+	/* The credential files: no cache of any kind (fs's flags are the workspace's). */
+	if (!workspace)
+		return;
 	fs->passthrough = false;
 	fs->writeback = false;
-	if (!workspace)
-		return; /* the credential files: no cache of any kind */
+#if HAVE_KILLPRIV_V2
+	/* Without it, the kernel asks for security.capability (GETXATTR) before every write to
+	 * learn whether the write must drop privileges: a round trip per write(). With it, the
+	 * daemon drops set-user-ID and set-group-ID itself (ops.c, kill_suidgid()), the kernel
+	 * asks once per inode, and a capability xattr is the host's to drop (it does, on any
+	 * write, whoever writes). */
+	fs->killpriv = want(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+#endif
 #if HAVE_URING
 	if (fs->uring != FUSEFS_URING_OFF)
 		(void)want(conn, FUSE_CAP_OVER_IO_URING);
@@ -228,8 +239,18 @@ void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool 
 
 /* ---- per open ---- */
 
+bool fusefs_io_kill_suidgid(const struct fuse_file_info *fi)
+{
+#if HAVE_KILLPRIV_V2
+	return fi->kill_suidgid;
+#else
+	(void)fi;
+	return false;
+#endif
+}
+
 int fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode *in, int fd,
-		   bool may_pass, struct fuse_file_info *fi, enum fusefs_io *ret)
+		   enum fusefs_pass pass, struct fuse_file_info *fi, enum fusefs_io *ret)
 {
 	enum fusefs_io io = FUSEFS_IO_CACHED;
 	int r = 0;
@@ -240,10 +261,10 @@ int fusefs_io_open(struct fusefs *fs, struct fuse_req *req, struct fusefs_inode 
 	pthread_mutex_lock(&fs->quota_lock);
 	/* While the inode is open on a backing file, the kernel takes no other kind of open of it
 	 * (EIO): the next one passes through too, or, when it must not, is refused. */
-	if (in->passthrough_opens > 0 && !may_pass) {
+	if (in->passthrough_opens > 0 && pass == FUSEFS_PASS_NEVER) {
 		r = -EBUSY;
 	} else if (in->passthrough_opens > 0 ||
-		   (may_pass && !fs->passthrough_failed && in->cached_opens == 0)) {
+		   (pass == FUSEFS_PASS_BEST && !fs->passthrough_failed && in->cached_opens == 0)) {
 #if HAVE_PASSTHROUGH
 		if (in->backing_id <= 0)
 			in->backing_id = fuse_passthrough_open(req, fd);

@@ -4,8 +4,11 @@
 # what they decided cannot be widened later: a file open for writing cannot be given a protected
 # or denied name, and goes on being written when its folder moves. mmap works on a passed-through
 # file, and the host's changes are read at once. A write the daemon does not see could pass a
-# quota: a workspace with a quota is served by the daemon alone, and the quota holds. Run in each
-# mode of the fs matrix: where the connection has no passthrough, every open is the daemon's.
+# quota: a workspace with a quota is served by the daemon alone, and the quota holds. A small file
+# opened only for reading is served from the page cache. A write that passes through drops
+# set-user-ID and set-group-ID as the host's kernel would (the daemon drops them at the open).
+# Run in each mode of the fs matrix: where the connection has no passthrough, every open is the
+# daemon's.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -49,8 +52,17 @@ def err(f):
 os.chdir("/workspace")
 what = sys.argv[1]
 if what == "free":
+    # A small file read only: the page cache (a passed-through read costs its next stat a
+    # round trip); a write open of it meanwhile is the daemon's too.
+    with open("small", "wb") as f:
+        f.write(b"s" * 4096)
+    r = os.open("small", os.O_RDONLY)
+    w = os.open("small", os.O_WRONLY)
+    print("small-opens", served(r), served(w))
+    os.close(w)
+    os.close(r)
     with open("data", "wb") as f:
-        f.write(b"a" * 8192)
+        f.write(b"a" * (128 << 10))
     r = os.open("data", os.O_RDONLY)
     print("read-open", served(r))
     w = os.open("data", os.O_RDWR)
@@ -76,6 +88,18 @@ if what == "free":
     with open("d2/data", "rb") as f:
         print("after-move", f.read()[100:105].decode())
     print("host-change", open("host.txt").read().strip())
+    # Set-user-ID and set-group-ID (with group execute) that the host left on files: a
+    # write, a truncation, an O_TRUNC open drop them.
+    for name, how in (("setid-w", "write"), ("setid-t", "truncate"), ("setid-o", "otrunc")):
+        if how == "write":
+            fd = os.open(name, os.O_WRONLY)
+            os.write(fd, b"y")
+            os.close(fd)
+        elif how == "truncate":
+            os.truncate(name, 1)
+        else:
+            os.close(os.open(name, os.O_WRONLY | os.O_TRUNC))
+        print("setid", how, oct(os.stat(name).st_mode & 0o7777))
 elif what == "quota":
     r = os.open("big", os.O_RDONLY | os.O_CREAT, 0o644)
     w = os.open("big", os.O_WRONLY)
@@ -94,9 +118,15 @@ elif what == "quota":
 EOF2
 mkdir -p "$WS/.git/hooks" "$WS/secret"
 echo "from the host" >"$WS/host.txt"
+for f in setid-w setid-t setid-o; do
+	head -c 100000 /dev/zero >"$WS/$f"
+	chmod 06777 "$WS/$f"
+done
 
 al_run run -p "$free" -- /usr/bin/python3 /workspace/pt.py free
 assert_eq 0 "$AL_RC" "the passthrough script ran without a quota"
+assert_contains "$AL_OUT" "small-opens 1 1" \
+	"a small file read only is served from the page cache, and a write open of it meanwhile too"
 assert_contains "$AL_OUT" "read-open $pass" "a read open is served as the connection allows ($pass)"
 assert_contains "$AL_OUT" "write-open $pass" "without a quota a write open too ($pass)"
 assert_contains "$AL_OUT" "read-back written mmapped" \
@@ -111,6 +141,13 @@ assert_contains "$AL_OUT" "rename-to-denied ENOENT" "nor moved into a denied fol
 assert_contains "$AL_OUT" "after-move moved" "after its folder moved, the open file is written"
 assert_contains "$AL_OUT" "host-change from the host" "the host's file is read as the host has it"
 assert_true "no hook was made" test ! -e "$WS/.git/hooks/pre-commit"
+for how in write truncate otrunc; do
+	assert_contains "$AL_OUT" "setid $how 0o777" \
+		"the sandbox's $how (otrunc: an open with O_TRUNC) drops set-user-ID and set-group-ID"
+done
+for f in setid-w setid-t setid-o; do
+	assert_eq 777 "$(stat -c %a "$WS/$f")" "the host's $f lost set-user-ID and set-group-ID"
+done
 assert_true "no .envrc was made" test ! -e "$WS/.envrc"
 
 al_run run -p "$quota" -- "$PROBE" fs-info /workspace/airlock-probe
