@@ -56,6 +56,8 @@ else
 	tree_mib=100
 	doc=${BENCH_DOC:-$repo/docs/BENCHMARKS.md}
 fi
+tree_max_files=0 # no limit but tree_mib, unless passthrough_hp's fd limit sets one
+scale_note=""
 case $repeats in
 '' | *[!0-9]* | 0)
 	echo "fs.sh: BENCH_REPEATS must be a positive number" >&2
@@ -338,6 +340,20 @@ done
 if [[ " ${legs[*]} " == *" passthrough_hp "* ]]; then
 	ph_setup
 	ph_probe_passthrough
+	# passthrough_hp holds a file descriptor for every inode the kernel knows. Where its limit
+	# cannot hold the small files or the tree, every leg gets fewer (the same for all, so the
+	# legs still compare in this run), rather than passthrough_hp sitting out those rows.
+	ph_room=$((ph_nofile - 1000))
+	if [ "$((nfiles + nfiles / 50))" -gt "$ph_room" ]; then
+		nfiles=$((ph_room * 9 / 10 / 1000 * 1000))
+		scale_note=" $(printf "%'d" "$nfiles") small files"
+	fi
+	if [ "$ph_room" -lt 40000 ]; then
+		tree_max_files=$((ph_room * 8 / 10 / 1000 * 1000))
+		scale_note="${scale_note:+$scale_note,} a tree of at most $(printf "%'d" "$tree_max_files") files"
+	fi
+	[ -z "$scale_note" ] ||
+		log "passthrough_hp may hold $(printf "%'d" "$ph_nofile") fds here, so:$scale_note"
 fi
 
 need_mib=$((${#legs[@]} * (seq_mib + (repeats + 2) * tree_mib * 2) + 256))
@@ -355,17 +371,19 @@ gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$smallfiles" "$repo/bench/fs-smallf
 tree_dirs=(/usr/lib/node_modules /usr/share/perl /usr/share/perl5 /usr/lib/python3.11
 	/usr/share/vim /usr/share/man /usr/lib/python3/dist-packages /usr/include)
 tarball=$base/src-tree-${tree_mib}M.tar
+[ "$tree_max_files" = 0 ] || tarball=$base/src-tree-${tree_mib}M-${tree_max_files}.tar
 if [ ! -s "$tarball" ]; then
 	log "building $tarball (once; kept for later runs)"
-	"$py" - "$tree_mib" "${tree_dirs[@]}" >"$run/tree.list" <<'EOF'
+	"$py" - "$tree_mib" "$tree_max_files" "${tree_dirs[@]}" >"$run/tree.list" <<'EOF'
 import os, stat, sys
 
 target = int(sys.argv[1]) << 20
-total = 0
+max_files = int(sys.argv[2]) or float("inf")
+total = files = 0
 out = sys.stdout.buffer
-for root in sys.argv[2:]:
+for root in sys.argv[3:]:
     for dirpath, dirnames, filenames in os.walk(os.fsencode(root)):
-        if total >= target:
+        if total >= target or files >= max_files:
             break
         dirnames[:] = sorted(d for d in dirnames
                              if d != b"__pycache__" and not d.startswith(b"config-"))
@@ -380,7 +398,8 @@ for root in sys.argv[2:]:
             elif not stat.S_ISLNK(st.st_mode):
                 continue
             out.write(path.lstrip(b"/") + b"\0")
-            if total >= target:
+            files += 1
+            if total >= target or files >= max_files:
                 break
 EOF
 	tar -cf "$tarball.tmp" --null --no-recursion --hard-dereference -C / -T "$run/tree.list"
@@ -513,6 +532,9 @@ small_files()
 
 untar()
 {
+	# The tree before is no longer needed (grep and git status use the last): removed through
+	# the mount, untimed, so that the kernel forgets its inodes (passthrough_hp's fds).
+	rm -rf "${mnt[$1]}/tree.$(($2 - 1))"
 	mkdir "${mnt[$1]}/tree.$2"
 	settle_for_create
 	cat "$tarball" >/dev/null
@@ -657,7 +679,7 @@ sync
 
 log "grep -r $grep_pattern, warm"
 tree=tree.$repeats
-grep_hits=$(grep -r -F -o -e "$grep_pattern" "${mnt[native]}/$tree" | wc -l)
+grep_hits=$({ grep -r -F -o -e "$grep_pattern" "${mnt[native]}/$tree" || [ $? = 1 ]; } | wc -l)
 on grep grep_warmup
 for rep in $(seq "$repeats"); do
 	on grep grep_timed
@@ -717,19 +739,19 @@ for line in open(path):
 size = "1 GiB" if seq_mib == "1024" else seq_mib + " MiB"
 # metric, label, unit, kind ("rate": higher is better; "time": lower is better), target
 rows = [
-    ("seq_write", "sequential write %s + fsync" % size, "MiB/s", "rate", 0.6),
+    ("seq_write", "sequential write %s + fsync" % size, "MiB/s", "rate", 0.85),
     ("seq_read_cold", "sequential read %s, cold" % size, "MiB/s", "rate", 0.9),
-    ("seq_read_warm", "sequential read %s, warm" % size, "MiB/s", "rate", 0.9),
-    ("randread", "random read 4 KiB, cached (fio psync, %s s)" % fio_s, "IOPS", "iops", 0.9),
-    ("small_create", "%s small files: create" % format(int(nfiles), ","), "s", "time", 8),
-    ("small_stat", "%s small files: stat" % format(int(nfiles), ","), "s", "time", 8),
-    ("small_read", "%s small files: read" % format(int(nfiles), ","), "s", "time", 8),
-    ("small_delete", "%s small files: delete" % format(int(nfiles), ","), "s", "time", 8),
-    ("untar", "untar (%s files, %s MB tar)" % (format(int(tree_files), ","), tree_mb), "s", "time", 8),
-    ("grep", "`grep -r %s`, warm (%s hits)" % (pattern, hits), "s", "time", 6),
-    ("git_status", "`git status`, warm (the untarred tree, one commit)", "s", "time", 3),
+    ("seq_read_warm", "sequential read %s, warm" % size, "MiB/s", "rate", 0.95),
+    ("randread", "random read 4 KiB, cached (fio psync, %s s)" % fio_s, "IOPS", "iops", 0.95),
+    ("small_create", "%s small files: create" % format(int(nfiles), ","), "s", "time", 4),
+    ("small_stat", "%s small files: stat" % format(int(nfiles), ","), "s", "time", 4),
+    ("small_read", "%s small files: read" % format(int(nfiles), ","), "s", "time", 4),
+    ("small_delete", "%s small files: delete" % format(int(nfiles), ","), "s", "time", 4),
+    ("untar", "untar (%s files, %s MB tar)" % (format(int(tree_files), ","), tree_mb), "s", "time", 4),
+    ("grep", "`grep -r %s`, warm (%s hits)" % (pattern, hits), "s", "time", 2.5),
+    ("git_status", "`git status`, warm (the untarred tree, one commit)", "s", "time", 1.5),
     ("git_status_repo", "`git status`, warm, a clone of this repository (%s files, %s commits)"
-     % (format(int(repo_files), ","), repo_commits), "s", "time", 3),
+     % (format(int(repo_files), ","), repo_commits), "s", "time", 1.5),
 ]
 
 def value(leg, metric, kind):
@@ -747,13 +769,14 @@ def show(v, unit):
     return "%.0f" % v
 
 print("| workload | native | bindfs | bindfs ÷ native | %s | passthrough_hp ÷ native "
-      "| airlock | airlock ÷ native | target | airlock |" % ph_label)
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+      "| airlock | airlock ÷ native | airlock ÷ passthrough_hp | target | airlock |" % ph_label)
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 order = [r[0] for r in rows]
 for i, (metric, label, unit, kind, target) in enumerate(rows):
     native = value("native", metric, kind)
     cells = [label, show(native, unit)]
     verdict = "not run"
+    got = {}
     for leg in ("bindfs", "passthrough_hp", "airlock"):
         if leg in failed and order.index(failed[leg]) <= i:
             cells += ["failed", "—"]
@@ -769,9 +792,15 @@ for i, (metric, label, unit, kind, target) in enumerate(rows):
         else:
             shown = "%.2f×" % ratio
         cells += [show(v, unit), shown]
+        got[leg] = v
         if leg == "airlock":
             ok = ratio <= target if kind == "time" else ratio >= target
             verdict = "pass" if ok else "**miss**"
+    # Against passthrough_hp: > 1 means airlock took longer (times) or did more (rates).
+    if "airlock" in got and got.get("passthrough_hp"):
+        cells.append("%.2f×" % (got["airlock"] / got["passthrough_hp"]))
+    else:
+        cells.append("—")
     cells.append(("≤ %g× slower" if kind == "time" else "≥ %g×") % target)
     cells.append(verdict)
     print("| " + " | ".join(cells) + " |")
@@ -820,7 +849,9 @@ as $(id -un). Every leg works in a folder of the same $fstype filesystem on $dev
 (${disk_info:-unknown disk}), under $base. Legs: native (a plain folder); $bindfs_line;
 $ph_line; $airlock_line. Each figure is the median of $runs, taken round-robin over the legs; ratios are
 to native from this same run (throughput and IOPS: leg ÷ native, higher is better; times: leg ÷
-native, × slower).$failed_text The run took $((elapsed / 60)) min $((elapsed % 60)) s; load average
+native, × slower).${scale_note:+ passthrough_hp may hold $ph_nofile file descriptors here (the
+hard limit, which this root may not raise) and holds one for every inode the kernel knows, so
+every leg got fewer files than in a full run (20,000 small files, a 100 MiB tree):$scale_note.}$failed_text The run took $((elapsed / 60)) min $((elapsed % 60)) s; load average
 before: $load_before, after: $load_after."
 body="## Workspace filesystem
 
@@ -853,7 +884,10 @@ $table
   averages) slows the FUSE legs far more than native: on this 2-core VM, bindfs's small-file
   and untar ratios went from about 4× to 15–35× while other sessions ran tests. Compare legs
   within one run, and runs made on a quiet machine.
-- Targets are those of issue 3, for airlock; a miss is reported, not failed on.
+- Targets are those of issue 15 (issue 3's for the cold read, which issue 15 does not name), for
+  airlock; a miss is reported, not failed on. Issue 15 also asks every row to be at least as good
+  as passthrough_hp's: the column before the target (times: below 1 is faster; rates: above 1
+  is more).
 
 Reproduce: \`scripts/dev.sh bench\` (or \`bench/fs.sh\`, which uses \`AIRLOCK=build/cli/airlock\` by
 default; \`bench/fs.sh --quick\` is a smoke run that only prints), as root.

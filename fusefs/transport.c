@@ -193,14 +193,21 @@ static void unwant(struct fuse_conn_info *conn, uint64_t flag)
 void fusefs_transport_init(struct fusefs *fs, struct fuse_conn_info *conn, bool workspace)
 {
 	static const uint64_t wanted[] = {
-	    FUSE_CAP_SPLICE_WRITE,   FUSE_CAP_SPLICE_MOVE,	FUSE_CAP_SPLICE_READ,
-	    FUSE_CAP_READDIRPLUS,    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS,
-	    FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_ATOMIC_O_TRUNC,	FUSE_CAP_ASYNC_READ,
-	    FUSE_CAP_DONT_MASK,	     FUSE_CAP_IOCTL_DIR,
+	    FUSE_CAP_SPLICE_WRITE,     FUSE_CAP_SPLICE_MOVE,	 FUSE_CAP_READDIRPLUS,
+	    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_CACHE_SYMLINKS,
+	    FUSE_CAP_ATOMIC_O_TRUNC,   FUSE_CAP_ASYNC_READ,	 FUSE_CAP_DONT_MASK,
+	    FUSE_CAP_IOCTL_DIR,
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
 		(void)want(conn, wanted[i]);
+	/* Requests are read, not spliced: libfuse splices a request into a pipe of its whole buffer
+	 * (1 MiB and a page), and where the pipe cannot grow that far (above pipe-max-size without
+	 * CAP_SYS_RESOURCE: any user, and root in a container) it makes a new pipe and fails again
+	 * for every request, seven system calls each (measured: 1,871 pipes for 3,000 unlinks, the
+	 * FORGETs that come over /dev/fuse even with io_uring). Splicing gained nothing measurable
+	 * where it worked (docs/BENCHMARKS.md). */
+	unwant(conn, FUSE_CAP_SPLICE_READ);
 	/* Locks stay the kernel's: every process using them is behind this one mount. */
 	unwant(conn, FUSE_CAP_POSIX_LOCKS);
 	unwant(conn, FUSE_CAP_FLOCK_LOCKS);
