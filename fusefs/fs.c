@@ -101,7 +101,11 @@ static void lru_push(struct fusefs *fs, struct fusefs_inode *in)
 		struct fusefs_inode *old = fs->lru.lru_prev;
 
 		lru_unlink(fs, old);
-		old->fd = al_close(old->fd);
+		if (fs->n_dead_fds < ELEMENTSOF(fs->dead_fds))
+			fs->dead_fds[fs->n_dead_fds++] = old->fd;
+		else
+			(void)al_close(old->fd);
+		old->fd = -EBADF;
 	}
 }
 
@@ -124,8 +128,29 @@ static void inode_unref_locked(struct fusefs *fs, struct fusefs_inode *in)
 			return;
 		table_remove(fs, in);
 		lru_unlink(fs, in);
-		inode_free(in);
+		in->hash_next = fs->dead; /* freed by fusefs_unlock() */
+		fs->dead = in;
 		in = parent;
+	}
+}
+
+void fusefs_unlock(struct fusefs *fs)
+{
+	struct fusefs_inode *dead = fs->dead;
+	int fds[ELEMENTSOF(fs->dead_fds)];
+	size_t n = fs->n_dead_fds;
+
+	memcpy(fds, fs->dead_fds, n * sizeof(fds[0]));
+	fs->n_dead_fds = 0;
+	fs->dead = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < n; i++)
+		(void)al_close(fds[i]);
+	while (dead) {
+		struct fusefs_inode *next = dead->hash_next;
+
+		inode_free(dead);
+		dead = next;
 	}
 }
 
@@ -173,11 +198,11 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 			if (in->fd_users == 0 && !is_pinned(fs, in))
 				lru_push(fs, in);
 		}
-		pthread_mutex_unlock(&fs->lock);
+		fusefs_unlock(fs);
 		*ret = in;
 		return 0;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 
 	if (fs->use_handles) {
 		r = handle_of(fd, &h, &mount_id);
@@ -212,14 +237,14 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 
 		if (other) {
 			other->nlookup++;
-			pthread_mutex_unlock(&fs->lock);
+			fusefs_unlock(fs);
 			inode_free(in);
 			*ret = other;
 			return 0;
 		}
 	}
 	if (fs->n_inodes + 1 > fs->n_buckets && table_grow(fs) < 0) {
-		pthread_mutex_unlock(&fs->lock);
+		fusefs_unlock(fs);
 		inode_free(in);
 		return -ENOMEM;
 	}
@@ -234,7 +259,7 @@ int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const 
 	}
 	if (!is_pinned(fs, in))
 		lru_push(fs, in);
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	*ret = in;
 	return 0;
 }
@@ -249,7 +274,7 @@ void fusefs_inode_forget(struct fusefs *fs, struct fusefs_inode *in, uint64_t n)
 		in->refs++; /* inode_unref_locked() drops one */
 		inode_unref_locked(fs, in);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 }
 
 int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
@@ -266,11 +291,11 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 		if (in->fd_users++ == 0)
 			lru_unlink(fs, in);
 		fd = in->fd;
-		pthread_mutex_unlock(&fs->lock);
+		fusefs_unlock(fs);
 		return fd;
 	}
 	h = in->handle;
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	if (!h) {
 		fusefs_inode_put_fd(fs, in);
 		return -ESTALE;
@@ -282,7 +307,7 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 
 		pthread_mutex_lock(&fs->lock);
 		inode_unref_locked(fs, in);
-		pthread_mutex_unlock(&fs->lock);
+		fusefs_unlock(fs);
 		return r;
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -295,7 +320,7 @@ int fusefs_inode_get_fd(struct fusefs *fs, struct fusefs_inode *in)
 	}
 	in->fd_users++;
 	fd = in->fd;
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	return fd;
 }
 
@@ -305,7 +330,7 @@ void fusefs_inode_put_fd(struct fusefs *fs, struct fusefs_inode *in)
 	if (in->fd_users > 0 && --in->fd_users == 0 && in->fd >= 0 && !is_pinned(fs, in))
 		lru_push(fs, in);
 	inode_unref_locked(fs, in);
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 }
 
 /* Called with the lock held. */
@@ -341,7 +366,7 @@ int fusefs_inode_rename(struct fusefs *fs, dev_t dev, ino_t ino, struct fusefs_i
 	in = table_find(fs, dev, ino);
 	if (in)
 		r = fusefs_inode_move(fs, in, parent, name);
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	return r;
 }
 
@@ -362,7 +387,7 @@ int fusefs_known_list(struct fusefs *fs, struct fusefs_known **ret, size_t *ret_
 			k[n++] = (struct fusefs_known){
 			    .in = in, .parent = (uintptr_t)in->parent, .name = name};
 		}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	if (!k)
 		return -ENOMEM;
 	*ret = k;
@@ -377,7 +402,7 @@ void fusefs_known_free(struct fusefs *fs, struct fusefs_known *k, size_t n)
 		free(k[i].name);
 		inode_unref_locked(fs, k[i].in);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	free(k);
 }
 
@@ -403,7 +428,7 @@ void fusefs_inode_unlinked(struct fusefs *fs, const struct stat *st)
 	in = table_find(fs, st->st_dev, st->st_ino);
 	if (in)
 		table_remove(fs, in);
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	if (fs->quota == 0)
 		return;
 	/* The inode stays alive while the kernel holds it: in may be used below. */
@@ -490,7 +515,7 @@ int fusefs_path(struct fusefs *fs, struct fusefs_inode *parent, const char *name
 		memcpy(buf + len, p, l);
 		len += l;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	buf[r < 0 ? 0 : len] = '\0';
 	return r;
 }
@@ -509,10 +534,10 @@ unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in)
 	gen = fs->rule_gen;
 	if (in->access_gen == gen) {
 		a = in->access;
-		pthread_mutex_unlock(&fs->lock);
+		fusefs_unlock(fs);
 		return a;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	if (fusefs_path(fs, in, NULL, path, sizeof(path)) < 0)
 		return 0;
 	a = fusefs_rules_decide(fs->rules, path, in->type == S_IFDIR);
@@ -521,7 +546,7 @@ unsigned fusefs_inode_access(struct fusefs *fs, struct fusefs_inode *in)
 		in->access = a;
 		in->access_gen = gen;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	return a;
 }
 
@@ -536,7 +561,7 @@ bool fusefs_inode_stamp(struct fusefs *fs, struct fusefs_inode *in, const struct
 	in->stamp_mtime_ns = mtime;
 	in->stamp_size = st->st_size;
 	in->stamped = true;
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	return keep || update;
 }
 

@@ -315,7 +315,13 @@ struct fusefs {
 	gid_t egid;
 	struct fusefs_ids ids; /* what the sandbox's user namespace maps */
 
-	pthread_mutex_t lock; /* the table, refs, LRU, parent/name links */
+	pthread_mutex_t lock; /* the table, refs, LRU, parent/name links; fusefs_unlock() */
+	/* What was let go under the lock, closed and freed by fusefs_unlock() after it: the close
+	 * of the last fd of an unlinked file is where the host's file system frees it (tens of
+	 * µs), and every request waits for the lock. */
+	struct fusefs_inode *dead;
+	int dead_fds[32];
+	size_t n_dead_fds;
 	struct fusefs_inode root;
 	struct fusefs_inode **buckets;
 	size_t n_buckets, n_inodes;
@@ -355,6 +361,8 @@ static inline uint64_t fusefs_ino(const struct fusefs *fs, const struct fusefs_i
 	return in == &fs->root ? 1 : (uint64_t)((uintptr_t)in ^ fs->ino_key);
 }
 
+/* Unlocks fs->lock, then closes and frees what was let go under it (fs->dead). */
+void fusefs_unlock(struct fusefs *fs);
 /* Finds or adds the inode of st, looked up as name in parent, and counts one kernel lookup.
  * fd is an O_PATH fd of it (consumed: kept in the cache or closed). */
 int fusefs_inode_remember(struct fusefs *fs, struct fusefs_inode *parent, const char *name, int fd,

@@ -392,7 +392,7 @@ static int do_lookup(fuse_req_t req, struct fusefs_inode *parent, const char *na
 		in->access = a;
 		in->access_gen = gen;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	fill_entry(fs, e, in, &st);
 	return 0;
 }
@@ -1138,7 +1138,7 @@ static fuse_ino_t commit_copy(fuse_req_t req, struct file *f, char *name, size_t
 	pthread_mutex_lock(&fs->lock);
 	parent = fusefs_ino(fs, f->in->parent ?: &fs->root);
 	(void)snprintf(name, size, "%s", f->in->name);
-	pthread_mutex_unlock(&fs->lock);
+	fusefs_unlock(fs);
 	if (fusefs_path(fs, f->in, NULL, path, sizeof(path)) < 0 ||
 	    fusefs_guard_commit(fs, f->pid, "write", path, f->fd, false) < 0)
 		return 0;
