@@ -598,14 +598,19 @@ fail_leg()
 }
 
 # on METRIC STEP [ARGS...]: runs STEP LEG ARGS... for each leg still running, round-robin, so that
-# a slow spell of the machine hits every leg alike. A FUSE leg whose step fails is marked failed
-# at METRIC (the table shows it) and unmounted; native failing ends the run.
+# a slow spell of the machine hits every leg alike; each call starts one leg later than the one
+# before (a leg that always came last read its file cold after three others had, and the VM's
+# host caches the disk). A FUSE leg whose step fails is marked failed at METRIC (the table shows
+# it) and unmounted; native failing ends the run.
+on_turn=0
 on()
 {
-	local metric=$1 step=$2 leg rc why
+	local metric=$1 step=$2 leg rc why i
 	shift 2
 
-	for leg in "${legs[@]}"; do
+	on_turn=$((on_turn + 1))
+	for i in "${!legs[@]}"; do
+		leg=${legs[$(((i + on_turn) % ${#legs[@]}))]}
 		[ -z "${failed[$leg]:-}" ] || continue
 		# Not `( ... ) || rc=$?`: bash ignores set -e in anything run on the left of ||.
 		trap - ERR
