@@ -468,11 +468,35 @@ static int start_network(struct run *run, struct al_error *err)
 					  "Failed to create the sandbox's network namespace");
 	run_step(run, "netns");
 	if (run->egress) {
-		r = launcher_egress_start(run->egress, run->netns_fd, err);
+		r = launcher_egress_start(run->egress, run->netns_fd, -EBADF, err);
 		if (r < 0)
 			return r;
 		run_step(run, "egress");
 	}
+	return 0;
+}
+
+/* Without root, the sandbox's user and network namespaces are made by clone; the proxy's
+ * process builds the veth pair inside them (launcher_egress_start()) while the child builds its
+ * root. Opened while the child may still be read through /proc (it is dumpable until its maps
+ * are written and it is started). */
+static int start_rootless_egress(struct run *run, struct al_error *err)
+{
+	_cleanup_close_ int net = -EBADF, user = -EBADF;
+	char path[64];
+	int r;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)run->pid);
+	net = open(path, O_RDONLY | O_CLOEXEC);
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)run->pid);
+	user = open(path, O_RDONLY | O_CLOEXEC);
+	if (net < 0 || user < 0)
+		return al_error_set_errno(err, -errno,
+					  "Failed to open the sandbox's network namespace");
+	r = launcher_egress_start(run->egress, net, user, err);
+	if (r < 0)
+		return r;
+	run_step(run, "egress");
 	return 0;
 }
 
@@ -485,6 +509,8 @@ static int handshake(struct run *run, struct al_error *err)
 
 	if (run->ctx.userns) {
 		r = write_id_maps(run, err);
+		if (r >= 0 && run->egress)
+			r = start_rootless_egress(run, err);
 		if (r < 0)
 			return r;
 	}
