@@ -42,8 +42,8 @@ struct launcher_egress {
 	struct netns_proxy_options o;
 	struct netns_proxy *proxy;
 	struct broker_client *broker;
-	int sandbox_netns;  /* borrowed, for the proxy's process to build the topology */
-	int sandbox_userns; /* borrowed, without root: the user namespace that owns it */
+	int sandbox_netns;  /* for the proxy's process to build the topology (root: borrowed) */
+	int sandbox_userns; /* without root: the user namespace that owns it (received) */
 	int violations[2];  /* [0] airlock reads, [1] the proxy writes */
 	int ready[2];	    /* [0] airlock reads, [1] the proxy reports its set-up */
 	struct launcher_daemon daemon;
@@ -175,10 +175,21 @@ static int set_up_rootless(struct launcher_egress *eg, struct al_error *err)
 {
 	_cleanup_close_ int mine = -EBADF;
 	struct launcher_sync_msg m;
-	int sv[2], fds[PROXY_KEEP_FDS], status, r;
+	int sv[2], fds[PROXY_KEEP_FDS], ns[2], status, r;
 	size_t want, got = 0;
 	pid_t pid;
 
+	/* The sandbox's namespaces, once airlock has written its id maps. */
+	r = launcher_sync_recv_fds(eg->ready[1], &m, ns, ELEMENTSOF(ns));
+	if (r >= 0 && (m.type != LAUNCHER_SYNC_GO || ns[1] < 0))
+		r = -EBADMSG;
+	if (r < 0) {
+		(void)al_close(ns[0]);
+		(void)al_close(ns[1]);
+		return al_error_set_errno(err, r, "Failed to receive the sandbox's namespaces");
+	}
+	eg->sandbox_netns = ns[0];
+	eg->sandbox_userns = ns[1];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return al_error_set_errno(err, -errno, "Failed to create a socket pair");
 	pid = fork();
@@ -193,6 +204,9 @@ static int set_up_rootless(struct launcher_egress *eg, struct al_error *err)
 		rootless_child(eg, sv[1]);
 	}
 	(void)al_close(sv[1]);
+	/* Only the child needed them: this process must not hold the sandbox's namespaces. */
+	eg->sandbox_netns = al_close(eg->sandbox_netns);
+	eg->sandbox_userns = al_close(eg->sandbox_userns);
 	mine = sv[0];
 	r = launcher_sync_recv(mine, &m, NULL);
 	r = launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "egress set-up", err);
@@ -229,7 +243,10 @@ _noreturn_ static void proxy_main(void *userdata)
 	int keep[PROXY_KEEP_FDS], n = 0, r;
 
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
-	r = eg->sandbox_userns >= 0 ? set_up_rootless(eg, &m.err) : set_up(eg, &m.err);
+	if (eg->sandbox_netns >= 0)
+		r = set_up(eg, &m.err);
+	else
+		r = set_up_rootless(eg, &m.err);
 	if (r < 0)
 		m = (struct launcher_sync_msg){
 		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
@@ -250,19 +267,31 @@ _noreturn_ static void proxy_main(void *userdata)
 	_exit(EXIT_FAILURE);
 }
 
-int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int sandbox_userns,
-			  struct al_error *err)
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err)
 {
 	int r;
 
 	eg->sandbox_netns = sandbox_netns;
-	eg->sandbox_userns = sandbox_userns;
 	r = launcher_daemon_start(&eg->daemon, proxy_main, eg);
-	eg->sandbox_netns = eg->sandbox_userns = -EBADF;
+	eg->sandbox_netns = -EBADF;
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to start the egress proxy");
 	eg->violations[1] = al_close(eg->violations[1]);
 	eg->ready[1] = al_close(eg->ready[1]);
+	return 0;
+}
+
+int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
+				    int sandbox_userns, struct al_error *err)
+{
+	const struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
+	int r;
+
+	r = launcher_sync_send_fds(eg->ready[0], &m, (const int[]){sandbox_netns, sandbox_userns},
+				   2);
+	if (r < 0)
+		return al_error_set_errno(
+		    err, r, "Failed to hand the egress proxy the sandbox's namespaces");
 	return 0;
 }
 

@@ -297,10 +297,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_egress *, launcher_egress_free);
 int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
 /* Starts the proxy's process, which makes the veth pair into sandbox_netns (borrowed: the
  * process has its own copy) and a proxy netns, and opens its sockets there. Without root,
- * sandbox_userns is the sandbox's user namespace, which owns sandbox_netns and will own the proxy
- * netns (as root: -EBADF). */
-int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int sandbox_userns,
-			  struct al_error *err);
+ * sandbox_netns is -EBADF: the process waits for launcher_egress_give_namespaces(). */
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err);
+/* Without root: hands the started proxy's process the sandbox's network namespace and the user
+ * namespace that owns it (both borrowed), in which it makes the proxy netns, the veth pair and
+ * its sockets. */
+int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
+				    int sandbox_userns, struct al_error *err);
 /* Waits for the proxy's process to be set up; its error, or -ECHILD when it died. */
 int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err);
 struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg);
