@@ -66,11 +66,56 @@ if ! out=$($bwrap_cmd 2>&1); then
 	exit 1
 fi
 
+# Without root (issue 16): the same launches by uid 65534 (setpriv), whose sandbox gets a user
+# namespace and, with egress, makes the proxy's namespaces inside it. This process moves into
+# cgroups delegated to that uid first, as a systemd user session gives one, so that both uids get
+# the same limits in the same place; the root rows go through setpriv too, for the same exec.
+rootless=()
+nobody=65534
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=$nobody --regid=$nobody --clear-groups unshare -U true 2>/dev/null; then
+	chmod 755 "$tmp"
+	install -m 755 "$airlock" "$tmp/airlock"
+	mkdir "$tmp/ws-user"
+	chown $nobody:$nobody "$tmp/ws-user"
+	sed "s|\"root\": \"$ws\"|\"root\": \"$tmp/ws-user\"|" "$tmp/egress.json" >"$tmp/egress-user.json"
+	chmod 644 "$tmp/egress-user.json"
+	delegated=()
+	for ctrl in memory pids cpu,cpuacct blkio; do
+		mnt=$(awk -v c="$ctrl" '$3 == "cgroup" && ("," $4 ",") ~ ("," c ",") { print $2; exit }' \
+			/proc/mounts)
+		[ -n "$mnt" ] || continue
+		dir=$mnt/airlock-bench-user-$$
+		mkdir -p "$dir"
+		chown $nobody:$nobody "$dir" "$dir/cgroup.procs" "$dir/tasks"
+		echo $$ >"$dir/cgroup.procs"
+		delegated+=("$dir")
+	done
+	trap 'for d in "${delegated[@]}"; do echo $$ >"$(dirname "$d")/cgroup.procs"; rmdir "$d"; done
+		rm -rf "$tmp"' EXIT
+	as_root="setpriv --reuid=0 --regid=0 --keep-groups"
+	as_user="setpriv --reuid=$nobody --regid=$nobody --clear-groups"
+	rootless=(
+		-n "setpriv, root: airlock run -- /bin/true" "$as_root $airlock_cmd"
+		-n "setpriv, root: airlock run (+ veth and egress proxy) -- /bin/true"
+		"$as_root $egress_cmd"
+		-n "setpriv, uid $nobody: airlock run -- /bin/true"
+		"$as_user $tmp/airlock run -w $tmp/ws-user -- /bin/true"
+		-n "setpriv, uid $nobody: airlock run (+ veth and egress proxy) -- /bin/true"
+		"$as_user $tmp/airlock run -p $tmp/egress-user.json -- /bin/true"
+	)
+	if ! out=$(cd / && $as_user "$tmp/airlock" run -p "$tmp/egress-user.json" -- /bin/true 2>&1); then
+		echo "launch.sh: a rootless airlock run with egress fails: $out" >&2
+		exit 1
+	fi
+fi
+
 load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
 echo "launch.sh: hyperfine, $runs runs each after $warmup warm-up runs" >&2
 hyperfine -N --style basic --runs "$runs" --warmup "$warmup" --export-json "$tmp/hyperfine.json" \
 	-n "airlock run -- /bin/true" "$airlock_cmd" \
 	-n "airlock run (+ veth and egress proxy) -- /bin/true" "$egress_cmd" \
+	"${rootless[@]}" \
 	-n "bwrap (equivalent binds) /bin/true" "$bwrap_cmd" \
 	-n "/bin/true" "/bin/true" >&2
 

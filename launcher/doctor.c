@@ -166,6 +166,8 @@ const char *launcher_doctor_hint(uint64_t clone_flags, int error)
 	return b ? b->hint : NULL;
 }
 
+static bool doctor_ok(const struct doctor *d, const char *feature);
+
 static struct doctor_check *doctor_add(struct doctor *d, const char *feature)
 {
 	struct doctor_check *c = &d->checks[MIN(d->n, (size_t)CHECKS_MAX - 1)];
@@ -458,6 +460,26 @@ static void check_namespaces(struct doctor *d)
 	}
 }
 
+/* Egress (allow rules): the veth pair and the proxy's network namespace, made as root, or without
+ * root inside the sandbox's user namespace, which then owns both namespaces. */
+static void check_egress(struct doctor *d)
+{
+	struct doctor_check *c = doctor_add(d, "egress (allow rules)");
+	bool root = geteuid() == 0;
+	int r = doctor_ok(d, "network namespace") && (root || doctor_ok(d, "user namespaces"))
+		    ? 0
+		    : -EOPNOTSUPP;
+
+	(void)snprintf(
+	    c->detail, sizeof(c->detail), "%s",
+	    root ? "a veth pair into a network namespace of the proxy's, made as root"
+		 : "a veth pair into a network namespace of the proxy's, both owned by the "
+		   "sandbox's user namespace: no host change, no setuid helper");
+	doctor_set(c, r, false, NULL,
+		   root ? "use a kernel with network namespaces and veth"
+			: "enable user namespaces (see above), or run airlock as root");
+}
+
 static void check_landlock(struct doctor *d)
 {
 	struct doctor_check *c = doctor_add(d, "landlock (executables allow list)");
@@ -604,8 +626,10 @@ static void check_cgroups(struct doctor *d)
 		(void)snprintf(c->detail, sizeof(c->detail), "%s", err.msg);
 	cg = launcher_cgroup_free(cg);
 	doctor_set(c, r, true, NULL,
-		   "run airlock as root, or from a systemd user session (user@UID.service "
-		   "delegates memory and pids)");
+		   "run airlock as root, or in a cgroup delegated to you: a systemd user session "
+		   "(user@UID.service delegates memory and pids), or `systemd-run --user --scope "
+		   "-p Delegate=yes airlock ...`; or lift the limits (\"memory\": \"max\", "
+		   "\"pids\": \"max\")");
 }
 
 static void check_doctor(struct doctor *d)
@@ -620,6 +644,7 @@ static void check_doctor(struct doctor *d)
 	r = check_seccomp(c);
 	doctor_set(c, r, true, NULL, "use Linux 5.5 or later with CONFIG_SECCOMP_FILTER=y");
 
+	check_egress(d);
 	check_landlock(d);
 	check_fuse(d);
 	check_cgroups(d);
@@ -753,8 +778,9 @@ void launcher_capabilities(struct launcher_capabilities *ret)
 	};
 	fusefs_features(&ret->fs);
 	cgroup_controllers(v, ret->cgroup_controllers, sizeof(ret->cgroup_controllers));
-	/* The egress proxy's veth pair and network namespaces are made as root only. */
-	ret->network_policy = geteuid() == 0 && ret->net_ns;
+	/* The egress proxy's veth pair and network namespaces: made as root, or without root inside
+	 * the sandbox's user namespace. */
+	ret->network_policy = ret->net_ns && (geteuid() == 0 || ret->user_ns);
 	ret->tls_interception = ret->network_policy;
 	for (size_t i = 0; i < d.n; i++)
 		ret->missing += d.checks[i].status == DOCTOR_MISSING;

@@ -5,12 +5,17 @@
  * (airlock-net), which makes the veth pair into a proxy netns of its own while airlock makes the
  * sandbox's cgroups; the sandbox runs nothing before the proxy says it is ready. If the proxy dies
  * while the sandbox runs, the sandbox is killed and the run fails; at the end the proxy is killed,
- * and with its last socket the kernel removes the proxy netns and both ends of the veth pair. */
+ * and with its last socket the kernel removes the proxy netns and both ends of the veth pair.
+ *
+ * Without root the same topology is made inside the sandbox's user namespace (set_up_rootless()):
+ * both network namespaces are its, the proxy's process stays the user's, in the host's
+ * namespaces, and nothing of the host's changes. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@
 #include "common/audit.h"
 #include "common/fd-util.h"
 #include "common/log.h"
+#include "common/socket-util.h"
 #include "launcher/launcher-internal.h"
 #include "netns/netns.h"
 
@@ -36,9 +42,10 @@ struct launcher_egress {
 	struct netns_proxy_options o;
 	struct netns_proxy *proxy;
 	struct broker_client *broker;
-	int sandbox_netns; /* borrowed, for the proxy's process to build the topology */
-	int violations[2]; /* [0] airlock reads, [1] the proxy writes */
-	int ready[2];	   /* [0] airlock reads, [1] the proxy reports its set-up */
+	int sandbox_netns;  /* for the proxy's process to build the topology (root: borrowed) */
+	int sandbox_userns; /* without root: the user namespace that owns it (received) */
+	int violations[2];  /* [0] airlock reads, [1] the proxy writes */
+	int ready[2];	    /* [0] airlock reads, [1] the proxy reports its set-up */
 	struct launcher_daemon daemon;
 };
 
@@ -49,16 +56,12 @@ int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 	_cleanup_(launcher_egress_freep) struct launcher_egress *eg = NULL;
 	int r;
 
-	if (geteuid() != 0)
-		return al_error_set(err, -EOPNOTSUPP,
-				    "network: allow rules cannot be enforced without root: the "
-				    "egress proxy's network namespace and veth pair need "
-				    "CAP_NET_ADMIN; run airlock as root, or deny all network");
 	eg = calloc(1, sizeof(*eg));
 	if (!eg)
 		return -ENOMEM;
 	*eg = (struct launcher_egress){
 	    .sandbox_netns = -EBADF,
+	    .sandbox_userns = -EBADF,
 	    .violations = {-EBADF, -EBADF},
 	    .ready = {-EBADF, -EBADF},
 	};
@@ -125,6 +128,114 @@ static int set_up(struct launcher_egress *eg, struct al_error *err)
 	return netns_proxy_listen(eg->proxy, netns_egress_proxy_fd(topology), err);
 }
 
+/* In a child of the proxy's process, without root: joins the sandbox's user namespace (where
+ * it may do all set_up() does; and its network namespace, one to come back to from the proxy
+ * netns), sets up, and sends m (READY with the count of sockets in value, or the ERROR) and then
+ * the sockets, AL_FDS_MAX a message, on sock. */
+_noreturn_ static void rootless_child(struct launcher_egress *eg, int sock)
+{
+	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_READY};
+	int fds[PROXY_KEEP_FDS];
+	size_t n = 0;
+	int r = 0;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(EXIT_FAILURE);
+	if (setns(eg->sandbox_userns, CLONE_NEWUSER) < 0 ||
+	    setns(eg->sandbox_netns, CLONE_NEWNET) < 0)
+		r = al_error_set_errno(&m.err, -errno,
+				       "Failed to join the sandbox's user and network namespaces");
+	if (r >= 0)
+		r = set_up(eg, &m.err);
+	if (r >= 0) {
+		n = netns_proxy_fds(eg->proxy, fds, netns_proxy_socket_count(eg->proxy));
+		m.value = (int32_t)n;
+	} else {
+		m = (struct launcher_sync_msg){
+		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
+	}
+	if (launcher_sync_send(sock, &m, -EBADF) < 0)
+		_exit(EXIT_FAILURE);
+	for (size_t i = 0; i < n; i += AL_FDS_MAX) {
+		struct launcher_sync_msg more = {.type = LAUNCHER_SYNC_READY};
+
+		if (launcher_sync_send_fds(sock, &more, fds + i, MIN(n - i, (size_t)AL_FDS_MAX)) <
+		    0)
+			_exit(EXIT_FAILURE);
+	}
+	_exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+/* Without root: only a process in the sandbox's user namespace may make a network namespace
+ * beside the sandbox's, the veth pair between them and transparent sockets there, and a process
+ * that joined it cannot come back to connect upstream from the host's namespace as the user. So a
+ * child joins it, sets up, and hands the sockets to this process (rootless_child()); the proxy
+ * netns is held by those sockets alone from then on, as it is for root. */
+static int set_up_rootless(struct launcher_egress *eg, struct al_error *err)
+{
+	_cleanup_close_ int mine = -EBADF;
+	struct launcher_sync_msg m;
+	int sv[2], fds[PROXY_KEEP_FDS], ns[2], status, r;
+	size_t want, got = 0;
+	pid_t pid;
+
+	/* The sandbox's namespaces, once airlock has written its id maps. */
+	r = launcher_sync_recv_fds(eg->ready[1], &m, ns, ELEMENTSOF(ns));
+	if (r >= 0 && (m.type != LAUNCHER_SYNC_GO || ns[1] < 0))
+		r = -EBADMSG;
+	if (r < 0) {
+		(void)al_close(ns[0]);
+		(void)al_close(ns[1]);
+		return al_error_set_errno(err, r, "Failed to receive the sandbox's namespaces");
+	}
+	eg->sandbox_netns = ns[0];
+	eg->sandbox_userns = ns[1];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket pair");
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		(void)al_close(sv[0]);
+		(void)al_close(sv[1]);
+		return al_error_set_errno(err, r, "Failed to fork the egress set-up");
+	}
+	if (pid == 0) {
+		(void)al_close(sv[0]);
+		rootless_child(eg, sv[1]);
+	}
+	(void)al_close(sv[1]);
+	/* Only the child needed them: this process must not hold the sandbox's namespaces. */
+	eg->sandbox_netns = al_close(eg->sandbox_netns);
+	eg->sandbox_userns = al_close(eg->sandbox_userns);
+	mine = sv[0];
+	r = launcher_sync_recv(mine, &m, NULL);
+	r = launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "egress set-up", err);
+	want = r >= 0 ? (size_t)MAX(m.value, 0) : 0;
+	if (want > ELEMENTSOF(fds))
+		r = al_error_set(err, -EBADMSG, "The egress set-up sent %zu sockets", want);
+	while (r >= 0 && got < want) {
+		size_t k = MIN(want - got, (size_t)AL_FDS_MAX);
+
+		r = launcher_sync_recv_fds(mine, &m, fds + got, k);
+		if (r >= 0 && fds[got + k - 1] < 0)
+			r = -EBADMSG;
+		got += k; /* closed below on an error: al_close() of -EBADF is harmless */
+		if (r < 0)
+			(void)al_error_set_errno(err, r, "Failed to receive the egress sockets");
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		for (size_t i = 0; i < got; i++)
+			(void)al_close(fds[i]);
+		return r;
+	}
+	r = netns_proxy_adopt(eg->proxy, fds, got);
+	if (r < 0)
+		return al_error_set_errno(err, r, "The egress set-up sent %zu sockets", got);
+	return 0;
+}
+
 _noreturn_ static void proxy_main(void *userdata)
 {
 	struct launcher_egress *eg = userdata;
@@ -132,7 +243,10 @@ _noreturn_ static void proxy_main(void *userdata)
 	int keep[PROXY_KEEP_FDS], n = 0, r;
 
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
-	r = set_up(eg, &m.err);
+	if (eg->sandbox_netns >= 0)
+		r = set_up(eg, &m.err);
+	else
+		r = set_up_rootless(eg, &m.err);
 	if (r < 0)
 		m = (struct launcher_sync_msg){
 		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
@@ -164,6 +278,20 @@ int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct 
 		return al_error_set_errno(err, r, "Failed to start the egress proxy");
 	eg->violations[1] = al_close(eg->violations[1]);
 	eg->ready[1] = al_close(eg->ready[1]);
+	return 0;
+}
+
+int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
+				    int sandbox_userns, struct al_error *err)
+{
+	const struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
+	int r;
+
+	r = launcher_sync_send_fds(eg->ready[0], &m, (const int[]){sandbox_netns, sandbox_userns},
+				   2);
+	if (r < 0)
+		return al_error_set_errno(
+		    err, r, "Failed to hand the egress proxy the sandbox's namespaces");
 	return 0;
 }
 

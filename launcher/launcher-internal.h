@@ -286,7 +286,7 @@ void launcher_daemon_kill(struct launcher_daemon *d);
 
 struct launcher_egress;
 
-/* Prepares the proxy for p before clone (nothing listens yet): refused without root. */
+/* Prepares the proxy for p (nothing listens yet). */
 int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 			struct broker_client *broker, const char *upstream_ca,
 			struct launcher_egress **ret, struct al_error *err);
@@ -296,8 +296,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_egress *, launcher_egress_free);
  * intercepted. */
 int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
 /* Starts the proxy's process, which makes the veth pair into sandbox_netns (borrowed: the
- * process has its own copy) and a proxy netns, and opens its sockets there. */
+ * process has its own copy) and a proxy netns, and opens its sockets there. Without root,
+ * sandbox_netns is -EBADF: the process waits for launcher_egress_give_namespaces(). */
 int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err);
+/* Without root: hands the started proxy's process the sandbox's network namespace and the user
+ * namespace that owns it (both borrowed), in which it makes the proxy netns, the veth pair and
+ * its sockets. */
+int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
+				    int sandbox_userns, struct al_error *err);
 /* Waits for the proxy's process to be set up; its error, or -ECHILD when it died. */
 int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err);
 struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg);

@@ -460,8 +460,14 @@ static int start_network(struct run *run, struct al_error *err)
 {
 	int r;
 
-	if (run->ctx.userns)
-		return 0;
+	/* Without root, the sandbox's own namespaces are made by clone: the proxy's process waits
+	 * for them (start_rootless_egress()). */
+	if (run->ctx.userns) {
+		r = run->egress ? launcher_egress_start(run->egress, -EBADF, err) : 0;
+		if (r >= 0 && run->egress)
+			run_step(run, "egress");
+		return r;
+	}
 	r = netns_new(&run->netns_fd);
 	if (r < 0)
 		return al_error_set_errno(err, r,
@@ -476,6 +482,25 @@ static int start_network(struct run *run, struct al_error *err)
 	return 0;
 }
 
+/* Without root, the sandbox's user and network namespaces are made by clone; the proxy's
+ * process, started before clone, builds the veth pair inside them while the child builds its
+ * root. Opened while the child may still be read through /proc (it is dumpable until its maps
+ * are written and it is started). */
+static int start_rootless_egress(struct run *run, struct al_error *err)
+{
+	_cleanup_close_ int net = -EBADF, user = -EBADF;
+	char path[64];
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)run->pid);
+	net = open(path, O_RDONLY | O_CLOEXEC);
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)run->pid);
+	user = open(path, O_RDONLY | O_CLOEXEC);
+	if (net < 0 || user < 0)
+		return al_error_set_errno(err, -errno,
+					  "Failed to open the sandbox's network namespace");
+	return launcher_egress_give_namespaces(run->egress, net, user, err);
+}
+
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
  * cgroup namespace, and runs no code but airlock's, only after ATTACHED. */
 static int handshake(struct run *run, struct al_error *err)
@@ -485,6 +510,8 @@ static int handshake(struct run *run, struct al_error *err)
 
 	if (run->ctx.userns) {
 		r = write_id_maps(run, err);
+		if (r >= 0 && run->egress)
+			r = start_rootless_egress(run, err);
 		if (r < 0)
 			return r;
 	}

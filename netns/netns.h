@@ -107,8 +107,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_proxy *, netns_proxy_free);
 const char *netns_proxy_ca_pem(const struct netns_proxy *p);
 /* The TCP ports p listens on, borrowed; *ret_n of them. */
 const uint16_t *netns_proxy_ports(const struct netns_proxy *p, size_t *ret_n);
-/* The fds a process serving p must keep, into fds; returns how many (at most n). */
+/* The fds a process serving p must keep, into fds; returns how many (at most n). After
+ * netns_proxy_listen(), the first netns_proxy_socket_count() of them are its sockets. */
 size_t netns_proxy_fds(const struct netns_proxy *p, int *fds, size_t n);
+/* How many sockets netns_proxy_listen() opens. */
+size_t netns_proxy_socket_count(const struct netns_proxy *p);
+/* Takes the n sockets another process opened with netns_proxy_listen() on a copy of p (the
+ * first netns_proxy_fds() of its), in that order: -EBADMSG unless n is
+ * netns_proxy_socket_count(). The fds are p's then, whatever the result. */
+int netns_proxy_adopt(struct netns_proxy *p, int *fds, size_t n);
 /* Serves until stop_fd (may be -EBADF) is readable or hangs up; returns 0 then, or -errno when
  * the proxy cannot go on. Single-threaded, except for name lookups: a worker thread started
  * here (so after any fork). */

@@ -844,6 +844,27 @@ size_t netns_proxy_fds(const struct netns_proxy *p, int *fds, size_t n)
 	return k;
 }
 
+size_t netns_proxy_socket_count(const struct netns_proxy *p)
+{
+	return p->n_listeners + 1;
+}
+
+int netns_proxy_adopt(struct netns_proxy *p, int *fds, size_t n)
+{
+	if (n != netns_proxy_socket_count(p)) {
+		for (size_t i = 0; i < n; i++)
+			fds[i] = al_close(fds[i]);
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < p->n_listeners; i++) {
+		(void)al_close(p->listeners[i].fd);
+		p->listeners[i].fd = TAKE_FD(fds[i]);
+	}
+	(void)al_close(p->dns.fd);
+	p->dns.fd = TAKE_FD(fds[n - 1]);
+	return 0;
+}
+
 /* Unlinks c; it is freed after the batch of events, as a later event of the batch may still
  * point at it (and finds it closed). */
 void proxy_defer_free(struct netns_proxy *p, struct conn *c)

@@ -365,8 +365,10 @@ cmd_test()
 
 	log "test: build-asan/ (gcc, -Db_sanitize=address,undefined)"
 	if setup_build build-asan gcc -Dwerror=true -Db_sanitize=address,undefined; then
-		# The fs suite's other transports (suite fs-matrix) run in build/ only.
+		# The fs suite's other transports (suite fs-matrix) and the egress suite run again as an
+		# unprivileged user (suite rootless) run in build/ only.
 		run_suites build-asan asan --suite unit --suite fuzz --suite root --no-suite fs-matrix \
+			--no-suite rootless \
 			--timeout-multiplier 3
 	else
 		count_fail "build: build-asan/ does not build"

@@ -10,6 +10,7 @@
 #   AIRLOCK_PROBE  probes/airlock-probe, run inside the sandbox
 #   ITRUN          helpers/itrun: watchdog, signal dispositions, exact environment, terminal
 #   AIRLOCK_TEST_MUST_RUN=1  a test that cannot run here fails instead of skipping
+#   AIRLOCK_IT_USER=UID  airlock runs as that unprivileged user (it_as_user_setup)
 
 set -u
 set -o pipefail
@@ -434,6 +435,9 @@ it_cleanup()
 	if [ -n "$IT_TMP" ] && [ -d "$IT_TMP" ]; then
 		rm -rf --one-file-system "$IT_TMP"
 	fi
+	for p in ${IT_USER_CGROUPS:-}; do
+		rmdir "$p" 2>/dev/null
+	done
 }
 
 # it_setup: checks the prerequisites (root, the binaries), makes $IT_TMP (removed on exit) and the
@@ -460,9 +464,49 @@ it_setup()
 	mkdir -p "$WS"
 	install -m 755 "$AIRLOCK_PROBE" "$WS/airlock-probe"
 	PROBE=/workspace/airlock-probe
+	[ -z "${AIRLOCK_IT_USER:-}" ] || it_as_user_setup "$AIRLOCK_IT_USER"
 	it_snapshot
 	it_log "# $IT_NAME: airlock=$AIRLOCK marker=$IT_MARK tmp=$IT_TMP${AIRLOCK_IT_FS_MODE:+ fs=$AIRLOCK_IT_FS_MODE}"
 	[ -z "${AIRLOCK_IT_FS_MODE:-}" ] || it_check_fs_mode "$AIRLOCK_IT_FS_MODE"
+}
+
+# it_as_user_setup UID: from here on "$AIRLOCK" runs as UID, with no supplementary group and
+# without any capability (setpriv), the way an unprivileged user runs it: a copy of the binary in
+# $IT_TMP/bin, $IT_TMP and $WS owned by UID (so that what airlock writes there, an audit file or
+# the workspace's files, is the user's; the test, root, still writes anywhere), HOME in $IT_TMP,
+# and cgroups delegated to UID (a folder of its own in each hierarchy of the controllers a
+# policy's limits use, as systemd's Delegate=yes gives one), in which airlock starts. Made before
+# the snapshot of the host's state, and removed after the check that nothing was left.
+it_as_user_setup()
+{
+	local uid=$1 ctrl dir mnt root cg=()
+
+	if ! command -v setpriv >/dev/null; then
+		it_skip "setpriv (util-linux) is missing"
+	fi
+	mkdir -p "$IT_TMP/bin" "$IT_TMP/home"
+	install -m 755 "$AIRLOCK" "$IT_TMP/bin/airlock"
+	for ctrl in memory pids cpu blkio; do
+		read -r mnt root <<<"$(it_cgroup_mount "$ctrl")"
+		[ -n "$mnt" ] || read -r mnt root <<<"$(it_cgroup_mount "cpu,cpuacct")"
+		[ -n "$mnt" ] || continue
+		dir=$mnt/airlock-it-user-$$
+		[ -d "$dir" ] || mkdir "$dir" || it_fail "delegate $dir to uid $uid"
+		chown "$uid:$uid" "$dir" "$dir/cgroup.procs" "$dir/tasks" 2>/dev/null
+		case " ${cg[*]} " in *" $dir "*) ;; *) cg+=("$dir") ;; esac
+	done
+	IT_USER_CGROUPS=${cg[*]}
+	cat >"$IT_TMP/bin/airlock-as-user" <<EOF2
+#!/bin/sh
+for d in ${cg[*]}; do echo \$\$ >"\$d/cgroup.procs" || exit 125; done
+exec setpriv --reuid=$uid --regid=$uid --clear-groups --inh-caps=-all \\
+	env HOME=$IT_TMP/home "$IT_TMP/bin/airlock" "\$@"
+EOF2
+	chmod 755 "$IT_TMP/bin/airlock-as-user"
+	chown -R "$uid:$uid" "$IT_TMP" "$IT_TMP/home"
+	chown root:root "$IT_TMP/bin" "$IT_TMP/bin/airlock" "$IT_TMP/bin/airlock-as-user"
+	AIRLOCK=$IT_TMP/bin/airlock-as-user
+	it_log "# airlock runs as uid $uid in the delegated cgroups $IT_USER_CGROUPS"
 }
 
 # it_check_fs_mode MODE: the workspace is served as MODE (uring-passthrough, uring,
