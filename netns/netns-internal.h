@@ -407,6 +407,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_lookup *, netns_lookup_free);
 int netns_lookup_fd(const struct netns_lookup *l);
 /* A pinned name's address into ret (0), or -ENOENT when name is not pinned. */
 int netns_lookup_pinned(const struct netns_lookup *l, const char *name, struct netns_addr *ret);
+/* A name the policy pins (network.resolve) to a, and that a credential is bound to, or NULL. */
+const char *netns_pinned_bound_name(const struct policy *p, const struct netns_addr *a);
 /* Asks for name's addresses; the answer carries cookie. -ENOMEM, -EBUSY (too many waiting). */
 int netns_lookup_start(struct netns_lookup *l, const char *name, void *cookie);
 /* Takes one answer: 0, or -EAGAIN when none waits. */

@@ -343,6 +343,13 @@ static void conn_connect(struct conn *c)
 		conn_pump(c);
 }
 
+static bool is_loopback(const struct netns_addr *a)
+{
+	static const uint8_t v6[16] = {[15] = 1};
+
+	return a->family == AF_INET ? a->addr[0] == 127 : memcmp(a->addr, v6, 16) == 0;
+}
+
 /* The addresses of airlock's own network namespace, where upstream sockets are made: a name
  * resolving to one of them would reach the host's own services (listening on a public address,
  * not only on loopback). Read once, at the start. */
@@ -363,9 +370,11 @@ static int list_host_addrs(struct netns_proxy *p)
 	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
 		struct netns_addr *a = &p->host_addrs[p->n_host_addrs];
 
-		/* Special-use ones (loopback, private, ...) are opened only by their own rule. */
-		if (i->ifa_addr && netns_addr_from_sockaddr(i->ifa_addr, a) &&
-		    !netns_addr_special(a->family, a->addr))
+		/* Loopback is special-use, opened only by a rule within it; the host's other
+		 * addresses, special-use or not (private, ULA, test ranges: found by review, an
+		 * IPv6 ULA of the host's was reached through a rule for its /126), only by a rule
+		 * naming exactly that address. */
+		if (i->ifa_addr && netns_addr_from_sockaddr(i->ifa_addr, a) && !is_loopback(a))
 			p->n_host_addrs++;
 	}
 	freeifaddrs(ifa);
@@ -394,6 +403,12 @@ static void decide_addr(struct conn *c, const struct netns_addr *a, struct netns
 			  c->port, v);
 	if (v->allow && reaches_host(c->proxy, a, v))
 		*v = (struct netns_verdict){.reason = "an address of the host itself"};
+	/* What a credential's host answers is searched for its values (un-swapped) only on the
+	 * connections made by its name: by the address its name is pinned to, the real value a
+	 * host echoes would reach the sandbox (found by review), so the address is refused. */
+	else if (v->allow && !c->name[0] && netns_pinned_bound_name(c->proxy->o->policy, a))
+		*v = (struct netns_verdict){
+		    .reason = "the address of a credential's host: reach it by its name"};
 }
 
 /* The name's addresses are known: the first one the rules allow is connected to. An address of

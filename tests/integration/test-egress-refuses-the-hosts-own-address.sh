@@ -3,7 +3,9 @@
 # through the egress proxy (whose upstream sockets live in airlock's own network namespace),
 # unless a rule names that address. The "host" is a network namespace of the test's own, with a
 # dummy interface holding 203.0.113.5 (an address no special-use range covers) and a server on
-# it; airlock runs inside that namespace.
+# it; airlock runs inside that namespace. The host's addresses of special use are its own too: an
+# IPv6 ULA (fd00::5) is reached only by a rule naming exactly it, not by one for its /64 (found by
+# review).
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -11,12 +13,13 @@ port=$((20000 + $$ % 20000))
 # The "host": a network namespace held by a process of the test's (no mount, nothing named).
 unshare --net sleep 600 &
 holder=$!
-trap 'kill -KILL $holder $server 2>/dev/null; it_cleanup' EXIT
+trap 'kill -KILL $holder $server ${server6:-} 2>/dev/null; it_cleanup' EXIT
 in_ns() { nsenter --target "$holder" --net -- "$@"; }
 wait_for 5 test "$(readlink /proc/$holder/ns/net)" != "$(readlink /proc/self/ns/net)"
 in_ns ip link set lo up
 in_ns ip link add h0 type veth peer name h1
 in_ns ip addr add 203.0.113.5/24 dev h0
+in_ns ip -6 addr add fd00::5/64 dev h0 nodad
 in_ns ip link set h0 up
 in_ns ip link set h1 up
 mkdir -p "$IT_TMP/www"
@@ -25,8 +28,13 @@ echo "a service of the host" >"$IT_TMP/www/index.html"
 nsenter --target "$holder" --net -- python3 -m http.server --bind 203.0.113.5 \
 	--directory "$IT_TMP/www" "$port" >"$IT_TMP/server.out" 2>&1 &
 server=$!
+nsenter --target "$holder" --net -- python3 -m http.server --bind fd00::5 \
+	--directory "$IT_TMP/www" "$port" >"$IT_TMP/server6.out" 2>&1 &
+server6=$!
 server_ok() { in_ns curl -s -m 2 "http://203.0.113.5:$port/" >/dev/null; }
+server6_ok() { in_ns curl -s -m 2 "http://[fd00::5]:$port/" >/dev/null; }
 assert_true "the host's service answers on its own address" wait_for 10 server_ok
+assert_true "... and on its IPv6 ULA" wait_for 10 server6_ok
 
 real_airlock=$AIRLOCK
 AIRLOCK=$IT_TMP/airlock-in-ns
@@ -53,6 +61,22 @@ JSON
 sb_run -p "$IT_TMP/by-address.json" -- /bin/sh -c "$probe"
 assert_contains "$AL_OUT" "a service of the host" "a rule naming the address opens it"
 
-kill -KILL "$holder" "$server" 2>/dev/null
-wait "$holder" "$server" 2>/dev/null
+write_policy "$IT_TMP/v6-prefix.json" <<JSON
+{"network": {"default": "deny",
+  "rules": [{"destination": "fd00::/64", "port": $port, "action": "allow"}]}}
+JSON
+probe6="curl -sS -m 5 -x http://10.255.255.1:3128 --noproxy '' 'http://[fd00::5]:$port/' 2>&1; echo rc=\$?"
+# The host's service answers an absolute-form request with its 404 page: either is its answer.
+served() { grep -q -e "a service of the host" -e "Error response" <<<"$AL_OUT"; }
+sb_run -p "$IT_TMP/v6-prefix.json" -- /bin/sh -c "$probe6"
+assert_true "a rule for its /64 does not reach the host's own IPv6 address" eval '! served'
+write_policy "$IT_TMP/v6-address.json" <<JSON
+{"network": {"default": "deny",
+  "rules": [{"destination": "fd00::5/128", "port": $port, "action": "allow"}]}}
+JSON
+sb_run -p "$IT_TMP/v6-address.json" -- /bin/sh -c "$probe6"
+assert_true "a rule naming the IPv6 address opens it" served
+
+kill -KILL "$holder" "$server" "$server6" 2>/dev/null
+wait "$holder" "$server" "$server6" 2>/dev/null
 it_finish

@@ -7,6 +7,8 @@
 # back as exactly the encoding of the sandbox's own credentials (no bit of the real value's
 # encoding left), and a compressed response (Content-Encoding) from a bound host is refused even
 # on a connection that carried no value, while a compressed file (no Content-Encoding) is not.
+# The bound host's address itself (api.test is pinned to it) is refused, every way: connections by
+# address are not searched for values, so the host's echo would hand one over (found by review).
 # Reports the time of 200 new intercepted connections.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
@@ -84,6 +86,15 @@ curl -sS -m 10 -o $W/last-basic "$S/last"; echo $? >$W/rc-last-basic
 # compressed file (no Content-Encoding) passes.
 curl -sS -m 10 -o $W/gz "$S/echo-enc?enc=gzip" 2>$W/err-gz; echo $? >$W/rc-gz
 curl -sS -m 10 -o $W/file.gz "$S/file.gz"; echo $? >$W/rc-file-gz
+# The address the bound host is pinned to, after a value was sent: refused in plain HTTP and
+# in TLS, with or without the name of the host as SNI, transparently and through HTTP_PROXY.
+X="-x http://10.255.255.1:3128 --noproxy \"\""
+raw() { eval curl -sf -m 10 -k -o $W/raw-$1 "$2"; echo $? >$W/rc-raw-$1; }
+raw plain-t "--noproxy \"*\" http://127.0.0.1:'$pp'/last"
+raw plain-p "$X http://127.0.0.1:'$pp'/last"
+raw tls-t "--noproxy \"*\" https://127.0.0.1:'$sp'/last"
+raw tls-p "$X https://127.0.0.1:'$sp'/last"
+raw sni-p "$X --connect-to api.test:'$sp':127.0.0.1:'$sp' https://api.test:'$sp'/last"
 # 200 new intercepted connections, none carrying a value, from one curl (Connection: close).
 start=$(date +%s%N)
 curl -sS -m 60 -H "Connection: close" -o /dev/null "$S/?n=[1-200]"
@@ -116,6 +127,12 @@ assert_eq "Basic $(b64 "user:$sur2")" "$(cat "$WS/last-basic")" \
 assert_ne 0 "$(cat "$WS/rc-gz")" "a compressed response from a bound host is refused without a value sent ($(head -c 80 "$WS/err-gz"))"
 assert_eq 0 "$(cat "$WS/rc-file-gz")" "a compressed file from a bound host is downloaded"
 assert_eq "a compressed file" "$(gzip -dc <"$WS/file.gz")" "... intact"
+for k in plain-t plain-p tls-t tls-p sni-p; do
+	assert_ne 0 "$(cat "$WS/rc-raw-$k" 2>/dev/null || echo missing)" \
+		"the bound host's address is refused ($k): reach it by its name"
+done
+assert_eq 0 "$(cat "$WS"/raw-* 2>/dev/null | grep -c Bearer || true)" \
+	"no answer by address reached the sandbox"
 assert_eq 0 "$(grep -rlF -e "$token" -e "$token2" -e "$(b64 "user:$token2" | head -c 40)" "$WS" | wc -l)" \
 	"no file of the sandbox holds a real value"
 assert_eq 3 "$(grep -c '"path": "/x"' "$up")" "the requests that carried values reached the upstream"
