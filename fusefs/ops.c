@@ -280,6 +280,17 @@ static int kill_suidgid(int fd, struct stat *st)
 	return 0;
 }
 
+/* The same for the file at fd, as the host has it now (the kernel decides on the mode it has
+ * cached, which the host may have changed since). */
+static int kill_suidgid_now(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return kill_suidgid(fd, &st);
+}
+
 /* A write open that will pass through: the kernel's writes then never reach the daemon, so the
  * privileges a write would drop are dropped at the open (docs/SECURITY.md). */
 static int kill_suidgid_at_open(struct fusefs *fs, struct fuse_file_info *fi, int fd,
@@ -554,10 +565,21 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	r = set_attrs(fs, in, fd, attr, to_set, fi);
 	if (r >= 0)
 		r = RET_NERRNO(fstat(fd, &st));
-	/* A truncation or a change of owner by the sandbox (KILLPRIV_V2's FATTR_KILL_SUIDGID). */
+	/* A truncation or a change of owner by the sandbox (KILLPRIV_V2's FATTR_KILL_SUIDGID); a
+	 * change of nothing but ctime (nothing at all without the write-back cache) is chown(f, -1,
+	 * -1), which drops them and the capability too (found by review). */
 	if (r >= 0 && fs->killpriv && (to_set & FUSE_SET_ATTR_KILL_SUID) &&
 	    !(to_set & FUSE_SET_ATTR_MODE))
 		r = kill_suidgid(fd, &st);
+	if (r >= 0 && fs->killpriv && !(to_set & ~FUSE_SET_ATTR_CTIME) && S_ISREG(st.st_mode)) {
+		char proc[32];
+
+		fd_path(fd, proc);
+		if (removexattr(proc, "security.capability") < 0 && errno != ENODATA)
+			r = -errno;
+		if (r >= 0)
+			r = kill_suidgid(fd, &st);
+	}
 	fusefs_inode_put_fd(fs, in);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -1098,9 +1120,10 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 		fuse_reply_err(req, ENOSPC);
 		return;
 	}
-	if (fs->killpriv && fusefs_io_kill_suidgid(fi)) {
-		struct stat st;
-		int r = fstat(f->fd, &st) < 0 ? -errno : kill_suidgid(f->fd, &st);
+	/* The kernel asks for it from a writer without CAP_FSETID, as it knows the mode; a page it
+	 * writes back names no writer; a sandbox's writer never has CAP_FSETID. */
+	if (fs->killpriv && (fusefs_io_kill_suidgid(fi) || fi->writepage || fs->strip_setid)) {
+		int r = kill_suidgid_now(f->fd);
 
 		if (r < 0) {
 			if (fs->quota > 0)
@@ -1248,7 +1271,12 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	}
 	if (fs->quota > 0 && !(mode & FALLOC_FL_PUNCH_HOLE))
 		(void)fusefs_quota_charge(fs, -len, false);
-	r = RET_NERRNO(fallocate(f->fd, mode, off, len));
+	/* The kernel drops its own request to drop privileges once KILLPRIV_V2 is negotiated, and
+	 * sends no flag with FALLOCATE: the daemon drops them (also for a writer with CAP_FSETID,
+	 * which the request does not tell: the safe side). */
+	r = fs->killpriv ? kill_suidgid_now(f->fd) : 0;
+	if (r >= 0)
+		r = RET_NERRNO(fallocate(f->fd, mode, off, len));
 	fusefs_inode_charge(fs, f->in, f->fd);
 	if (r >= 0)
 		invalidate_attrs(req, ino);

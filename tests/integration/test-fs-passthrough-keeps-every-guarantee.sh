@@ -32,7 +32,7 @@ fi
 
 # The script inside: FUSEFS_IOC_INFO (fusefs/fusefs.h) on open files, then the operations.
 cat >"$WS/pt.py" <<'EOF2'
-import errno, fcntl, mmap, os, struct, sys
+import errno, fcntl, mmap, os, struct, sys, time
 
 IOC_INFO = (2 << 30) | (16 << 16) | (0xaf << 8) | 2
 
@@ -90,16 +90,38 @@ if what == "free":
     print("host-change", open("host.txt").read().strip())
     # Set-user-ID and set-group-ID (with group execute) that the host left on files: a
     # write, a truncation, an O_TRUNC open drop them.
-    for name, how in (("setid-w", "write"), ("setid-t", "truncate"), ("setid-o", "otrunc")):
-        if how == "write":
+    for name, how in (("setid-w", "write"), ("setid-t", "truncate"), ("setid-o", "otrunc"),
+                      ("setid-a", "fallocate"), ("setid-c", "chown")):
+        if how in ("write", "fallocate"):
             fd = os.open(name, os.O_WRONLY)
-            os.write(fd, b"y")
+            if how == "write":
+                os.write(fd, b"y")
+            else:
+                os.posix_fallocate(fd, 0, 4096)
             os.close(fd)
         elif how == "truncate":
             os.truncate(name, 1)
+        elif how == "chown":
+            os.chown(name, -1, -1)
         else:
             os.close(os.open(name, os.O_WRONLY | os.O_TRUNC))
         print("setid", how, oct(os.stat(name).st_mode & 0o7777))
+    # The host sets them after the kernel cached the file's mode, and while a write fd of it is
+    # open: a write through a new open, and through the old one where the daemon sees writes.
+    os.stat("setid-h")
+    old = os.open("setid-l", os.O_WRONLY)
+    old_served = served(old)
+    # The host sets them as soon as it sees this file (the sandbox cannot see the host's answer:
+    # what it knows of a name and its attributes is cached for a minute), well within 3 s.
+    open("ready-h", "w").close()
+    time.sleep(3)
+    fd = os.open("setid-h", os.O_WRONLY)
+    os.write(fd, b"y")
+    os.close(fd)
+    os.write(old, b"y")
+    os.close(old)
+    print("setid host-set", oct(os.stat("setid-h").st_mode & 0o7777))
+    print("setid old-fd", old_served, oct(os.stat("setid-l").st_mode & 0o7777))
 elif what == "quota":
     r = os.open("big", os.O_RDONLY | os.O_CREAT, 0o644)
     w = os.open("big", os.O_WRONLY)
@@ -118,10 +140,17 @@ elif what == "quota":
 EOF2
 mkdir -p "$WS/.git/hooks" "$WS/secret"
 echo "from the host" >"$WS/host.txt"
-for f in setid-w setid-t setid-o; do
+for f in setid-w setid-t setid-o setid-a setid-c setid-h setid-l; do
 	head -c 100000 /dev/zero >"$WS/$f"
 	chmod 06777 "$WS/$f"
 done
+chmod 0777 "$WS/setid-h" "$WS/setid-l"
+# The host's part: set-user-ID and set-group-ID once the sandbox has seen the files.
+(
+	wait_for 60 test -e "$WS/ready-h" && chmod 06777 "$WS/setid-h" "$WS/setid-l" &&
+		touch "$WS/host-done"
+) &
+host_part=$!
 
 al_run run -p "$free" -- /usr/bin/python3 /workspace/pt.py free
 assert_eq 0 "$AL_RC" "the passthrough script ran without a quota"
@@ -141,15 +170,26 @@ assert_contains "$AL_OUT" "rename-to-denied ENOENT" "nor moved into a denied fol
 assert_contains "$AL_OUT" "after-move moved" "after its folder moved, the open file is written"
 assert_contains "$AL_OUT" "host-change from the host" "the host's file is read as the host has it"
 assert_true "no hook was made" test ! -e "$WS/.git/hooks/pre-commit"
-for how in write truncate otrunc; do
+wait "$host_part"
+assert_true "the host set them while the sandbox waited" test -e "$WS/host-done"
+assert_contains "$AL_OUT" "setid host-set 0o777" \
+	"a write drops what the host set after the kernel cached the mode"
+# A write fd opened before the host set them: where it passes through, the daemon never sees
+# its writes (docs/SECURITY.md says so); where it does not, they are dropped.
+if [[ "$AL_OUT" == *"setid old-fd 1 "* ]]; then
+	assert_contains "$AL_OUT" "setid old-fd 1 0o777" \
+		"a write through a fd opened before the host set them drops them (served by the daemon)"
+fi
+for how in write truncate otrunc fallocate chown; do
 	assert_contains "$AL_OUT" "setid $how 0o777" \
 		"the sandbox's $how (otrunc: an open with O_TRUNC) drops set-user-ID and set-group-ID"
 done
-for f in setid-w setid-t setid-o; do
+for f in setid-w setid-t setid-o setid-a setid-c setid-h; do
 	assert_eq 777 "$(stat -c %a "$WS/$f")" "the host's $f lost set-user-ID and set-group-ID"
 done
 assert_true "no .envrc was made" test ! -e "$WS/.envrc"
 
+rm -f "$WS"/setid-* # room for the quota's own file
 al_run run -p "$quota" -- "$PROBE" fs-info /workspace/airlock-probe
 assert_contains "$AL_OUT" "passthrough=0" "a workspace with a quota passes nothing through"
 al_run run -p "$quota" -- /usr/bin/python3 /workspace/pt.py quota
