@@ -9,11 +9,12 @@
 # each path adds to direct. Prints markdown and writes it to the "Egress proxy" section of
 # docs/BENCHMARKS.md.
 #
-# usage: bench/proxy.sh            (as root: airlock refuses egress rules to other users)
+# usage: bench/proxy.sh            (as root; the rootless rows run airlock as uid 65534)
 # environment: AIRLOCK (default build/cli/airlock),
 #              BENCH_PATHS (rows, default "direct tinyproxy squid airlock"; words: direct,
-#                tinyproxy, squid, airlock = airlock-pass + airlock-intercept; direct is always
-#                measured, the ratios need it),
+#                tinyproxy, squid, airlock = airlock-pass + airlock-intercept, rootless = the
+#                airlock rows again as uid 65534 (setpriv); direct is always measured, the
+#                ratios need it),
 #              BENCH_SECONDS (timed seconds of each wrk run, default 5),
 #              BENCH_SERIAL (serial requests for the latency, default 200),
 #              BENCH_DOWNLOADS (10 MiB downloads for the throughput, default 20),
@@ -34,7 +35,7 @@ airlock=${AIRLOCK:-$repo/build/cli/airlock}
 seconds=${BENCH_SECONDS:-5}
 serial=${BENCH_SERIAL:-200}
 downloads=${BENCH_DOWNLOADS:-20}
-selected=${BENCH_PATHS:-direct tinyproxy squid airlock}
+selected=${BENCH_PATHS:-direct tinyproxy squid airlock rootless}
 doc=${BENCH_DOC:-$repo/docs/BENCHMARKS.md}
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
@@ -68,7 +69,7 @@ positive BENCH_DOWNLOADS "$downloads"
 
 # The rows, in the order of the tables; direct-http and direct-https are the references of
 # the rows below them.
-want_tinyproxy=0 want_squid=0 want_pass=0 want_intercept=0
+want_tinyproxy=0 want_squid=0 want_pass=0 want_intercept=0 want_rootless=0
 for w in $selected; do
 	case $w in
 	direct) ;;
@@ -77,16 +78,26 @@ for w in $selected; do
 	airlock) want_pass=1 want_intercept=1 ;;
 	airlock-pass) want_pass=1 ;;
 	airlock-intercept) want_intercept=1 ;;
-	*) die "BENCH_PATHS: unknown path '$w' (direct, tinyproxy, squid, airlock, airlock-pass, airlock-intercept)" ;;
+	rootless) want_rootless=1 ;;
+	*) die "BENCH_PATHS: unknown path '$w' (direct, tinyproxy, squid, airlock, airlock-pass, airlock-intercept, rootless)" ;;
 	esac
 done
+# The rootless rows (ROW@user): the airlock rows again, airlock run by uid 65534 through setpriv.
+nobody=65534
+if [ "$want_rootless" = 1 ] && { [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; }; then
+	log "no rootless rows: they need root (to become uid $nobody with setpriv)"
+	want_rootless=0
+fi
 rows=(direct-http)
 [ "$want_tinyproxy" = 0 ] || rows+=(tinyproxy)
 [ "$want_squid" = 0 ] || rows+=(squid)
 [ "$want_pass" = 0 ] || rows+=(airlock-http)
+[ "$want_pass" = 0 ] || [ "$want_rootless" = 0 ] || rows+=(airlock-http@user)
 rows+=(direct-https)
 [ "$want_pass" = 0 ] || rows+=(airlock-https)
+[ "$want_pass" = 0 ] || [ "$want_rootless" = 0 ] || rows+=(airlock-https@user)
 [ "$want_intercept" = 0 ] || rows+=(airlock-intercept)
+[ "$want_intercept" = 0 ] || [ "$want_rootless" = 0 ] || rows+=(airlock-intercept@user)
 
 # ---- packages ----
 
@@ -326,6 +337,17 @@ cat >"$run/intercept.json" <<EOF
  "credentials": [{"name": "bench", "source": {"type": "env", "var": "BENCH_TOKEN"},
    "injection": {"type": "env_var", "var_name": "TOKEN"}, "hosts": ["bench.test"]}]}
 EOF
+# The rootless rows' copies: no cgroup is delegated to uid 65534 here, so the memory and pids
+# limits are lifted (they cost nothing per request); a copy of the binary it can reach.
+if [ "$want_rootless" = 1 ]; then
+	for f in pass intercept; do
+		sed 's|^{"workspace"|{"resources": {"memory": "max", "pids": "max"}, "workspace"|' \
+			"$run/$f.json" >"$run/$f-user.json"
+	done
+	install -m 755 "$airlock" "$run/airlock-user"
+	chmod 755 "$run"
+	chmod -R a+rX "$run/pki" "$ws"
+fi
 
 # ---- the clients ----
 
@@ -333,18 +355,24 @@ EOF
 # the intercepted row's CMD gets the surrogate as `-H "Authorization: Bearer $TOKEN"`.
 client()
 {
-	local row=$1
+	local row=$1 pol=""
+	local -a al=("$airlock")
 	shift
+	if [[ $row == *@user ]]; then
+		row=${row%@user}
+		al=(setpriv --reuid="$nobody" --regid="$nobody" --clear-groups "$run/airlock-user")
+		pol=-user
+	fi
 	case $row in
 	airlock-http | airlock-https)
-		"$airlock" run -p "$run/pass.json" --resolve bench.test:127.0.0.1 -- "$@"
+		"${al[@]}" run -p "$run/pass$pol.json" --resolve bench.test:127.0.0.1 -- "$@"
 		;;
 	airlock-intercept)
 		# The sandbox's CA alone (the last certificate of its trust store), as the other rows
 		# verify against one CA: curl reads its CA file again for every new connection, and
 		# a store of the host's ~140 CAs costs ~20 ms to read, which is not the proxy's time.
 		# shellcheck disable=SC2016 # $TOKEN is the sandbox's
-		"$airlock" run -p "$run/intercept.json" --resolve bench.test:127.0.0.1 \
+		"${al[@]}" run -p "$run/intercept$pol.json" --resolve bench.test:127.0.0.1 \
 			"$upstream_ca_option" "$pki/ca.pem" "${intercept_options[@]}" -- \
 			/bin/sh -c 'awk "/BEGIN CERTIFICATE/ { b = \"\" } { b = b \$0 \"\n\" } END { printf \"%s\", b }" \
 				/etc/airlock/ca-bundle.pem >/tmp/airlock-ca.pem || exit 1
@@ -362,7 +390,7 @@ setup_row()
 {
 	target=""
 	lua=$ws/wrk.lua
-	case $1 in
+	case ${1%@user} in
 	direct-http)
 		url=http://127.0.0.1:$http_port/1k
 		base=http://127.0.0.1:$http_port
@@ -463,7 +491,7 @@ check_row()
 		fail "$row" preflight "GET $base/1k: status and size '$got', not '200 1024'"
 		return 1
 	fi
-	[ "$row" = airlock-intercept ] || return 0
+	[ "${row%@user}" = airlock-intercept ] || return 0
 	if ! client "$row" curl -sS --fail "${curl_args[@]}" "$base/auth" >"$out" 2>"$err"; then
 		fail "$row" preflight "GET $base/auth: $(why "$err")"
 		return 1
@@ -633,11 +661,17 @@ names = {
     "airlock-https": "airlock pass-through, HTTPS (SNI checked, spliced)",
     "airlock-intercept": "airlock intercepted, HTTPS (TLS terminated, surrogate swapped)",
 }
+def base(row):
+    return row.split("@")[0]
+
+def name(row):
+    return names[base(row)] + (", airlock run by uid 65534 (no root)" if row.endswith("@user") else "")
+
 def ref(row):
-    return "direct-https" if row in ("direct-https", "airlock-https", "airlock-intercept") else "direct-http"
+    return "direct-https" if base(row) in ("direct-https", "airlock-https", "airlock-intercept") else "direct-http"
 
 def pass_through(row):
-    return row in ("airlock-http", "airlock-https")
+    return base(row) in ("airlock-http", "airlock-https")
 
 def verdict(ok):
     return "**pass**" if ok else "**miss**"
@@ -692,16 +726,16 @@ for row in rows:
         per.append("%.2f" % (int(d["accepts"]) / max(int(d["requests"]), 1)))
         if pass_through(row):
             results.append(r and v / r >= goal and not e)
-        elif row == "airlock-intercept":
+        elif base(row) == "airlock-intercept":
             results.append(r and v / r >= 0.25 and not e)
     if pass_through(row):
         target = "≥ 0.6× / ≥ 0.4×"
-    elif row == "airlock-intercept":
+    elif base(row) == "airlock-intercept":
         target = "≥ 0.25× / ≥ 0.25×"
     else:
         target = ""
     res = " / ".join("—" if x is None else verdict(x) for x in results) if target else ""
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (names[row], *cells, " / ".join(per),
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name(row), *cells, " / ".join(per),
                                                       target, res))
 print()
 if read_errors:
@@ -723,11 +757,11 @@ print("| --- | ---: | ---: | --- | --- |")
 for row in rows:
     v, r = speed(row), speed(ref(row))
     if v is None:
-        print("| %s | failed | — | %s |  |" % (names[row], "≥ 0.8×" if pass_through(row) else ""))
+        print("| %s | failed | — | %s |  |" % (name(row), "≥ 0.8×" if pass_through(row) else ""))
         continue
     target = "≥ 0.8×" if pass_through(row) else ""
     res = verdict(r and v / r >= 0.8) if target else ""
-    print("| %s | %s | %s | %s | %s |" % (names[row], thousands(v / 1048576), ratio(v, r), target, res))
+    print("| %s | %s | %s | %s | %s |" % (name(row), thousands(v / 1048576), ratio(v, r), target, res))
 print()
 
 # latency
@@ -756,7 +790,7 @@ for row in rows:
         results.append(add is not None and add <= 100)
     target = "≤ +100 µs / ≤ +100 µs" if pass_through(row) else ""
     res = " / ".join("—" if x is None else verdict(x) for x in results) if target else ""
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (names[row], *cells, " / ".join(per),
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name(row), *cells, " / ".join(per),
                                                       target, res))
 
 if fails:
@@ -765,7 +799,7 @@ if fails:
     print()
     for row in rows:
         for reason in fails.get(row, []):
-            print("- %s — %s" % (names[row], reason.replace("|", "\\|")))
+            print("- %s — %s" % (name(row), reason.replace("|", "\\|")))
 EOF
 )
 
