@@ -7,7 +7,8 @@
 # port get through (a name pinned to loopback needs a rule naming the address too, as for root),
 # and the dev server never sees a request. A sandbox opening far more
 # connections than the proxy takes cannot exhaust the user's file descriptors through it: the
-# proxy holds a bounded number, stays one process, and serves again once they are closed.
+# proxy holds a bounded number, stays one process, and serves again once they are closed. A
+# session's commands get the same egress.
 # Always as an unprivileged user (uid 65534 unless AIRLOCK_IT_USER says otherwise).
 export AIRLOCK_IT_USER=${AIRLOCK_IT_USER:-65534}
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
@@ -120,6 +121,18 @@ wait "$run_pid"
 assert_eq 0 "$(cat "$IT_TMP/flood.rc" 2>/dev/null)" "the flooding sandbox ended normally"
 assert_contains "$(cat "$IT_TMP/al.out")" "after hello from upstream" \
 	"after the flood, the proxy serves the sandbox again"
+
+# ---- a session: the same egress for its commands ----
+al_run session start -p "$policy" --owner 0
+assert_eq 0 "$AL_RC" "a session with egress starts (as uid $AIRLOCK_IT_USER)"
+sid=$(tail -n 1 <<<"$AL_OUT")
+al_run session exec "$sid" -- /bin/sh -c "curl -sS -m 10 --noproxy '*' http://api.test:$ok/ 2>&1
+	curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '*' http://127.0.0.1:$dev/; echo \" rc=\$?\""
+assert_contains "$AL_OUT" "hello from upstream" "... its command reaches the allowed upstream"
+assert_contains "$AL_OUT" "000 rc=7" "... and not the user's dev server"
+al_run session stop "$sid"
+assert_eq 0 "$AL_RC" "... and stops"
+assert_eq 0 "$(wc -l <"$IT_TMP/dev.jsonl")" "the user's dev server saw no request from the session"
 
 kill "$dev_pid" "$ok_pid" 2>/dev/null
 wait "$dev_pid" "$ok_pid" 2>/dev/null
