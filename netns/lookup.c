@@ -54,13 +54,11 @@ static int to_addr(const char *literal, struct netns_addr *ret)
 
 const char *netns_pinned_bound_name(const struct policy *p, const struct netns_addr *a)
 {
-	size_t len = a->family == AF_INET ? 4 : 16;
 	struct netns_addr pin;
 
 	for (size_t i = 0; i < p->network.n_resolve; i++)
-		if (to_addr(p->network.resolve[i].address, &pin) >= 0 && pin.family == a->family &&
-		    memcmp(pin.addr, a->addr, len) == 0 &&
-		    netns_name_is_bound(p, p->network.resolve[i].name))
+		if (to_addr(p->network.resolve[i].address, &pin) >= 0 &&
+		    netns_addr_equal(&pin, a) && netns_name_is_bound(p, p->network.resolve[i].name))
 			return p->network.resolve[i].name;
 	return NULL;
 }

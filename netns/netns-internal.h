@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/error.h"
 #include "common/macro.h"
@@ -385,6 +386,12 @@ struct netns_addr {
 	int family; /* AF_INET or AF_INET6 */
 	uint8_t addr[16];
 };
+
+static inline bool netns_addr_equal(const struct netns_addr *a, const struct netns_addr *b)
+{
+	return a->family == b->family &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
 
 struct sockaddr;
 /* sa as a netns_addr; false when it is neither IPv4 nor IPv6 (ret is left alone). */

@@ -343,13 +343,6 @@ static void conn_connect(struct conn *c)
 		conn_pump(c);
 }
 
-static bool is_loopback(const struct netns_addr *a)
-{
-	static const uint8_t v6[16] = {[15] = 1};
-
-	return a->family == AF_INET ? a->addr[0] == 127 : memcmp(a->addr, v6, 16) == 0;
-}
-
 /* The addresses of airlock's own network namespace, where upstream sockets are made: a name
  * resolving to one of them would reach the host's own services (listening on a public address,
  * not only on loopback). Read once, at the start. */
@@ -374,7 +367,8 @@ static int list_host_addrs(struct netns_proxy *p)
 		 * addresses, special-use or not (private, ULA, test ranges: found by review, an
 		 * IPv6 ULA of the host's was reached through a rule for its /126), only by a rule
 		 * naming exactly that address. */
-		if (i->ifa_addr && netns_addr_from_sockaddr(i->ifa_addr, a) && !is_loopback(a))
+		if (i->ifa_addr && netns_addr_from_sockaddr(i->ifa_addr, a) &&
+		    !streq_ptr(netns_addr_special(a->family, a->addr), "loopback"))
 			p->n_host_addrs++;
 	}
 	freeifaddrs(ifa);
@@ -386,13 +380,10 @@ static int list_host_addrs(struct netns_proxy *p)
 static bool reaches_host(const struct netns_proxy *p, const struct netns_addr *a,
 			 const struct netns_verdict *v)
 {
-	size_t len = a->family == AF_INET ? 4 : 16;
-
 	for (size_t i = 0; i < p->n_host_addrs; i++)
-		if (p->host_addrs[i].family == a->family &&
-		    memcmp(p->host_addrs[i].addr, a->addr, len) == 0)
+		if (netns_addr_equal(&p->host_addrs[i], a))
 			return !(v->rule && v->rule->kind == POLICY_DEST_CIDR &&
-				 v->rule->prefix_len == 8 * len);
+				 v->rule->prefix_len == (a->family == AF_INET ? 32 : 128));
 	return false;
 }
 
