@@ -452,27 +452,22 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 	return r;
 }
 
-/* As root, the sandbox's network namespace, and the egress proxy's process, which builds the veth
- * pair into it. Without egress this runs while the child builds its root (handshake()); with
- * egress, before clone, so that the proxy's set-up (the longest step) overlaps with clone, the
- * child's mounts and the cgroups. */
+/* As root, the sandbox's network namespace; and the egress proxy's process, which builds the veth
+ * pair into it (without root, where clone makes the sandbox's namespaces, it waits for them:
+ * start_rootless_egress()). Without egress this runs while the child builds its root
+ * (handshake()); with egress, before clone, so that the proxy's set-up (the longest step) overlaps
+ * with clone, the child's mounts and the cgroups. */
 static int start_network(struct run *run, struct al_error *err)
 {
 	int r;
 
-	/* Without root, the sandbox's own namespaces are made by clone: the proxy's process waits
-	 * for them (start_rootless_egress()). */
-	if (run->ctx.userns) {
-		r = run->egress ? launcher_egress_start(run->egress, -EBADF, err) : 0;
-		if (r >= 0 && run->egress)
-			run_step(run, "egress");
-		return r;
+	if (!run->ctx.userns) {
+		r = netns_new(&run->netns_fd);
+		if (r < 0)
+			return al_error_set_errno(
+			    err, r, "Failed to create the sandbox's network namespace");
+		run_step(run, "netns");
 	}
-	r = netns_new(&run->netns_fd);
-	if (r < 0)
-		return al_error_set_errno(err, r,
-					  "Failed to create the sandbox's network namespace");
-	run_step(run, "netns");
 	if (run->egress) {
 		r = launcher_egress_start(run->egress, run->netns_fd, err);
 		if (r < 0)
