@@ -68,11 +68,16 @@ static int add_veth(struct nl_sock *sk, int sandbox_ns)
 	veth = rtnl_link_veth_alloc();
 	if (!veth)
 		return -ENOMEM;
-	rtnl_link_set_name(veth, NETNS_PROXY_IF);
-	rtnl_link_set_mtu(veth, NETNS_MTU);
 	peer = rtnl_link_veth_get_peer(veth);
+	/* One queue each way: a veth device gets one per CPU unless told, and cutting them to one
+	 * once registered waits for two RCU grace periods under the rtnl lock (milliseconds). */
+	for (struct rtnl_link *l = veth; l; l = l == veth ? peer : NULL) {
+		rtnl_link_set_mtu(l, NETNS_MTU);
+		rtnl_link_set_num_tx_queues(l, 1);
+		rtnl_link_set_num_rx_queues(l, 1);
+	}
+	rtnl_link_set_name(veth, NETNS_PROXY_IF);
 	rtnl_link_set_name(peer, NETNS_SANDBOX_IF);
-	rtnl_link_set_mtu(peer, NETNS_MTU);
 	rtnl_link_set_ns_fd(peer, sandbox_ns);
 	rtnl_link_put(peer);
 	return netns_errno_from_nl(rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL));
