@@ -145,6 +145,7 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	    .stderr_w = -EBADF,
 	    .stdin_r = -EBADF,
 	    .sync_fd = -EBADF,
+	    .egress_fd = -EBADF,
 	};
 	ctx->userns = ctx->uid != 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -189,6 +190,10 @@ void launcher_context_done(struct launcher_context *ctx)
 	ctx->stdout_w = al_close(ctx->stdout_w);
 	ctx->stderr_w = al_close(ctx->stderr_w);
 	ctx->sync_fd = al_close(ctx->sync_fd);
-	*ctx = (struct launcher_context){
-	    .stdout_w = -EBADF, .stderr_w = -EBADF, .stdin_r = -EBADF, .sync_fd = -EBADF};
+	ctx->egress_fd = al_close(ctx->egress_fd);
+	*ctx = (struct launcher_context){.stdout_w = -EBADF,
+					 .stderr_w = -EBADF,
+					 .stdin_r = -EBADF,
+					 .sync_fd = -EBADF,
+					 .egress_fd = -EBADF};
 }

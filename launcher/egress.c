@@ -7,23 +7,19 @@
  * while the sandbox runs, the sandbox is killed and the run fails; at the end the proxy is killed,
  * and with its last socket the kernel removes the proxy netns and both ends of the veth pair.
  *
- * Without root the same topology is made inside the sandbox's user namespace (set_up_rootless()):
- * both network namespaces are its, the proxy's process stays the user's, in the host's
- * namespaces, and nothing of the host's changes. */
+ * Without root the same topology is made inside the sandbox's user namespace, by the sandbox's
+ * first process before it builds its root (launcher_egress_build()): both network namespaces are
+ * that namespace's, the proxy's process stays the user's, in the host's namespaces, and takes the
+ * sockets; nothing of the host's changes. */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "broker/client.h"
@@ -42,10 +38,11 @@ struct launcher_egress {
 	struct netns_proxy_options o;
 	struct netns_proxy *proxy;
 	struct broker_client *broker;
-	int sandbox_netns;  /* for the proxy's process to build the topology (root: borrowed) */
-	int sandbox_userns; /* without root: the user namespace that owns it (received) */
-	int violations[2];  /* [0] airlock reads, [1] the proxy writes */
-	int ready[2];	    /* [0] airlock reads, [1] the proxy reports its set-up */
+	int sandbox_netns; /* for set_up(): as root borrowed, without root the child's own */
+	int violations[2]; /* [0] airlock reads, [1] the proxy writes */
+	int ready[2];	   /* [0] airlock reads, [1] the proxy reports its set-up */
+	int handoff[2];	   /* without root: [0] the sandbox's child sends the sockets it made in
+			    * launcher_egress_build(), [1] the proxy's process receives them */
 	struct launcher_daemon daemon;
 };
 
@@ -61,9 +58,9 @@ int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 		return -ENOMEM;
 	*eg = (struct launcher_egress){
 	    .sandbox_netns = -EBADF,
-	    .sandbox_userns = -EBADF,
 	    .violations = {-EBADF, -EBADF},
 	    .ready = {-EBADF, -EBADF},
+	    .handoff = {-EBADF, -EBADF},
 	};
 	launcher_daemon_init(&eg->daemon);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, eg->violations) <
@@ -112,8 +109,9 @@ int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret)
 	return 0;
 }
 
-/* In the proxy's process: the veth pair into the sandbox's netns, a proxy netns, and the proxy's
- * sockets in it. The proxy netns is held only by those sockets afterwards. */
+/* In the proxy's process as root, in the sandbox's first process without root: the veth pair into
+ * the sandbox's netns, a proxy netns, and the proxy's sockets in it. The proxy netns is held only
+ * by those sockets afterwards. */
 static int set_up(struct launcher_egress *eg, struct al_error *err)
 {
 	_cleanup_(netns_egress_freep) struct netns_egress *topology = NULL;
@@ -128,25 +126,26 @@ static int set_up(struct launcher_egress *eg, struct al_error *err)
 	return netns_proxy_listen(eg->proxy, netns_egress_proxy_fd(topology), err);
 }
 
-/* In a child of the proxy's process, without root: joins the sandbox's user namespace (where
- * it may do all set_up() does; and its network namespace, one to come back to from the proxy
- * netns), sets up, and sends m (READY with the count of sockets in value, or the ERROR) and then
- * the sockets, AL_FDS_MAX a message, on sock. */
-_noreturn_ static void rootless_child(struct launcher_egress *eg, int sock)
+/* Without root, in the sandbox's first process, as soon as airlock has written its id maps:
+ * all set_up() does is this user namespace's to do (a network namespace beside the sandbox's,
+ * the veth pair between them, transparent sockets there), and this process may do it before it
+ * builds its root, while airlock makes the cgroups. It sends m (READY with the count of sockets
+ * in value, or the ERROR) and then the sockets, AL_FDS_MAX a message, on sock to the proxy's
+ * process, which stays the user's in the host's namespaces; it keeps none of them. */
+int launcher_egress_build(struct launcher_egress *eg, int sock, struct al_error *err)
 {
 	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_READY};
 	int fds[PROXY_KEEP_FDS];
 	size_t n = 0;
-	int r = 0;
+	int r;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		_exit(EXIT_FAILURE);
-	if (setns(eg->sandbox_userns, CLONE_NEWUSER) < 0 ||
-	    setns(eg->sandbox_netns, CLONE_NEWNET) < 0)
+	eg->sandbox_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (eg->sandbox_netns < 0)
 		r = al_error_set_errno(&m.err, -errno,
-				       "Failed to join the sandbox's user and network namespaces");
-	if (r >= 0)
+				       "Failed to open the sandbox's network namespace");
+	else
 		r = set_up(eg, &m.err);
+	eg->sandbox_netns = al_close(eg->sandbox_netns);
 	if (r >= 0) {
 		n = netns_proxy_fds(eg->proxy, fds, netns_proxy_socket_count(eg->proxy));
 		m.value = (int32_t)n;
@@ -154,61 +153,33 @@ _noreturn_ static void rootless_child(struct launcher_egress *eg, int sock)
 		m = (struct launcher_sync_msg){
 		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
 	}
-	if (launcher_sync_send(sock, &m, -EBADF) < 0)
-		_exit(EXIT_FAILURE);
-	for (size_t i = 0; i < n; i += AL_FDS_MAX) {
+	r = launcher_sync_send(sock, &m, -EBADF);
+	for (size_t i = 0; r >= 0 && i < n; i += AL_FDS_MAX) {
 		struct launcher_sync_msg more = {.type = LAUNCHER_SYNC_READY};
 
-		if (launcher_sync_send_fds(sock, &more, fds + i, MIN(n - i, (size_t)AL_FDS_MAX)) <
-		    0)
-			_exit(EXIT_FAILURE);
+		r = launcher_sync_send_fds(sock, &more, fds + i, MIN(n - i, (size_t)AL_FDS_MAX));
 	}
-	_exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+	for (size_t i = 0; i < n; i++)
+		(void)al_close(fds[i]);
+	(void)al_close(sock);
+	if (m.type == LAUNCHER_SYNC_ERROR) {
+		*err = m.err;
+		return m.value;
+	}
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hand the egress proxy its sockets");
+	return 0;
 }
 
-/* Without root: only a process in the sandbox's user namespace may make a network namespace
- * beside the sandbox's, the veth pair between them and transparent sockets there, and a process
- * that joined it cannot come back to connect upstream from the host's namespace as the user. So a
- * child joins it, sets up, and hands the sockets to this process (rootless_child()); the proxy
- * netns is held by those sockets alone from then on, as it is for root. */
-static int set_up_rootless(struct launcher_egress *eg, struct al_error *err)
+/* Without root: the sockets launcher_egress_build() made in the sandbox's first process. The
+ * proxy netns is held by them alone from then on, as it is for root. */
+static int receive_sockets(struct launcher_egress *eg, struct al_error *err)
 {
-	_cleanup_close_ int mine = -EBADF;
 	struct launcher_sync_msg m;
-	int sv[2], fds[PROXY_KEEP_FDS], ns[2], status, r;
+	int fds[PROXY_KEEP_FDS], r;
 	size_t want, got = 0;
-	pid_t pid;
 
-	/* The sandbox's namespaces, once airlock has written its id maps. */
-	r = launcher_sync_recv_fds(eg->ready[1], &m, ns, ELEMENTSOF(ns));
-	if (r >= 0 && (m.type != LAUNCHER_SYNC_GO || ns[1] < 0))
-		r = -EBADMSG;
-	if (r < 0) {
-		(void)al_close(ns[0]);
-		(void)al_close(ns[1]);
-		return al_error_set_errno(err, r, "Failed to receive the sandbox's namespaces");
-	}
-	eg->sandbox_netns = ns[0];
-	eg->sandbox_userns = ns[1];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return al_error_set_errno(err, -errno, "Failed to create a socket pair");
-	pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		(void)al_close(sv[0]);
-		(void)al_close(sv[1]);
-		return al_error_set_errno(err, r, "Failed to fork the egress set-up");
-	}
-	if (pid == 0) {
-		(void)al_close(sv[0]);
-		rootless_child(eg, sv[1]);
-	}
-	(void)al_close(sv[1]);
-	/* Only the child needed them: this process must not hold the sandbox's namespaces. */
-	eg->sandbox_netns = al_close(eg->sandbox_netns);
-	eg->sandbox_userns = al_close(eg->sandbox_userns);
-	mine = sv[0];
-	r = launcher_sync_recv(mine, &m, NULL);
+	r = launcher_sync_recv(eg->handoff[1], &m, NULL);
 	r = launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "egress set-up", err);
 	want = r >= 0 ? (size_t)MAX(m.value, 0) : 0;
 	if (want > ELEMENTSOF(fds))
@@ -216,15 +187,14 @@ static int set_up_rootless(struct launcher_egress *eg, struct al_error *err)
 	while (r >= 0 && got < want) {
 		size_t k = MIN(want - got, (size_t)AL_FDS_MAX);
 
-		r = launcher_sync_recv_fds(mine, &m, fds + got, k);
+		r = launcher_sync_recv_fds(eg->handoff[1], &m, fds + got, k);
 		if (r >= 0 && fds[got + k - 1] < 0)
 			r = -EBADMSG;
 		got += k; /* closed below on an error: al_close() of -EBADF is harmless */
 		if (r < 0)
 			(void)al_error_set_errno(err, r, "Failed to receive the egress sockets");
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	eg->handoff[1] = al_close(eg->handoff[1]);
 	if (r < 0) {
 		for (size_t i = 0; i < got; i++)
 			(void)al_close(fds[i]);
@@ -243,10 +213,12 @@ _noreturn_ static void proxy_main(void *userdata)
 	int keep[PROXY_KEEP_FDS], n = 0, r;
 
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
+	/* The sandbox's end: with none left but the sandbox's, its exit is an end of file here. */
+	eg->handoff[0] = al_close(eg->handoff[0]);
 	if (eg->sandbox_netns >= 0)
 		r = set_up(eg, &m.err);
 	else
-		r = set_up_rootless(eg, &m.err);
+		r = receive_sockets(eg, &m.err);
 	if (r < 0)
 		m = (struct launcher_sync_msg){
 		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
@@ -267,10 +239,16 @@ _noreturn_ static void proxy_main(void *userdata)
 	_exit(EXIT_FAILURE);
 }
 
-int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err)
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int *ret_build_fd,
+			  struct al_error *err)
 {
 	int r;
 
+	*ret_build_fd = -EBADF;
+	if (sandbox_netns < 0 &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg->handoff) < 0)
+		return al_error_set_errno(err, -errno,
+					  "Failed to create the egress set-up's socket");
 	eg->sandbox_netns = sandbox_netns;
 	r = launcher_daemon_start(&eg->daemon, proxy_main, eg);
 	eg->sandbox_netns = -EBADF;
@@ -278,20 +256,8 @@ int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct 
 		return al_error_set_errno(err, r, "Failed to start the egress proxy");
 	eg->violations[1] = al_close(eg->violations[1]);
 	eg->ready[1] = al_close(eg->ready[1]);
-	return 0;
-}
-
-int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
-				    int sandbox_userns, struct al_error *err)
-{
-	const struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_GO};
-	int r;
-
-	r = launcher_sync_send_fds(eg->ready[0], &m, (const int[]){sandbox_netns, sandbox_userns},
-				   2);
-	if (r < 0)
-		return al_error_set_errno(
-		    err, r, "Failed to hand the egress proxy the sandbox's namespaces");
+	eg->handoff[1] = al_close(eg->handoff[1]);
+	*ret_build_fd = TAKE_FD(eg->handoff[0]);
 	return 0;
 }
 
@@ -348,6 +314,8 @@ struct launcher_egress *launcher_egress_free(struct launcher_egress *eg)
 	(void)al_close(eg->violations[1]);
 	(void)al_close(eg->ready[0]);
 	(void)al_close(eg->ready[1]);
+	(void)al_close(eg->handoff[0]);
+	(void)al_close(eg->handoff[1]);
 	eg->proxy = netns_proxy_free(eg->proxy);
 	eg->broker = broker_client_free(eg->broker);
 	free(eg);

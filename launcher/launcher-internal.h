@@ -170,6 +170,10 @@ struct launcher_context {
 	int stdin_r; /* read end of the stdin pipe when airlock's stdin is a terminal, else -EBADF
 		      */
 	int sync_fd; /* the child's end of the sync socket */
+	/* Without root, with egress: the proxy whose network the child builds, and its end of the
+	 * socket the child hands the proxy's sockets over (see launcher_egress_build()). */
+	struct launcher_egress *egress_build;
+	int egress_fd;
 };
 
 /* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
@@ -297,13 +301,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct launcher_egress *, launcher_egress_free);
 int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
 /* Starts the proxy's process, which makes the veth pair into sandbox_netns (borrowed: the
  * process has its own copy) and a proxy netns, and opens its sockets there. Without root,
- * sandbox_netns is -EBADF: the process waits for launcher_egress_give_namespaces(). */
-int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, struct al_error *err);
-/* Without root: hands the started proxy's process the sandbox's network namespace and the user
- * namespace that owns it (both borrowed), in which it makes the proxy netns, the veth pair and
- * its sockets. */
-int launcher_egress_give_namespaces(struct launcher_egress *eg, int sandbox_netns,
-				    int sandbox_userns, struct al_error *err);
+ * sandbox_netns is -EBADF: the process waits for the sockets of launcher_egress_build(), and
+ * *ret_build_fd is the socket the sandbox sends them on (the caller's to close once the sandbox
+ * has it); else -EBADF. */
+int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int *ret_build_fd,
+			  struct al_error *err);
+/* Without root, in the sandbox's first process in its new user and network namespaces, before it
+ * builds its root: makes the proxy netns, the veth pair and the proxy's sockets, and sends them
+ * on sock (closed) to the proxy's process. The error is the proxy's too. */
+int launcher_egress_build(struct launcher_egress *eg, int sock, struct al_error *err);
 /* Waits for the proxy's process to be set up; its error, or -ECHILD when it died. */
 int launcher_egress_wait_ready(struct launcher_egress *eg, struct al_error *err);
 struct launcher_daemon *launcher_egress_daemon(struct launcher_egress *eg);

@@ -327,6 +327,7 @@ static int spawn(struct run *run, struct al_error *err)
 	run->ctx.stdout_w = al_close(run->ctx.stdout_w);
 	run->ctx.stderr_w = al_close(run->ctx.stderr_w);
 	run->ctx.stdin_r = al_close(run->ctx.stdin_r);
+	run->ctx.egress_fd = al_close(run->ctx.egress_fd);
 	return 0;
 }
 
@@ -453,10 +454,10 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 }
 
 /* As root, the sandbox's network namespace; and the egress proxy's process, which builds the veth
- * pair into it (without root, where clone makes the sandbox's namespaces, it waits for them:
- * start_rootless_egress()). Without egress this runs while the child builds its root
- * (handshake()); with egress, before clone, so that the proxy's set-up (the longest step) overlaps
- * with clone, the child's mounts and the cgroups. */
+ * pair into it. Without root, clone makes the sandbox's namespaces, and the sandbox's first process
+ * builds the veth pair in them (launcher_egress_build()) for the proxy's process. Without egress
+ * this runs while the child builds its root (handshake()); with egress, before clone, so that the
+ * proxy's set-up (the longest step) overlaps with clone, the child's mounts and the cgroups. */
 static int start_network(struct run *run, struct al_error *err)
 {
 	int r;
@@ -469,31 +470,14 @@ static int start_network(struct run *run, struct al_error *err)
 		run_step(run, "netns");
 	}
 	if (run->egress) {
-		r = launcher_egress_start(run->egress, run->netns_fd, err);
+		r = launcher_egress_start(run->egress, run->netns_fd, &run->ctx.egress_fd, err);
 		if (r < 0)
 			return r;
+		if (run->ctx.egress_fd >= 0)
+			run->ctx.egress_build = run->egress;
 		run_step(run, "egress");
 	}
 	return 0;
-}
-
-/* Without root, the sandbox's user and network namespaces are made by clone; the proxy's
- * process, started before clone, builds the veth pair inside them while the child builds its
- * root. Opened while the child may still be read through /proc (it is dumpable until its maps
- * are written and it is started). */
-static int start_rootless_egress(struct run *run, struct al_error *err)
-{
-	_cleanup_close_ int net = -EBADF, user = -EBADF;
-	char path[64];
-
-	(void)snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)run->pid);
-	net = open(path, O_RDONLY | O_CLOEXEC);
-	(void)snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)run->pid);
-	user = open(path, O_RDONLY | O_CLOEXEC);
-	if (net < 0 || user < 0)
-		return al_error_set_errno(err, -errno,
-					  "Failed to open the sandbox's network namespace");
-	return launcher_egress_give_namespaces(run->egress, net, user, err);
 }
 
 /* The child builds its root while airlock creates the cgroup (two cores, two jobs); it joins its
@@ -505,8 +489,6 @@ static int handshake(struct run *run, struct al_error *err)
 
 	if (run->ctx.userns) {
 		r = write_id_maps(run, err);
-		if (r >= 0 && run->egress)
-			r = start_rootless_egress(run, err);
 		if (r < 0)
 			return r;
 	}

@@ -187,7 +187,7 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
-	int keep[7], netns = -EBADF;
+	int keep[8], netns = -EBADF;
 	sigset_t forwarded;
 	pid_t cmd;
 
@@ -199,7 +199,7 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	 */
 	keep[0] = STDIN_FILENO, keep[1] = STDOUT_FILENO, keep[2] = STDERR_FILENO;
 	keep[3] = sync_fd, keep[4] = ctx->stdout_w, keep[5] = ctx->stderr_w;
-	keep[6] = ctx->stdin_r;
+	keep[6] = ctx->stdin_r, keep[7] = ctx->egress_fd;
 	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
 		_exit(LAUNCHER_EXIT_FAILED);
 	/* /proc/1/cmdline is readable by the sandbox: airlock's command line is none of its
@@ -210,6 +210,14 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		_exit(LAUNCHER_EXIT_FAILED);
 	s.last = launcher_now_usec();
 
+	/* Without root, the egress proxy's network is this user namespace's to make: first, so
+	 * that the proxy's process takes its sockets while this one builds its root. */
+	if (ctx->egress_build) {
+		r = launcher_egress_build(ctx->egress_build, ctx->egress_fd, &m.err);
+		if (r < 0)
+			fail(sync_fd, &m, r);
+		step(&s, "veth");
+	}
 	if (sethostname("airlock", strlen("airlock")) < 0)
 		fail(sync_fd, &m, al_error_set_errno(&m.err, -errno, "Failed to set the hostname"));
 	r = launcher_rootfs_setup(ctx, &m.err);

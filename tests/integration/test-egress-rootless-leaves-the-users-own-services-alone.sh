@@ -74,6 +74,8 @@ assert_true "the allowed upstream saw the allowed request" grep -q '"GET"' "$IT_
 # ---- a flood of connections: the proxy holds a bounded number of fds, as one process ----
 flood='
 import os, socket, sys, time
+# Opened first: the flood may take every fd the sandbox may have (resets come asynchronously).
+report = open("/workspace/holding", "w")
 held = []
 for _ in range(1200):
     try:
@@ -81,7 +83,8 @@ for _ in range(1200):
         held.append(s)
     except OSError:
         pass
-open("/workspace/holding", "w").write(str(len(held)))
+report.write(str(len(held)))
+report.close()
 for _ in range(400):
     if os.path.exists("/workspace/go"):
         break
@@ -110,6 +113,14 @@ if wait_for 60 test -s "$WS/holding"; then
 			test "$threads" -le 2
 		assert_eq 1 "$(pgrep -u "$AIRLOCK_IT_USER" -x airlock-net | wc -l)" \
 			"one proxy process for the run"
+		# The sandbox's first process made the proxy's sockets and handed them over: no
+		# process of the sandbox may still hold one.
+		init=$(pgrep -u "$AIRLOCK_IT_USER" -x airlock-init | head -n 1)
+		sockets_of() { for f in /proc/"$1"/fd/*; do readlink "$f"; done | grep '^socket:' | sort -u; }
+		shared=$(comm -12 <(sockets_of "$net") \
+			<(for p in $init $(pgrep -P "$init"); do sockets_of "$p"; done | sort -u))
+		assert_true "the sandbox's processes were found" test -n "$init"
+		assert_eq "" "$shared" "no process of the sandbox holds a socket of the proxy"
 	else
 		it_fail "the proxy process of the run is found"
 	fi
