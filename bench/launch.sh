@@ -81,7 +81,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	sed "s|\"root\": \"$ws\"|\"root\": \"$tmp/ws-user\"|" "$tmp/egress.json" >"$tmp/egress-user.json"
 	chmod 644 "$tmp/egress-user.json"
 	delegated=()
-	for ctrl in memory pids cpu,cpuacct blkio; do
+	for ctrl in memory pids cpu blkio; do
 		mnt=$(awk -v c="$ctrl" '$3 == "cgroup" && ("," $4 ",") ~ ("," c ",") { print $2; exit }' \
 			/proc/mounts)
 		[ -n "$mnt" ] || continue
