@@ -119,13 +119,28 @@ hyperfine -N --style basic --runs "$runs" --warmup "$warmup" --export-json "$tmp
 	-n "bwrap (equivalent binds) /bin/true" "$bwrap_cmd" \
 	-n "/bin/true" "/bin/true" >&2
 
+# The root/rootless ratios (issue 16's target: at most 1.2x with egress) from rounds that
+# alternate the two, so that a slow phase of the machine weighs on both: hyperfine runs each
+# command's runs back to back, and a ratio of two medians minutes apart carries that drift.
+rounds=5
+: >"$tmp/rounds.jsonl"
+if [ ${#rootless[@]} -gt 0 ]; then
+	echo "launch.sh: root and uid $nobody alternated, $rounds rounds of $((runs / rounds)) runs" >&2
+	for round in $(seq "$rounds"); do
+		hyperfine -N --style none --runs $((runs / rounds)) --warmup 2 \
+			--export-json "$tmp/round.json" "${rootless[@]}" >/dev/null 2>&1
+		"$py" -c 'import json,sys; print(json.dumps({r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}))' \
+			"$tmp/round.json" >>"$tmp/rounds.jsonl"
+	done
+fi
+
 echo "launch.sh: airlock run --timing --json, $runs runs" >&2
 for _ in $(seq "$runs"); do
 	"$airlock" run --timing --json -w "$ws" -- /bin/true
 	echo
 done >"$tmp/steps.jsonl"
 
-section=$("$py" - "$tmp/hyperfine.json" "$tmp/steps.jsonl" <<'EOF'
+section=$("$py" - "$tmp/hyperfine.json" "$tmp/steps.jsonl" "$tmp/rounds.jsonl" <<'EOF'
 import json, statistics, sys
 
 results = json.load(open(sys.argv[1]))["results"]
@@ -136,6 +151,25 @@ for r in results:
     print("| `%s` | %.2f | %.2f | %.2f | %.2fx |" % (
         r["command"], r["median"] * 1e3, r["mean"] * 1e3, r["min"] * 1e3,
         r["median"] / bwrap["median"]))
+
+rounds = [json.loads(line) for line in open(sys.argv[3]) if line.strip()]
+if rounds:
+    print()
+    print("Without root against root, alternated (%d rounds; each figure the median of a round,"
+          " the ratio the median of the rounds' ratios, then their range):" % len(rounds))
+    print()
+    print("| launch | root (ms) | uid 65534 (ms) | uid 65534 / root |")
+    print("| --- | ---: | ---: | ---: |")
+    names = list(rounds[0])
+    for label, key in (("`airlock run -- /bin/true`", "run --"),
+                       ("`airlock run` (+ veth and egress proxy)", "(+ veth")):
+        root = next(n for n in names if n.startswith("setpriv, root") and key in n)
+        user = next(n for n in names if not n.startswith("setpriv, root") and key in n)
+        ratios = sorted(r[user] / r[root] for r in rounds)
+        print("| %s | %.2f | %.2f | %.2fx (%.2f-%.2f) |" % (
+            label, statistics.median(r[root] for r in rounds) * 1e3,
+            statistics.median(r[user] for r in rounds) * 1e3,
+            statistics.median(ratios), ratios[0], ratios[-1]))
 
 steps = {}
 order = []
