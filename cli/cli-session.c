@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "cli/cli.h"
 #include "common/fd-util.h"
+#include "common/json-util.h"
 #include "common/log.h"
 #include "common/parse-util.h"
 #include "launcher/launcher.h"
@@ -40,9 +41,9 @@ static void help(void)
 	    "state are shared by every command run in it.\n"
 	    "\n"
 	    "  start [-p POLICY] [-w DIR] [-m SIZE] [--ttl DURATION] [--owner PID]\n"
-	    "        [--admitted FILE]           Start a session; prints its id. It ends after\n"
-	    "                                    --ttl (1h; 0 = never) or when its owner ends\n"
-	    "                                    (default: the caller; --owner 0 = none)\n"
+	    "        [--admitted FILE]           Start a session; prints its id. It ends on stop,\n"
+	    "                                    after --ttl (1h; 0 = never), or with process\n"
+	    "                                    PID if --owner is given (default: none)\n"
 	    "  exec ID [-t DURATION] [-e K=V]... [--json] -- CMD [ARG...]\n"
 	    "                                    Run CMD in the session (exit status as run)\n"
 	    "  exec ID --request FILE|-          Run a JSON request (as airlock exec), print the\n"
@@ -74,7 +75,9 @@ static int parse_start(int argc, char **argv, struct start_args *a)
 	};
 	int c;
 
-	*a = (struct start_args){.ttl_usec = DEFAULT_TTL_USEC, .owner = getppid()};
+	/* No owner unless asked: a caller that starts it through a shell (sh -c, a pipeline,
+	 * Python's shell=True) would otherwise end it as soon as that shell exits. */
+	*a = (struct start_args){.ttl_usec = DEFAULT_TTL_USEC};
 	while ((c = getopt_long(argc, argv, "p:w:m:", options, NULL)) >= 0) {
 		switch (c) {
 		case 'p':
@@ -321,25 +324,146 @@ static int session_exec(int argc, char **argv)
 
 /* ---- ls, stop, checkpoint, restore ---- */
 
+/* "59m", "2h05m", "never"; "-" when it is unknown. */
+static void format_ttl(char *buf, size_t size, long long expires)
+{
+	long long left = expires - (long long)time(NULL);
+
+	if (expires == 0)
+		(void)snprintf(buf, size, "never");
+	else if (left < 0)
+		(void)snprintf(buf, size, "0s");
+	else if (left < 60)
+		(void)snprintf(buf, size, "%llds", left);
+	else if (left < 3600)
+		(void)snprintf(buf, size, "%lldm", left / 60);
+	else
+		(void)snprintf(buf, size, "%lldh%02lldm", left / 3600, left % 3600 / 60);
+}
+
+/* Bytes as "12.3M"; "-" when unknown. */
+static void format_bytes(char *buf, size_t size, uint64_t v)
+{
+	static const char units[] = "KMGT";
+	double x = (double)v;
+	int u = -1;
+
+	if (v == LAUNCHER_USAGE_UNKNOWN) {
+		(void)snprintf(buf, size, "-");
+		return;
+	}
+	while (x >= 1024 && u < 3)
+		x /= 1024, u++;
+	if (u < 0)
+		(void)snprintf(buf, size, "%lluB", (unsigned long long)v);
+	else
+		(void)snprintf(buf, size, "%.1f%c", x, units[u]);
+}
+
+/* key: v, or null when it is not known. */
+static int add_number(struct json_object *o, const char *key, bool known, int64_t v)
+{
+	if (!known)
+		return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+	return al_json_add(o, key, json_object_new_int64(v));
+}
+
+static int add_usage(struct json_object *o, const char *key, uint64_t v)
+{
+	return add_number(o, key, v != LAUNCHER_USAGE_UNKNOWN, (int64_t)v);
+}
+
+static int session_json(const struct launcher_session_info *info,
+			const struct launcher_session_usage *u, const char *started,
+			struct json_object **ret)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	long long left = info->expires - (long long)time(NULL);
+	int r;
+
+	if (!o)
+		return -ENOMEM;
+	r = al_json_add(o, "id", json_object_new_string(info->id));
+	if (r >= 0)
+		r = al_json_add(o, "pid", json_object_new_int(info->pid));
+	if (r >= 0)
+		r = add_number(o, "owner", info->owner > 0, info->owner);
+	if (r >= 0)
+		r = al_json_add(o, "started", json_object_new_string(started));
+	if (r >= 0)
+		r = al_json_add(o, "expires", json_object_new_int64(info->expires));
+	if (r >= 0)
+		r = add_number(o, "ttl_left_s", info->expires != 0, MAX(left, 0LL));
+	if (r >= 0)
+		r = al_json_add(o, "policy_hash", json_object_new_string(info->policy_hash));
+	if (r >= 0)
+		r = al_json_add(o, "workspace", json_object_new_string(info->workspace));
+	if (r >= 0)
+		r = add_usage(o, "cpu_usec", u->cpu_usec);
+	if (r >= 0)
+		r = add_usage(o, "memory_bytes", u->memory);
+	if (r >= 0)
+		r = add_usage(o, "memory_peak_bytes", u->memory_peak);
+	if (r >= 0)
+		r = add_usage(o, "workspace_bytes", u->workspace);
+	if (r >= 0)
+		r = al_json_add(o, "workspace_bytes_partial",
+				json_object_new_boolean(u->workspace_partial));
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+static void print_session(const struct launcher_session_info *info,
+			  const struct launcher_session_usage *u, const char *started)
+{
+	char ttl[32], cpu[32], mem[32], peak[32], ws[32], owner[16];
+
+	format_ttl(ttl, sizeof(ttl), info->expires);
+	if (u->cpu_usec == LAUNCHER_USAGE_UNKNOWN)
+		(void)snprintf(cpu, sizeof(cpu), "-");
+	else
+		(void)snprintf(cpu, sizeof(cpu), "%.2fs", (double)u->cpu_usec / 1e6);
+	format_bytes(mem, sizeof(mem), u->memory);
+	format_bytes(peak, sizeof(peak), u->memory_peak);
+	format_bytes(ws, sizeof(ws), u->workspace);
+	if (u->workspace_partial)
+		(void)strncat(ws, "+", sizeof(ws) - strlen(ws) - 1);
+	if (info->owner > 0)
+		(void)snprintf(owner, sizeof(owner), "%d", (int)info->owner);
+	else
+		(void)snprintf(owner, sizeof(owner), "-");
+	printf("%-10s %-7d %-7s %-20s %-7s %8s %8s %8s %8s %-16.16s %s\n", info->id, (int)info->pid,
+	       owner, started, ttl, cpu, mem, peak, ws, info->policy_hash, info->workspace);
+}
+
+/* Each live session of this user, with what it uses now (launcher_session_usage()). */
 static int session_ls(int argc, char **argv)
 {
+	_cleanup_json_ struct json_object *list = NULL;
+	_cleanup_free_ char *text = NULL;
 	bool json = argc > 1 && streq(argv[1], "--json");
 	char base[PATH_MAX], dir[PATH_MAX + 300];
-	bool first = true;
 	DIR *d;
+	int r = 0;
 
 	if (launcher_session_base(base, sizeof(base)) < 0)
 		return log_error("No folder for session state (set HOME)"), CLI_EXIT_FAILURE;
 	launcher_session_remove_stale(base);
+	list = json_object_new_array();
+	if (!list)
+		return log_error("Out of memory"), CLI_EXIT_FAILURE;
 	d = opendir(base);
-	if (json)
-		printf("[");
-	else
-		printf("%-12s %-8s %-20s %-16s %s\n", "ID", "PID", "STARTED", "POLICY",
+	if (!json)
+		printf("%-10s %-7s %-7s %-20s %-7s %8s %8s %8s %8s %-16s %s\n", "ID", "PID",
+		       "OWNER", "STARTED", "TTL", "CPU", "MEM", "PEAK", "WS", "POLICY",
 		       "WORKSPACE");
-	for (struct dirent *de; d && (de = readdir(d));) {
+	for (struct dirent *de; r >= 0 && d && (de = readdir(d));) {
 		struct launcher_session_info info;
-		char when[32];
+		struct launcher_session_usage u;
+		struct json_object *o;
+		char started[32];
 		time_t t;
 
 		if (!launcher_session_id_is_valid(de->d_name))
@@ -347,22 +471,27 @@ static int session_ls(int argc, char **argv)
 		(void)snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
 		if (launcher_session_probe(dir) < 0 || launcher_session_read_info(dir, &info) < 0)
 			continue;
+		launcher_session_usage(&info, &u);
 		t = (time_t)info.started;
-		(void)strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-		if (json)
-			printf("%s{\"id\":\"%s\",\"pid\":%d,\"started\":\"%s\",\"expires\":%lld,"
-			       "\"policy_hash\":\"%s\",\"workspace\":\"%s\"}",
-			       first ? "" : ",", info.id, (int)info.pid, when, info.expires,
-			       info.policy_hash, info.workspace);
-		else
-			printf("%-12s %-8d %-20s %-16.16s %s\n", info.id, (int)info.pid, when,
-			       info.policy_hash, info.workspace);
-		first = false;
+		(void)strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		if (!json) {
+			print_session(&info, &u, started);
+			continue;
+		}
+		r = session_json(&info, &u, started, &o);
+		if (r >= 0 && json_object_array_add(list, o) < 0) {
+			(void)json_object_put(o);
+			r = -ENOMEM;
+		}
 	}
-	if (json)
-		printf("]\n");
 	if (d)
 		(void)closedir(d);
+	if (r >= 0 && json)
+		r = al_json_to_string(list, &text);
+	if (r < 0)
+		return log_error_errno(r, "Failed to list the sessions: %m"), CLI_EXIT_FAILURE;
+	if (json)
+		printf("%s\n", text);
 	return 0;
 }
 

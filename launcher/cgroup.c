@@ -889,6 +889,11 @@ int launcher_cgroup_attach(struct launcher_cgroup *cg, pid_t pid)
 	return 0;
 }
 
+const char *launcher_cgroup_memory_dir(const struct launcher_cgroup *cg)
+{
+	return cg && cg->dir_of[CTRL_MEMORY] >= 0 ? cg->dirs[cg->dir_of[CTRL_MEMORY]] : NULL;
+}
+
 bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg)
 {
 	_cleanup_free_ char *text = NULL;

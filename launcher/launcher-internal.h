@@ -90,6 +90,9 @@ int launcher_cgroup_new(const char *id, const struct policy_resources *res,
 /* Moves pid into the cgroup(s). */
 int launcher_cgroup_attach(struct launcher_cgroup *cg, pid_t pid);
 
+/* The memory controller's cgroup directory, or NULL when none was made (or cg is NULL). */
+const char *launcher_cgroup_memory_dir(const struct launcher_cgroup *cg);
+
 /* True when the kernel OOM-killed a task of this cgroup. */
 bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg);
 
@@ -449,6 +452,7 @@ struct launcher_session_reply {
 struct launcher_cgroup;
 struct launcher_session_view {
 	int sync_fd;
+	pid_t pid; /* the sandbox's pid 1 */
 	const struct launcher_context *ctx;
 	const struct launcher_result *result;
 	struct launcher_cgroup *cgroup;

@@ -621,6 +621,7 @@ static struct launcher_session_view session_view(struct run *run)
 {
 	return (struct launcher_session_view){
 	    .sync_fd = run->sync_fd,
+	    .pid = run->pid,
 	    .ctx = &run->ctx,
 	    .result = run->result,
 	    .cgroup = run->cgroup,

@@ -153,8 +153,23 @@ struct launcher_session_info {
 	long long started, expires; /* seconds since the epoch; expires 0: no TTL */
 	char policy_hash[POLICY_HASH_HEX_SIZE];
 	char workspace[PATH_MAX];
+	pid_t owner;		      /* the session ends with it; 0: none */
+	pid_t init;		      /* the sandbox's pid 1, as the host sees it; 0: unknown */
+	char memory_cgroup[PATH_MAX]; /* its memory cgroup's directory; "": none */
 };
 int launcher_session_read_info(const char *dir, struct launcher_session_info *ret);
+
+#define LAUNCHER_USAGE_UNKNOWN UINT64_MAX
+/* What a session uses now, each LAUNCHER_USAGE_UNKNOWN where it cannot be told. */
+struct launcher_session_usage {
+	uint64_t cpu_usec;	      /* every process it ran, ended or still running */
+	uint64_t memory, memory_peak; /* bytes, as its memory cgroup counts them */
+	uint64_t workspace;	      /* bytes allocated in its workspace folder */
+	bool workspace_partial;	      /* the count stopped at LAUNCHER_USAGE_ENTRIES_MAX */
+};
+#define LAUNCHER_USAGE_ENTRIES_MAX 1000000
+void launcher_session_usage(const struct launcher_session_info *info,
+			    struct launcher_session_usage *ret);
 int launcher_session_info_of(const char *id, struct launcher_session_info *ret,
 			     struct al_error *err);
 /* The session's policy (as it was started with), for planning requests against it. */

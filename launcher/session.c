@@ -53,6 +53,7 @@ struct launcher_session {
 	char id[LAUNCHER_SESSION_ID_MAX];
 	char *dir;
 	int listen_fd, owner_fd, timer_fd, ready_fd;
+	pid_t owner;
 	uint64_t ttl_deadline;
 	uint32_t next_exec;
 	struct conn conns[CONNS_MAX];
@@ -123,6 +124,7 @@ int launcher_session_new(const struct launcher_session_options *o, struct launch
 	if (r < 0)
 		return r;
 	if (o->owner > 0) {
+		s->owner = o->owner;
 		s->owner_fd = (int)syscall(SYS_pidfd_open, o->owner, 0);
 		if (s->owner_fd < 0)
 			return al_error_set_errno(err, -errno, "The owner (pid %d) is gone",
@@ -205,6 +207,11 @@ static void write_info(struct launcher_session *s, const struct launcher_session
 		    ? (long long)(time(NULL) +
 				  (time_t)((s->ttl_deadline - launcher_now_usec()) / 1000000))
 		    : 0LL);
+	/* For `session ls` to tell what it uses: its pid 1 as the host sees it, its memory
+	 * cgroup. */
+	fprintf(f, "owner=%d\ninit=%d\n", (int)s->owner, (int)v->pid);
+	if (launcher_cgroup_memory_dir(v->cgroup))
+		put_value(f, "memory_cgroup", launcher_cgroup_memory_dir(v->cgroup));
 	put_value(f, "workspace", v->ctx->policy->workspace.root);
 	if (fclose(f) == 0)
 		(void)rename(tmp, path);
@@ -691,6 +698,12 @@ int launcher_session_read_info(const char *dir, struct launcher_session_info *re
 			(void)snprintf(ret->policy_hash, sizeof(ret->policy_hash), "%s", eq);
 		else if (streq(line, "workspace"))
 			(void)snprintf(ret->workspace, sizeof(ret->workspace), "%s", eq);
+		else if (streq(line, "owner"))
+			ret->owner = (pid_t)atoi(eq);
+		else if (streq(line, "init"))
+			ret->init = (pid_t)atoi(eq);
+		else if (streq(line, "memory_cgroup"))
+			(void)snprintf(ret->memory_cgroup, sizeof(ret->memory_cgroup), "%s", eq);
 	}
 	return ret->pid > 0 ? 0 : -EBADMSG;
 }

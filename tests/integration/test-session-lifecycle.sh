@@ -2,8 +2,9 @@
 # Persistent sessions: `session start` gives an id; `session exec` runs commands (or JSON
 # requests) in the same sandbox, which share its workspace, processes and network state; `ls`
 # lists it; checkpoint and restore copy its workspace consistently and back; `stop` tears it
-# down. A session whose owner dies, whose TTL passes, or whose supervisor is killed leaves
-# nothing behind either. Bad input is refused before anything starts.
+# down. A session has no owner unless given one: started through a shell or a pipeline, it
+# outlives them. A session whose owner dies, whose TTL passes, or whose supervisor is killed
+# leaves nothing behind either. Bad input is refused before anything starts.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -44,6 +45,34 @@ import socket
 c = socket.create_connection(("127.0.0.1", int(open("port").read())))
 print(c.recv(100).decode())'
 assert_eq "from the first command" "$AL_OUT" "exec: a server of one command answers the next (network state)"
+
+# what it uses, as ls tells: TTL left, owner, cpu time of every command (ended ones too), its
+# memory now and at its peak, the bytes in its workspace
+al_run session exec "$ID" -- /usr/bin/python3 -c '
+import time
+x = bytearray(64 << 20)
+for i in range(0, len(x), 4096):
+    x[i] = 1
+t = time.process_time()
+while time.process_time() - t < 0.3:
+    pass
+open("five-mb", "wb").write(b"x" * (5 << 20))'
+al_run session ls --json
+u() { json_get "$IT_TMP/al.out" "[s for s in d if s['id'] == '$ID'][0]$1"; }
+assert_eq null "$(u '["owner"]')" "session ls: no owner unless given one"
+assert_true "session ls: the TTL left is under an hour ($(u '["ttl_left_s"]') s)" \
+	test "$(u '["ttl_left_s"]')" -gt 3000 -a "$(u '["ttl_left_s"]')" -le 3600
+assert_true "session ls: the cpu time of the ended commands counts ($(u '["cpu_usec"]') us)" \
+	test "$(u '["cpu_usec"]')" -ge 300000
+assert_true "session ls: memory now ($(u '["memory_bytes"]'))" test "$(u '["memory_bytes"]')" -gt 0
+assert_true "session ls: memory at its peak ($(u '["memory_peak_bytes"]'))" \
+	test "$(u '["memory_peak_bytes"]')" -ge $((64 << 20))
+assert_true "session ls: the workspace's bytes ($(u '["workspace_bytes"]'))" \
+	test "$(u '["workspace_bytes"]')" -ge $((5 << 20))
+al_run session ls
+assert_match "TTL +CPU +MEM +PEAK +WS" "$(head -n 1 <<<"$AL_OUT")" "session ls: its columns"
+assert_match "^$ID +[0-9]+ +- +[^ ]+ +(59|60)m +[0-9.]+s " "$(grep "^$ID" <<<"$AL_OUT")" \
+	"session ls: its row"
 
 # exit codes, env, stdin, timeout, as with run
 al_run session exec "$ID" -e GREETING=hi -- /bin/sh -c 'read x; echo "$GREETING $x"; exit 7' <<<"there"
@@ -177,6 +206,22 @@ else
 	it_fail "owner killed: the session is reaped" "$(ls "$SESSIONS" 2>&1)"
 fi
 assert_clean "after the owner died"
+
+# started through a shell or a pipeline, as frameworks do (sh -c, shell=True): with no owner
+# by default, the session outlives the shell that started it
+ID=$(sh -c "$ITRUN -t $IT_WATCHDOG -- $AIRLOCK session start -w $WS" 2>"$IT_TMP/sh.err")
+assert_match '^s-[0-9a-f]{8}$' "$ID" "sh -c 'airlock session start' prints an id"
+al_run session exec "$ID" -- /bin/echo alive
+assert_eq alive "$AL_OUT" "... and the session works after that shell has exited"
+al_run session stop "$ID"
+assert_eq 0 "$AL_RC" "... and stops"
+ID=$("$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" session start -w "$WS" | tail -n 1)
+assert_match '^s-[0-9a-f]{8}$' "$ID" "airlock session start | tail -n 1 prints an id"
+al_run session exec "$ID" -- /bin/echo alive
+assert_eq alive "$AL_OUT" "... and the session works after the pipeline"
+al_run session stop "$ID"
+assert_eq 0 "$AL_RC" "... and stops"
+assert_clean "after the sessions started through a shell"
 
 # the TTL passes
 al_run session start -w "$WS" --owner 0 --ttl 2s
