@@ -872,6 +872,14 @@ static void finish(struct run *run)
 	if (run->timed_out)
 		res->exit_code = LAUNCHER_EXIT_TIMEOUT;
 	res->oom_killed = run->cgroup && launcher_cgroup_oom_killed(run->cgroup);
+	/* Only SIGKILL, from outside the sandbox, ends its pid 1 against its will: by airlock
+	 * after a timeout's grace, by the OOM killer, or by someone else, who should hear that
+	 * this is not the command's own end. */
+	if (!run->got_status && !run->exec_failed && WIFSIGNALED(st) && !run->killed &&
+	    !res->oom_killed)
+		log_warning("The sandbox's pid 1 was killed by signal %d from outside the sandbox; "
+			    "its command (if it had started) ended with it",
+			    WTERMSIG(st));
 	audit(run, "exit",
 	      (struct al_audit_field[]){
 		  AL_AUDIT_I("exit_code", res->exit_code),

@@ -28,4 +28,19 @@ for sig in TERM INT HUP; do
 	assert_eq 42 "$rc" "after SIG$sig airlock exits with the command's status"
 done
 
+# The sandbox's pid 1 killed from outside (by its user, say): airlock says so, and reports the
+# signal as the command's end, as when the command itself was killed.
+rm -f "$WS/ready"
+"$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" run -w "$WS" -- /bin/sh -c "
+	echo ready > /workspace/ready; exec sleep 30" "$IT_MARK" >"$IT_TMP/k.out" 2>"$IT_TMP/k.err" &
+runner=$!
+if wait_for 20 test -s "$WS/ready"; then
+	kill -KILL "$(pgrep -x airlock-init -P "$(pgrep -x airlock -P "$runner" || echo "$runner")" ||
+		pgrep -n -x airlock-init)"
+fi
+wait "$runner"
+assert_eq 137 "$?" "pid 1 killed from outside: exit 137"
+assert_contains "$(cat "$IT_TMP/k.err")" "pid 1 was killed by signal 9 from outside" \
+	"... and airlock says who ended the command"
+
 it_finish
