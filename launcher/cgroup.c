@@ -894,6 +894,26 @@ const char *launcher_cgroup_memory_dir(const struct launcher_cgroup *cg)
 	return cg && cg->dir_of[CTRL_MEMORY] >= 0 ? cg->dirs[cg->dir_of[CTRL_MEMORY]] : NULL;
 }
 
+/* A number file of dir: the v2 name, else the v1 one. */
+static uint64_t cg_read_number(const char *dir, const char *v2, const char *v1)
+{
+	_cleanup_free_ char *text = NULL;
+	unsigned long long v;
+	char *end;
+
+	if (cg_read(dir, v2, &text) < 0 && cg_read(dir, v1, &text) < 0)
+		return UINT64_MAX;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	return errno || end == text ? UINT64_MAX : (uint64_t)v;
+}
+
+void launcher_cgroup_memory_usage(const char *dir, uint64_t *ret_now, uint64_t *ret_peak)
+{
+	*ret_now = cg_read_number(dir, "memory.current", "memory.usage_in_bytes");
+	*ret_peak = cg_read_number(dir, "memory.peak", "memory.max_usage_in_bytes");
+}
+
 bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg)
 {
 	_cleanup_free_ char *text = NULL;

@@ -92,6 +92,9 @@ int launcher_cgroup_attach(struct launcher_cgroup *cg, pid_t pid);
 
 /* The memory controller's cgroup directory, or NULL when none was made (or cg is NULL). */
 const char *launcher_cgroup_memory_dir(const struct launcher_cgroup *cg);
+/* The memory a cgroup directory of the memory controller (v1 or v2) uses now and at its peak,
+ * in bytes; UINT64_MAX where it cannot be read. */
+void launcher_cgroup_memory_usage(const char *dir, uint64_t *ret_now, uint64_t *ret_peak);
 
 /* True when the kernel OOM-killed a task of this cgroup. */
 bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg);

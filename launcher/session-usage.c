@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/fd-util.h"
-#include "launcher/launcher.h"
+#include "launcher/launcher-internal.h"
 
 #define TREE_PIDS_MAX 8192 /* processes counted; a session's pids limit is far below */
 #define WALK_DEPTH_MAX 256
@@ -105,26 +105,6 @@ static uint64_t cpu_usec(const struct launcher_session_info *info)
 	return ticks * 1000000 / (uint64_t)hz;
 }
 
-static uint64_t cgroup_value(const char *dir, const char *v2, const char *v1)
-{
-	_cleanup_free_ char *text = NULL;
-	char path[PATH_MAX + 64];
-	char *end;
-	unsigned long long v;
-
-	if (!dir[0])
-		return LAUNCHER_USAGE_UNKNOWN;
-	(void)snprintf(path, sizeof(path), "%s/%s", dir, v2);
-	if (al_read_file_at(AT_FDCWD, path, 64, &text, NULL) < 0) {
-		(void)snprintf(path, sizeof(path), "%s/%s", dir, v1);
-		if (al_read_file_at(AT_FDCWD, path, 64, &text, NULL) < 0)
-			return LAUNCHER_USAGE_UNKNOWN;
-	}
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	return errno || end == text ? LAUNCHER_USAGE_UNKNOWN : (uint64_t)v;
-}
-
 struct walk {
 	dev_t dev;
 	uint64_t bytes;
@@ -176,11 +156,12 @@ void launcher_session_usage(const struct launcher_session_info *info,
 
 	*ret = (struct launcher_session_usage){
 	    .cpu_usec = cpu_usec(info),
-	    .memory = cgroup_value(info->memory_cgroup, "memory.current", "memory.usage_in_bytes"),
-	    .memory_peak =
-		cgroup_value(info->memory_cgroup, "memory.peak", "memory.max_usage_in_bytes"),
+	    .memory = LAUNCHER_USAGE_UNKNOWN,
+	    .memory_peak = LAUNCHER_USAGE_UNKNOWN,
 	    .workspace = LAUNCHER_USAGE_UNKNOWN,
 	};
+	if (info->memory_cgroup[0])
+		launcher_cgroup_memory_usage(info->memory_cgroup, &ret->memory, &ret->memory_peak);
 	root = open(info->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0)
 		return;
