@@ -136,23 +136,25 @@ int launcher_egress_build(struct launcher_egress *eg, int sock, struct al_error 
 {
 	struct launcher_sync_msg m = {.type = LAUNCHER_SYNC_READY};
 	int fds[PROXY_KEEP_FDS];
-	size_t n = 0;
+	size_t n;
 	int r;
 
 	eg->sandbox_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (eg->sandbox_netns < 0)
-		r = al_error_set_errno(&m.err, -errno,
+		r = al_error_set_errno(err, -errno,
 				       "Failed to open the sandbox's network namespace");
 	else
-		r = set_up(eg, &m.err);
+		r = set_up(eg, err);
 	eg->sandbox_netns = al_close(eg->sandbox_netns);
-	if (r >= 0) {
-		n = netns_proxy_fds(eg->proxy, fds, netns_proxy_socket_count(eg->proxy));
-		m.value = (int32_t)n;
-	} else {
+	if (r < 0) {
 		m = (struct launcher_sync_msg){
-		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
+		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = *err};
+		(void)launcher_sync_send(sock, &m, -EBADF);
+		(void)al_close(sock);
+		return r;
 	}
+	n = netns_proxy_fds(eg->proxy, fds, netns_proxy_socket_count(eg->proxy));
+	m.value = (int32_t)n;
 	r = launcher_sync_send(sock, &m, -EBADF);
 	for (size_t i = 0; r >= 0 && i < n; i += AL_FDS_MAX) {
 		struct launcher_sync_msg more = {.type = LAUNCHER_SYNC_READY};
@@ -162,10 +164,6 @@ int launcher_egress_build(struct launcher_egress *eg, int sock, struct al_error 
 	for (size_t i = 0; i < n; i++)
 		(void)al_close(fds[i]);
 	(void)al_close(sock);
-	if (m.type == LAUNCHER_SYNC_ERROR) {
-		*err = m.err;
-		return m.value;
-	}
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to hand the egress proxy its sockets");
 	return 0;
