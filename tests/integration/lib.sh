@@ -426,9 +426,39 @@ assert_clean()
 
 # ---- set-up and end ----
 
+# it_upstream [--as UID] OUT ARG...: starts helpers/upstream.py ARG... in the background (as UID
+# with --as), its output in OUT, and waits until it serves; it_upstreams_stop (or it_cleanup)
+# ends it.
+IT_UPSTREAMS=""
+it_upstream()
+{
+	local -a as=()
+	if [ "$1" = --as ]; then
+		as=(setpriv --reuid="$2" --regid="$2" --clear-groups)
+		shift 2
+	fi
+	local out=$1
+	shift
+	"${as[@]}" python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$@" \
+		>"$out" 2>&1 &
+	IT_UPSTREAMS="$IT_UPSTREAMS $!"
+	wait_for 10 grep -q ready "$out"
+}
+
+it_upstreams_stop()
+{
+	[ -n "$IT_UPSTREAMS" ] || return 0
+	# shellcheck disable=SC2086 # a list of pids
+	kill $IT_UPSTREAMS 2>/dev/null
+	# shellcheck disable=SC2086
+	wait $IT_UPSTREAMS 2>/dev/null
+	IT_UPSTREAMS=""
+}
+
 it_cleanup()
 {
 	local p
+	it_upstreams_stop
 	for p in $(it_marked_pids); do
 		kill -KILL "$p" 2>/dev/null
 	done

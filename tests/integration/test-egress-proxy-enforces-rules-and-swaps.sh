@@ -44,15 +44,8 @@ git -C "$IT_TMP/www/repo.git" update-server-info
 
 up=$IT_TMP/upstream.jsonl
 : >"$up"
-helper=$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py
-python3 "$helper" "$hp" "$up" >"$IT_TMP/up-plain.out" 2>&1 &
-plain_pid=$!
-python3 "$helper" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www" \
-	>"$IT_TMP/up-tls.out" 2>&1 &
-tls_pid=$!
-trap 'kill $plain_pid $tls_pid 2>/dev/null; it_cleanup' EXIT
-wait_for 10 grep -q ready "$IT_TMP/up-plain.out"
-wait_for 10 grep -q ready "$IT_TMP/up-tls.out"
+it_upstream "$IT_TMP/up-plain.out" "$hp" "$up"
+it_upstream "$IT_TMP/up-tls.out" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www"
 
 policy=$IT_TMP/policy.json
 write_policy "$policy" <<EOF

@@ -16,18 +16,11 @@ it_setup
 
 dev=$((20000 + $$ % 20000))
 ok=$((dev + 1))
-helper=$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py
 : >"$IT_TMP/dev.jsonl"
 : >"$IT_TMP/ok.jsonl"
 # The user's dev server runs as the user, as it would.
-setpriv --reuid="$AIRLOCK_IT_USER" --regid="$AIRLOCK_IT_USER" --clear-groups \
-	python3 "$helper" "$dev" "$IT_TMP/dev.jsonl" >"$IT_TMP/dev.out" 2>&1 &
-dev_pid=$!
-python3 "$helper" "$ok" "$IT_TMP/ok.jsonl" >"$IT_TMP/ok.out" 2>&1 &
-ok_pid=$!
-trap 'kill $dev_pid $ok_pid 2>/dev/null; it_cleanup' EXIT
-wait_for 10 grep -q ready "$IT_TMP/dev.out"
-wait_for 10 grep -q ready "$IT_TMP/ok.out"
+it_upstream --as "$AIRLOCK_IT_USER" "$IT_TMP/dev.out" "$dev" "$IT_TMP/dev.jsonl"
+it_upstream "$IT_TMP/ok.out" "$ok" "$IT_TMP/ok.jsonl"
 
 policy=$IT_TMP/policy.json
 write_policy "$policy" <<EOF
@@ -145,6 +138,5 @@ al_run session stop "$sid"
 assert_eq 0 "$AL_RC" "... and stops"
 assert_eq 0 "$(wc -l <"$IT_TMP/dev.jsonl")" "the user's dev server saw no request from the session"
 
-kill "$dev_pid" "$ok_pid" 2>/dev/null
-wait "$dev_pid" "$ok_pid" 2>/dev/null
+it_upstreams_stop
 it_finish

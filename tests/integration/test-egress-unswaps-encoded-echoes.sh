@@ -29,11 +29,7 @@ head -c $((10 * 1024 * 1024)) /dev/urandom >"$IT_TMP/www/big.bin"
 
 up=$IT_TMP/upstream.jsonl
 : >"$up"
-python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$sp" "$up" \
-	--tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www" >"$IT_TMP/up.out" 2>&1 &
-up_pid=$!
-trap 'kill $up_pid 2>/dev/null; it_cleanup' EXIT
-wait_for 10 grep -q ready "$IT_TMP/up.out"
+it_upstream "$IT_TMP/up.out" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www"
 
 policy=$IT_TMP/policy.json
 write_policy "$policy" <<EOF2

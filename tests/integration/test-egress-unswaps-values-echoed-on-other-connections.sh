@@ -36,15 +36,8 @@ printf 'a compressed file\n' | gzip >"$IT_TMP/www/file.gz"
 # The same host over TLS and in plain HTTP, sharing one log (so /last sees both).
 up=$IT_TMP/upstream.jsonl
 : >"$up"
-python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$sp" "$up" \
-	--tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www" >"$IT_TMP/up.out" 2>&1 &
-up_pid=$!
-python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$pp" "$up" \
-	>"$IT_TMP/up2.out" 2>&1 &
-up2_pid=$!
-trap 'kill $up_pid $up2_pid 2>/dev/null; it_cleanup' EXIT
-wait_for 10 grep -q ready "$IT_TMP/up.out"
-wait_for 10 grep -q ready "$IT_TMP/up2.out"
+it_upstream "$IT_TMP/up.out" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www"
+it_upstream "$IT_TMP/up2.out" "$pp" "$up"
 
 policy=$IT_TMP/policy.json
 write_policy "$policy" <<EOF2
