@@ -448,6 +448,10 @@ static int session_ls(int argc, char **argv)
 	DIR *d;
 	int r = 0;
 
+	if (argc > (json ? 2 : 1))
+		return log_error("session ls: unexpected argument \"%s\" (only --json)",
+				 argv[json ? 2 : 1]),
+		       LAUNCHER_EXIT_FAILED;
 	if (launcher_session_base(base, sizeof(base)) < 0)
 		return log_error("No folder for session state (set HOME)"), CLI_EXIT_FAILURE;
 	launcher_session_remove_stale(base);

@@ -69,6 +69,9 @@ assert_true "session ls: memory at its peak ($(u '["memory_peak_bytes"]'))" \
 	test "$(u '["memory_peak_bytes"]')" -ge $((64 << 20))
 assert_true "session ls: the workspace's bytes ($(u '["workspace_bytes"]'))" \
 	test "$(u '["workspace_bytes"]')" -ge $((5 << 20))
+al_run session ls --all
+assert_eq 125 "$AL_RC" "session ls: an unknown argument is refused"
+assert_contains "$AL_ERR" 'unexpected argument "--all"' "... naming it"
 al_run session ls
 assert_match "TTL +CPU +MEM +PEAK +WS" "$(head -n 1 <<<"$AL_OUT")" "session ls: its columns"
 assert_match "^$ID +[0-9]+ +- +[^ ]+ +(59|60)m +[0-9.]+s " "$(grep "^$ID" <<<"$AL_OUT")" \
