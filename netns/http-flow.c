@@ -645,6 +645,20 @@ static int b64_encode_new(const uint8_t *d, size_t n, uint8_t alphabet, bool pad
 	return 0;
 }
 
+/* Whether another match starts in [from, pe) of [from, end), or (when more may follow) could:
+ * a run that holds one is not encoded again, for that would write the other match's bytes back
+ * as they were (the hex of a value right after a base64 run is a run of base64 characters). */
+static bool run_holds_other_match(const struct matcher *m, const uint8_t *from, const uint8_t *pe,
+				  const uint8_t *end, bool more)
+{
+	struct match other;
+	const uint8_t *o = matcher_find(m, from, end, &other);
+
+	if (o && o < pe)
+		return true;
+	return more && from + matcher_partial(m, from, (size_t)(end - from)) < pe;
+}
+
 /* A base64 form of a real value replaces only the characters that the value's bits alone
  * decide: the one before them and the one after mix its bits with its neighbours', and the rest
  * of the run is shifted when the surrogate's length differs from the value's. So a match *q, mt
@@ -652,8 +666,8 @@ static int b64_encode_new(const uint8_t *d, size_t n, uint8_t alphabet, bool pad
  * the match's alignment, to bytes that hold the whole value where the match says: the run is
  * encoded again with every real value in it swapped (padded when it was, or when a standard run
  * of whole groups had no padding to need), and the match covers it. Else (a longer run than
- * B64_RUN_MAX, one that reaches end while more may follow, another alignment) it is left as it
- * is. -ENOMEM. */
+ * B64_RUN_MAX, one that reaches end while more may follow, another alignment, a run that holds
+ * another match) it is left as it is, and the other match is found on its own. -ENOMEM. */
 static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint8_t *end, bool more,
 			  const uint8_t **q, struct match *mt)
 {
@@ -677,7 +691,7 @@ static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint
 		pe++;
 	chars = (size_t)(re - rs);
 	if (chars > B64_RUN_MAX || (more && pe == end) || (size_t)(*q - rs) % 4 != first ||
-	    chars % 4 == 1)
+	    chars % 4 == 1 || run_holds_other_match(m, *q + 1, pe, end, more))
 		return 0;
 	d = malloc(chars / 4 * 3 + 3);
 	if (!d)

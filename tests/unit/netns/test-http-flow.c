@@ -1591,6 +1591,55 @@ static void test_flow_turns_hex_values_back_in_the_same_case(void **state)
 	}
 }
 
+/* A base64 run around a value that runs on into another value's hex (or, in the URL alphabet,
+ * into the other value as it is: its letters, digits and '-' continue the run) is not encoded
+ * again whole, for that would write the other value back as it was: each is swapped on its own.
+ * Split at every byte, so that the run's end is not known at first. */
+static void test_flow_swaps_a_value_that_runs_on_from_a_base64_run(void **state)
+{
+	char *plain = b64("u:" V_SAME), *url = b64url("u:" V_SAME), *hex = hex_of(V_GH, false),
+	     *upper = hex_of(V_GH, true);
+	const char *runs[][2] = {{plain, hex}, {plain, upper}, {url, V_GH}};
+	char *want_hex = hex_of(S_GH, false), *want_upper = hex_of(S_GH, true);
+	const char *wants[] = {want_hex, want_upper, S_GH};
+
+	(void)state;
+	*strchr(plain, '=') = '\0';
+	for (size_t i = 0; i < ELEMENTSOF(runs); i++) {
+		char *body = str_printf("{\"auth\":\"Basic %s%s\"}", runs[i][0], runs[i][1]);
+		char *resp = str_printf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
+					strlen(body), body);
+		/* The characters that V_SAME's bits alone decide, well inside the run. */
+		char *inner = strndup(runs[i][0] + 4, strlen(runs[i][0]) - 8);
+
+		for (size_t cut = 0; cut < strlen(resp); cut++) {
+			struct ft *t = ft_new();
+			char *down;
+
+			assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-A: " S_SAME
+						     "\r\nX-B: " S_GH "\r\n\r\n"),
+					 0);
+			drain(&t->up);
+			assert_int_equal(feed(t, false, resp, cut, SIZE_MAX), 0);
+			assert_int_equal(feed(t, false, resp + cut, strlen(resp) - cut, SIZE_MAX), 0);
+			down = down_body(t);
+			if (strstr(down, runs[i][1]) || strstr(down, inner) || !strstr(down, wants[i]))
+				fail_msg("run %zu, cut %zu: %s", i, cut, down);
+			free(down);
+			ft_free(t);
+		}
+		free(body);
+		free(resp);
+		free(inner);
+	}
+	free(plain);
+	free(url);
+	free(hex);
+	free(upper);
+	free(want_hex);
+	free(want_upper);
+}
+
 /* A response to a flow that sent a value, its body in pieces of piece bytes: the error. */
 static int compressed_body(const char *head, const void *body, size_t n, size_t piece)
 {
@@ -1828,6 +1877,7 @@ int main(void)
 	    cmocka_unit_test(test_flow_turns_percent_encoded_values_back_in_the_same_form),
 	    cmocka_unit_test(test_flow_turns_form_encoded_spaces_and_slashes_back),
 	    cmocka_unit_test(test_flow_turns_hex_values_back_in_the_same_case),
+	    cmocka_unit_test(test_flow_swaps_a_value_that_runs_on_from_a_base64_run),
 	    cmocka_unit_test(test_flow_refuses_compressed_bodies_by_their_magic_bytes),
 	    cmocka_unit_test(test_flow_passes_compressed_bodies_before_any_value_was_sent),
 	    cmocka_unit_test(test_flow_throughput_of_a_10_mib_body),
