@@ -1616,14 +1616,17 @@ static void test_flow_swaps_a_value_that_runs_on_from_a_base64_run(void **state)
 			struct ft *t = ft_new();
 			char *down;
 
-			assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-A: " S_SAME
-						     "\r\nX-B: " S_GH "\r\n\r\n"),
+			assert_int_equal(send_req(t,
+						  "GET / HTTP/1.1\r\nHost: " HOST "\r\nX-A: " S_SAME
+						  "\r\nX-B: " S_GH "\r\n\r\n"),
 					 0);
 			drain(&t->up);
 			assert_int_equal(feed(t, false, resp, cut, SIZE_MAX), 0);
-			assert_int_equal(feed(t, false, resp + cut, strlen(resp) - cut, SIZE_MAX), 0);
+			assert_int_equal(feed(t, false, resp + cut, strlen(resp) - cut, SIZE_MAX),
+					 0);
 			down = down_body(t);
-			if (strstr(down, runs[i][1]) || strstr(down, inner) || !strstr(down, wants[i]))
+			if (strstr(down, runs[i][1]) || strstr(down, inner) ||
+			    !strstr(down, wants[i]))
 				fail_msg("run %zu, cut %zu: %s", i, cut, down);
 			free(down);
 			ft_free(t);
