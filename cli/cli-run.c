@@ -32,6 +32,7 @@ struct override {
 
 static const char *arg_policy;
 static bool arg_json;
+static bool arg_tty;
 static bool arg_timing;
 static const char *arg_audit;
 static const char *arg_upstream_ca;
@@ -63,7 +64,11 @@ static void help(void)
 	    "      --admitted FILE        The admitted set for policies of tier 3 and up\n"
 	    "                             (default " LAUNCHER_ADMITTED_DEFAULT ")\n"
 	    "  -m, --memory SIZE          Memory limit, e.g. 512Mi, 2Gi\n"
-	    "  -t, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
+	    "  -T, --timeout DURATION     Wall-clock limit, e.g. 30s, 5m; exit 124 when hit\n"
+	    "  -t, --tty                  Give CMD a terminal of its own (a pty of the "
+	    "sandbox's),\n"
+	    "                             relayed to this one in raw mode; with --json, the\n"
+	    "                             transcript is the result's stdout\n"
 	    "  -e, --env NAME=VALUE       Set a variable in the sandbox (repeatable)\n"
 	    "  -s, --seccomp LEVEL        baseline, restricted or strict\n"
 	    "      --kill-after DURATION  Grace between SIGTERM and SIGKILL on timeout (2s)\n"
@@ -95,6 +100,19 @@ static int override_add(int opt, const char *arg)
 	return 0;
 }
 
+int cli_check_tty_flag(bool tty, const char *first)
+{
+	uint64_t usec;
+
+	if (tty && al_parse_duration(first, &usec) >= 0)
+		return log_error_errno(
+		    -EINVAL,
+		    "-t asks for a terminal and takes no value; \"%s\" looks like a "
+		    "timeout: give it with -T or --timeout",
+		    first);
+	return 1;
+}
+
 static int parse_argv(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -102,7 +120,8 @@ static int parse_argv(int argc, char **argv)
 	    {"workspace", required_argument, NULL, 'w'},
 	    {"allow", required_argument, NULL, 'a'},
 	    {"memory", required_argument, NULL, 'm'},
-	    {"timeout", required_argument, NULL, 't'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"tty", no_argument, NULL, 't'},
 	    {"env", required_argument, NULL, 'e'},
 	    {"seccomp", required_argument, NULL, 's'},
 	    {"kill-after", required_argument, NULL, ARG_KILL_AFTER},
@@ -118,7 +137,7 @@ static int parse_argv(int argc, char **argv)
 	};
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+p:w:a:m:t:e:s:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+p:w:a:m:T:te:s:h", options, NULL)) >= 0) {
 		r = cli_broker_option(c, optarg, &arg_broker, &arg_broker_path);
 		if (r < 0)
 			return r;
@@ -131,7 +150,7 @@ static int parse_argv(int argc, char **argv)
 		case 'w':
 		case 'a':
 		case 'm':
-		case 't':
+		case 'T':
 		case 'e':
 		case 's':
 		case ARG_RESOLVE:
@@ -148,6 +167,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_JSON:
 			arg_json = true;
+			break;
+		case 't':
+			arg_tty = true;
 			break;
 		case ARG_TIMING:
 			arg_timing = true;
@@ -168,7 +190,7 @@ static int parse_argv(int argc, char **argv)
 	if (optind >= argc)
 		return log_error_errno(-EINVAL,
 				       "Missing command: airlock run [OPTIONS] -- CMD [ARG...]");
-	return 1;
+	return cli_check_tty_flag(arg_tty, argv[optind]);
 }
 
 static int apply_override(struct policy *p, const struct override *o, struct al_error *err)
@@ -180,7 +202,7 @@ static int apply_override(struct policy *p, const struct override *o, struct al_
 		return policy_add_allow(p, o->arg, err);
 	case 'm':
 		return policy_set_memory(p, o->arg, err);
-	case 't':
+	case 'T':
 		return policy_set_timeout(p, o->arg, err);
 	case 'e':
 		/* What airlock sets in a sandbox (exec's AIRLOCK_RESULT and AIRLOCK_INPUT) is
@@ -265,6 +287,7 @@ int cli_run(int argc, char **argv)
 	    .upstream_ca = arg_upstream_ca,
 	    .broker = arg_broker,
 	    .admitted_path = arg_admitted,
+	    .terminal = arg_tty,
 	};
 	r = launcher_run(p, &opts, &res, &err);
 	if (r < 0) {

@@ -3,6 +3,8 @@
 /* The subcommands. Each takes the arguments after its own name (argv[0] is the subcommand) and
  * returns the process exit status. */
 
+#include <stdbool.h>
+
 #include "broker/client.h"
 
 #define CLI_EXIT_FAILURE 1
@@ -43,3 +45,7 @@ struct agent_request;
  * A request that cannot be read or parsed is logged and answered on stdout with an
  * invalid_request result; returns -errno then. */
 int cli_read_request(const char *path, struct agent_request **ret);
+
+/* -t (a terminal) took the place of -t DURATION: with tty set, a first argument that reads as a
+ * duration is refused (logged, -EINVAL) rather than run as the command. Returns 1 otherwise. */
+int cli_check_tty_flag(bool tty, const char *first);

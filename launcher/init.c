@@ -127,14 +127,16 @@ static void drop_stdio(void)
 }
 
 /* The prelude ended with status: the command starts if it succeeded. Returns the command's pid. */
-static pid_t after_prelude(const struct launcher_context *ctx, int sync_fd, int status)
+static pid_t after_prelude(const struct launcher_context *ctx, int sync_fd, int status,
+			   const char *tty)
 {
 	pid_t cmd;
 	int r;
 
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		report_and_exit(ctx, sync_fd, status, LAUNCHER_STATUS_PRELUDE);
-	r = launcher_sandbox_spawn(ctx, &(struct launcher_spawn){.argv = ctx->argv}, &cmd);
+	r = launcher_sandbox_spawn(ctx, &(struct launcher_spawn){.argv = ctx->argv, .tty = tty},
+				   &cmd);
 	if (r < 0)
 		report_exec_failure(sync_fd, r, 0);
 	drop_stdio();
@@ -142,7 +144,7 @@ static pid_t after_prelude(const struct launcher_context *ctx, int sync_fd, int 
 }
 
 _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
-				   pid_t cmd)
+				   pid_t cmd, const char *tty)
 {
 	struct pollfd pfd[2] = {
 	    {.fd = sigfd, .events = POLLIN},
@@ -174,7 +176,7 @@ _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_
 					if (!in_prelude)
 						report_and_exit(ctx, sync_fd, status, 0);
 					in_prelude = false;
-					cmd = after_prelude(ctx, sync_fd, status);
+					cmd = after_prelude(ctx, sync_fd, status, tty);
 				} else if (is_forwarded((int)si.ssi_signo)) {
 					(void)kill(cmd, (int)si.ssi_signo);
 				}

@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include <linux/filter.h>
 
@@ -136,6 +138,29 @@ enum launcher_cgroup_version launcher_cgroup_detect_at(const char *root, const c
  * NULL when there is nothing to add. The string is static. */
 const char *launcher_doctor_hint(uint64_t clone_flags, int error);
 
+/* ---- terminal.c: a pty for the command, airlock's own terminal meanwhile ---- */
+
+struct launcher_terminal {
+	int fd;		      /* airlock's terminal with the modes (stdin), or -EBADF */
+	struct termios modes; /* its modes before the run: the command's terminal starts so */
+	bool has_modes, raw;  /* raw: fd is in raw mode, to be restored */
+	int size_fd;	      /* where the size comes from (stdin, stdout, stderr), or -EBADF */
+	struct winsize size;  /* 80x24 when none of them is a terminal */
+};
+
+/* Looks at airlock's stdin, stdout and stderr. */
+void launcher_terminal_init(struct launcher_terminal *t);
+/* Raw mode on stdin's terminal, when airlock is in its foreground process group: -errno. */
+int launcher_terminal_raw(struct launcher_terminal *t);
+/* Undoes launcher_terminal_raw(), if it did anything. */
+void launcher_terminal_restore(struct launcher_terminal *t);
+/* After SIGWINCH: the terminal's new size, passed on to master (when >= 0). */
+void launcher_terminal_resize(struct launcher_terminal *t, int master);
+/* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx with
+ * t's modes and size: the master (close-on-exec) and the number N of its /dev/pts/N. */
+int launcher_pty_open(const struct launcher_terminal *t, int *ret_master, unsigned *ret_index,
+		      struct al_error *err);
+
 /* ---- launcher core: what airlock's process prepares before clone and the sandbox child reads.
  * Everything here is built before clone; the child only reads it (it is a copy-on-write image of
  * the parent), so the child needs no allocation to act on it. ---- */
@@ -180,6 +205,8 @@ struct launcher_context {
 	 * socket the child hands the proxy's sockets over (see launcher_egress_build()). */
 	struct launcher_egress *egress_build;
 	int egress_fd;
+	/* opts->terminal: airlock's terminal, whose modes and size the command's starts with. */
+	struct launcher_terminal terminal;
 };
 
 /* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
@@ -216,6 +243,7 @@ enum launcher_sync_type {
 				     * value 0 or -errno, flags = entries not copied, err */
 	LAUNCHER_SYNC_RESTORE,	    /* the same, the other way: the workspace becomes the fd's */
 	LAUNCHER_SYNC_EXEC_STARTED, /* session init -> parent: exec id runs (+ a pidfd of it) */
+	LAUNCHER_SYNC_TERMINAL,	    /* child -> parent: the command's pty master (+ its fd) */
 };
 
 enum {
@@ -383,6 +411,7 @@ struct launcher_spawn {
 	const int *stdio;  /* NULL: init's own 0, 1, 2; else three fds */
 	bool prelude;	   /* stdin /dev/null, stdout to stderr */
 	bool new_group;	   /* a process group of its own */
+	const char *tty;   /* a terminal: stdio and controlling terminal, in a new session */
 };
 /* Starts a program in the workspace with a clean signal state. Returns 0 or the exec error as
  * -errno. */
@@ -397,9 +426,9 @@ int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct laun
  * whatever is left in the namespace). sigfd is a signalfd for the forwarded signals and SIGCHLD
  * (which are blocked). cmd is the command, or the prelude when ctx has one: init then starts the
  * command once the prelude exited 0. Until the command is started, init's stdio are the
- * command's; then /dev/null. */
+ * command's; then /dev/null. tty: the command's terminal (launcher_spawn), or NULL. */
 _noreturn_ void launcher_init_main(const struct launcher_context *ctx, int sync_fd, int sigfd,
-				   pid_t cmd);
+				   pid_t cmd, const char *tty);
 
 /* What init reports of a command (id: a session's, 0 for a run's): its end, with its wait status
  * and the result file's fd (or -EBADF); or that it could not start (r: the exec error, err: why

@@ -63,6 +63,7 @@ struct run {
 	pid_t pid;
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	int netns_fd; /* as root: the sandbox's network namespace, until the child has it */
+	int pty;      /* opts->terminal: the command's pty master (out and in have dups) */
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
 	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died, net_died;
 	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
@@ -87,6 +88,7 @@ static void run_step(struct run *run, const char *name)
 
 static void run_done(struct run *run)
 {
+	launcher_terminal_restore(&run->ctx.terminal);
 	if (run->pid > 0 && !run->reaped) {
 		(void)syscall(SYS_pidfd_send_signal, run->pidfd, SIGKILL, NULL, 0);
 		(void)waitpid(run->pid, NULL, 0);
@@ -108,18 +110,22 @@ static void run_done(struct run *run)
 	run->timer_fd = al_close(run->timer_fd);
 	run->notify_fd = al_close(run->notify_fd);
 	run->netns_fd = al_close(run->netns_fd);
+	run->pty = al_close(run->pty);
 	launcher_context_done(&run->ctx);
 }
 
-/* The signals airlock passes on to the sandbox. They are blocked and read from a signalfd, so
- * they are handled in the loop, not in a handler. */
-static int signals_block(sigset_t *ret)
+/* The signals airlock passes on to the sandbox, and with a terminal SIGWINCH (its size passed
+ * on to the command's). They are blocked and read from a signalfd, so they are handled in the
+ * loop, not in a handler. */
+static int signals_block(bool terminal, sigset_t *ret)
 {
 	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 	(void)sigemptyset(ret);
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		(void)sigaddset(ret, forwarded[i]);
+	if (terminal)
+		(void)sigaddset(ret, SIGWINCH);
 	return RET_NERRNO(sigprocmask(SIG_BLOCK, ret, NULL));
 }
 
@@ -283,8 +289,13 @@ static int spawn(struct run *run, struct al_error *err)
 		launcher_stream_redact(&run->err, run->broker, 1);
 	}
 	/* A terminal or a file is not handed to the sandbox (see launcher_stdin_is_copied()): its
-	 * input is copied into a pipe instead. Other stdin (a pipe, a socket) is passed as is. */
-	if (r >= 0 && run->ctx.opts->stdin_fd > 0) {
+	 * input is copied into a pipe instead. Other stdin (a pipe, a socket) is passed as is. With
+	 * a terminal of its own, the command's input is copied into that (terminal_ready()). */
+	if (run->ctx.opts->terminal) {
+		launcher_terminal_init(&run->ctx.terminal);
+		(void)signal(SIGTTIN, SIG_IGN);
+		(void)signal(SIGTTOU, SIG_IGN);
+	} else if (r >= 0 && run->ctx.opts->stdin_fd > 0) {
 		/* The caller's own input for the command: passed as is, airlock's stays. */
 		in[0] = fcntl(run->ctx.opts->stdin_fd, F_DUPFD_CLOEXEC, 3);
 		if (in[0] < 0)
@@ -433,6 +444,11 @@ static int wait_for_sandbox(struct run *run, struct launcher_sync_msg *m, struct
 					break;
 				continue;
 			}
+			if (r >= 0 && m->type == LAUNCHER_SYNC_TERMINAL && run->pty < 0 &&
+			    fd >= 0) {
+				run->pty = fd;
+				continue;
+			}
 			run->notify_fd = fd;
 			break;
 		}
@@ -477,6 +493,37 @@ static int start_network(struct run *run, struct al_error *err)
 			run->ctx.egress_build = run->egress;
 		run_step(run, "egress");
 	}
+	return 0;
+}
+
+/* The command's terminal is relayed from now on: its output (the transcript, with stdout and
+ * stderr as one) to airlock's stdout or the capture, airlock's input (or the caller's stdin_fd)
+ * into it; airlock's terminal goes raw. */
+static int terminal_ready(struct run *run, struct al_error *err)
+{
+	const struct launcher_options *o = run->ctx.opts;
+	int out = -EBADF, in = -EBADF, r;
+
+	if (run->pty < 0)
+		return al_error_set(err, -EBADMSG, "The sandbox sent no terminal");
+	out = fcntl(run->pty, F_DUPFD_CLOEXEC, 3);
+	if (out >= 0)
+		in = fcntl(run->pty, F_DUPFD_CLOEXEC, 3);
+	r = in < 0 ? -errno : al_fd_nonblock(out, true);
+	launcher_stream_close(&run->out);
+	launcher_stream_init(&run->out, out, true, STDOUT_FILENO, false,
+			     o->capture ? &run->result->out : NULL, LAUNCHER_CAPTURE_MAX);
+	if (run->broker)
+		launcher_stream_redact(&run->out, run->broker, 0);
+	launcher_stream_open_nonblocking(&run->out);
+	launcher_stream_close(&run->in);
+	launcher_stream_init(&run->in, o->stdin_fd > 0 ? o->stdin_fd : STDIN_FILENO, false, in,
+			     true, NULL, 0);
+	launcher_stream_open_nonblocking(&run->in);
+	if (r >= 0)
+		r = launcher_terminal_raw(&run->ctx.terminal);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to set up the terminal");
 	return 0;
 }
 
@@ -546,7 +593,7 @@ static int handshake(struct run *run, struct al_error *err)
 	for (uint32_t i = 0; i < m.n_steps && run->result->n_steps < LAUNCHER_STEP_MAX; i++)
 		run->result->steps[run->result->n_steps++] = m.steps[i];
 	run->t_last = launcher_now_usec();
-	return 0;
+	return run->ctx.opts->terminal ? terminal_ready(run, err) : 0;
 }
 
 /* Counts a violation; returns its count so far (0 when it could not be recorded). */
@@ -678,6 +725,10 @@ static void on_signal(struct run *run)
 
 	if (read(run->sig_fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return;
+	if (si.ssi_signo == SIGWINCH) {
+		launcher_terminal_resize(&run->ctx.terminal, run->pty);
+		return;
+	}
 	if (run->reaped) {
 		/* Nobody left to forward it to: the signal ends the delivery of pending output. */
 		run->abandoned = true;
@@ -891,12 +942,12 @@ static void finish(struct run *run)
 	      5);
 }
 
-static int start_supervision(struct run *run, struct al_error *err)
+static int start_supervision(struct run *run, bool terminal, struct al_error *err)
 {
 	sigset_t mask;
 	int r;
 
-	r = signals_block(&mask);
+	r = signals_block(terminal, &mask);
 	if (r >= 0) {
 		run->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 		if (run->sig_fd < 0)
@@ -922,6 +973,7 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	    .notify_fd = -EBADF,
 	    .netns_fd = -EBADF,
 	    .fuse_fd = -EBADF,
+	    .pty = -EBADF,
 	};
 	const struct policy *base;
 	int r;
@@ -939,7 +991,10 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	if (r < 0)
 		return r;
 	/* Signals are blocked before clone: one arriving during setup waits in the signalfd. */
-	r = start_supervision(&run, err);
+	if (opts->terminal && opts->session)
+		return al_error_set(err, -EINVAL,
+				    "A session has no terminal: give one to its execs");
+	r = start_supervision(&run, opts->terminal, err);
 	if (r >= 0)
 		r = prepare(&run, p, opts, err);
 	if (r >= 0) {
@@ -964,6 +1019,7 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 		return r;
 	}
 	supervise(&run);
+	launcher_terminal_restore(&run.ctx.terminal);
 	run_step(&run, "run");
 	/* The sandbox is gone. The proxy decided and audited every connection as it came: it can
 	 * go at once, and exit while the workspace daemon does (reaped in run_done()). Its

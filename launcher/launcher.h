@@ -67,6 +67,10 @@ struct launcher_options {
 	struct launcher_session *session;
 	/* > 0: the command's stdin (borrowed), instead of airlock's own. */
 	int stdin_fd;
+	/* The command gets a terminal of its own (a pty pair of the sandbox's) as its stdio and
+	 * controlling terminal; airlock relays it to its stdio (stdin's terminal in raw mode), or
+	 * into the capture. Not with a session. */
+	bool terminal;
 };
 
 struct launcher_violation {

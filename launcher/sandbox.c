@@ -127,15 +127,24 @@ int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct laun
 	r = posix_spawnattr_setsigmask(&attr, &none);
 	if (r == 0)
 		r = posix_spawnattr_setsigdefault(&attr, &all);
-	/* A session's exec leads a process group of its own: its timeout ends all of it. */
-	if (r == 0 && sp->new_group)
+	/* A session's exec leads a process group of its own: its timeout ends all of it. A
+	 * command with a terminal leads a session of its own, whose controlling terminal it is:
+	 * the first one the session leader opens (glibc's child calls setsid() before the file
+	 * actions), and its process group is the terminal's foreground. */
+	if (r == 0 && sp->tty)
+		flags |= POSIX_SPAWN_SETSID;
+	else if (r == 0 && sp->new_group)
 		flags |= POSIX_SPAWN_SETPGROUP;
 	if (r == 0)
 		r = posix_spawnattr_setflags(&attr, flags);
 	if (r == 0)
 		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
-	for (int i = 0; r == 0 && sp->stdio && i < 3; i++)
+	for (int i = 0; r == 0 && sp->stdio && !sp->tty && i < 3; i++)
 		r = posix_spawn_file_actions_adddup2(&fa, sp->stdio[i], i);
+	if (r == 0 && sp->tty)
+		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, sp->tty, O_RDWR, 0);
+	for (int i = STDOUT_FILENO; r == 0 && sp->tty && i <= STDERR_FILENO; i++)
+		r = posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, i);
 	/* A compiler must not eat the program's input, nor mix into its output. */
 	if (r == 0 && sp->prelude)
 		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -187,7 +196,9 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
-	int keep[8], netns = -EBADF;
+	int keep[8], netns = -EBADF, master = -EBADF;
+	char tty[32] = "";
+	unsigned pty_index;
 	sigset_t forwarded;
 	pid_t cmd;
 
@@ -259,6 +270,19 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		fail(sync_fd, &m, r);
 	step(&s, "caps");
 
+	/* The command's terminal, from the sandbox's own devpts: only its master leaves. */
+	if (ctx->opts->terminal) {
+		r = launcher_pty_open(&ctx->terminal, &master, &pty_index, &m.err);
+		if (r < 0)
+			fail(sync_fd, &m, r);
+		(void)snprintf(tty, sizeof(tty), "/dev/pts/%u", pty_index);
+		r = launcher_sync_send(
+		    sync_fd, &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_TERMINAL}, master);
+		master = al_close(master);
+		if (r < 0)
+			_exit(LAUNCHER_EXIT_FAILED);
+	}
+
 	if (ctx->policy->executables.n > 0) {
 		r = launcher_landlock_restrict_exec(ctx->policy->executables.items,
 						    ctx->policy->executables.n, &m.err);
@@ -302,11 +326,12 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 		struct launcher_spawn sp = {
 		    .argv = ctx->opts->prelude ? ctx->opts->prelude : ctx->argv,
 		    .prelude = ctx->opts->prelude,
+		    .tty = ctx->opts->prelude || !tty[0] ? NULL : tty,
 		};
 
 		r = launcher_sandbox_spawn(ctx, &sp, &cmd);
 		if (r < 0)
 			cmd = r;
 	}
-	launcher_init_main(ctx, sync_fd, sigfd, cmd);
+	launcher_init_main(ctx, sync_fd, sigfd, cmd, tty[0] ? tty : NULL);
 }

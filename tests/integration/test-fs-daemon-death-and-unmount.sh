@@ -32,7 +32,7 @@ assert_clean "after the daemon was killed"
 # airlock itself.
 sb_sh 'exit 3'
 assert_eq 3 "$AL_RC" "a command's own exit status passes through the FUSE workspace"
-al_run run -w "$WS" -t 1s -- /bin/sleep 10
+al_run run -w "$WS" -T 1s -- /bin/sleep 10
 assert_eq 124 "$AL_RC" "a timeout still ends the run"
 "$AIRLOCK" run -w "$WS" -- /bin/sh -c 'echo up >/workspace/up; exec sleep 100' "$IT_MARK" &
 airlock=$!

@@ -31,7 +31,7 @@ assert_eq 125 "$AL_RC" "a mount whose source does not exist fails the setup with
 assert_one_error_line "$AL_ERR" "the setup failure gives one airlock: line"
 assert_clean "after a setup failure"
 
-sb_run -t 1s --kill-after 1s -- /bin/sh -c "trap '' TERM; sleep 100" "$IT_MARK"
+sb_run -T 1s --kill-after 1s -- /bin/sh -c "trap '' TERM; sleep 100" "$IT_MARK"
 assert_eq 124 "$AL_RC" "a timed-out run"
 assert_clean "after a timeout"
 

@@ -13,7 +13,7 @@ assert_eq 141 "${PIPESTATUS[0]}" "a reader that goes away ends the command with 
 # The reader never reads: the run still ends at its timeout (sleep is killed afterwards).
 rcfile=$IT_TMP/rc
 (
-	"$AIRLOCK" run -w "$WS" -t 1s --kill-after 1s -- yes
+	"$AIRLOCK" run -w "$WS" -T 1s --kill-after 1s -- yes
 	echo "$?" >"$rcfile"
 ) | sleep 60 &
 reader=$!
@@ -29,7 +29,7 @@ assert_eq 3000000 "$n" "a slow reader gets every byte"
 # timeout. The output is still whole. (A command blocked on a full pipe has not ended: its
 # timeout applies.)
 n=$( (
-	"$AIRLOCK" run -w "$WS" -t 1s -- head -c 100000 /dev/zero
+	"$AIRLOCK" run -w "$WS" -T 1s -- head -c 100000 /dev/zero
 	echo "$?" >"$rcfile"
 ) | (sleep 2; wc -c))
 assert_eq 100000 "$n" "output of a command that ended in time is delivered after its timeout"

@@ -35,7 +35,7 @@ ign_run --json -- /bin/sh -c 'echo out; exit 4' "$IT_MARK"
 assert_eq 4 "$AL_RC" "with SIGCHLD ignored, --json runs exit 4"
 assert_eq "4 out" "$(json_get "$IT_TMP/al.out" '"%s %s" % (d["exit_code"], d["stdout"].strip())')" \
 	"with SIGCHLD ignored, the --json result has the exit code and the output"
-ign_run -t 1s -- sleep 100
+ign_run -T 1s -- sleep 100
 assert_eq 124 "$AL_RC" "with SIGCHLD ignored, a timeout still exits 124"
 
 it_finish

@@ -22,13 +22,13 @@ AIRLOCK_BROKER=$IT_TMP/no-broker.sock sb_run -- /bin/sh -c 'env | grep -c ^AIRLO
 assert_eq "0 0" "$AL_RC $AL_OUT" "airlock's host-side variables are not passed into the sandbox"
 
 for t in 99999999h 367d 8785h; do
-	sb_run -t "$t" -- /bin/true
-	assert_eq 125 "$AL_RC" "run -t $t (more than 366 days) is refused"
+	sb_run -T "$t" -- /bin/true
+	assert_eq 125 "$AL_RC" "run -T $t (more than 366 days) is refused"
 	assert_one_error_line "$AL_ERR" "... with one error line"
 	assert_contains "$AL_ERR" "--timeout" "... naming the flag"
 done
-sb_run -t 99999999999999999999h -- /bin/true
-assert_eq 125 "$AL_RC" "run -t past the microsecond counter is refused"
+sb_run -T 99999999999999999999h -- /bin/true
+assert_eq 125 "$AL_RC" "run -T past the microsecond counter is refused"
 assert_contains "$AL_ERR" "too long" "... as too long"
 # The same bound for a policy file's timeout (a deadline or the broker's TTL must not overflow).
 write_policy "$IT_TMP/long.json" <<'EOF2'
@@ -38,8 +38,8 @@ al_run policy check "$IT_TMP/long.json"
 assert_ne 0 "$AL_RC" "a policy's timeout of 400 days is refused"
 assert_contains "$AL_ERR" "resources.timeout" "... naming the field"
 for t in 366d 7d 1h30m; do
-	sb_run -t "$t" -- /bin/echo ok
-	assert_eq "0 ok" "$AL_RC $AL_OUT" "run -t $t is accepted (a week-long agent run)"
+	sb_run -T "$t" -- /bin/echo ok
+	assert_eq "0 ok" "$AL_RC $AL_OUT" "run -T $t is accepted (a week-long agent run)"
 done
 
 # A session's commands are held to the same rules, from the command line and from requests.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A sandbox started from a terminal cannot type into it: the terminal is not passed in (stdin is a
 # pipe airlock feeds), nothing reaches the terminal's input queue, and the sandbox has no
-# controlling terminal, with or without one on airlock's side.
+# controlling terminal, with or without one on airlock's side. With -t the command's terminal is
+# a pty of the sandbox's own, and TIOCSTI is refused on it.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -32,6 +33,16 @@ rc=$?
 out=$(tr -d '\r' <"$IT_TMP/tty.out")
 assert_match '^no-ctty: blocked' "$out" "started from a terminal, the sandbox has no controlling terminal"
 assert_eq 0 "$rc" "the no-ctty probe exits 0 under a terminal"
+
+# With -t the command has a terminal, but its own (the sandbox's pty): TIOCSTI is refused there
+# too, and nothing reaches airlock's terminal.
+"$ITRUN" -T -t "$IT_WATCHDOG" -- "$AIRLOCK" run -w "$WS" -t -- "$PROBE" tiocsti \
+	>"$IT_TMP/tty.out" 2>"$IT_TMP/tty.err"
+rc=$?
+AL_ERR=$(cat "$IT_TMP/tty.err")
+out=$(tr -d '\r' <"$IT_TMP/tty.out")
+assert_eq "tiocsti: blocked (EPERM)" "$out" "with -t, TIOCSTI on the command's own terminal is refused"
+assert_eq 0 "$rc" "with -t, no byte was injected into airlock's terminal"
 
 sb_run -- "$PROBE" no-ctty
 assert_match '^no-ctty: blocked' "$AL_OUT" "started without a terminal, the sandbox has none either"

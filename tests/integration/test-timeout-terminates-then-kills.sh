@@ -12,7 +12,7 @@ now_ms()
 # Ignores SIGTERM, and so does its child sleep (an ignored signal stays ignored across exec).
 sleep_arg="100.$RANDOM"
 start=$(now_ms)
-sb_run --json -t 1s --kill-after 1s -- /bin/sh -c "trap '' TERM; sleep $sleep_arg" "$IT_MARK"
+sb_run --json -T 1s --kill-after 1s -- /bin/sh -c "trap '' TERM; sleep $sleep_arg" "$IT_MARK"
 elapsed=$(($(now_ms) - start))
 assert_eq 124 "$AL_RC" "a command that outlives --timeout exits 124"
 assert_eq true "$(json_get "$IT_TMP/al.out" 'd["timed_out"]')" "--json timed_out is true"
@@ -36,7 +36,7 @@ fi
 
 # Dies of SIGTERM: no wait for the 30 s grace.
 start=$(now_ms)
-sb_run -t 1s --kill-after 30s -- sleep "$sleep_arg"
+sb_run -T 1s --kill-after 30s -- sleep "$sleep_arg"
 elapsed=$(($(now_ms) - start))
 assert_eq 124 "$AL_RC" "a plain sleep past --timeout exits 124"
 if [ "$elapsed" -lt 25000 ]; then
@@ -55,7 +55,7 @@ assert_eq 124 "$AL_RC" "resources.timeout in the policy is honoured"
 assert_eq started "$AL_OUT" "output written before the timeout is kept"
 
 # A command that finishes in time is not a timeout.
-sb_run --json -t 30s -- /bin/sh -c 'exit 5' "$IT_MARK"
+sb_run --json -T 30s -- /bin/sh -c 'exit 5' "$IT_MARK"
 assert_eq 5 "$AL_RC" "a command that ends before --timeout keeps its status"
 assert_eq false "$(json_get "$IT_TMP/al.out" 'd["timed_out"]')" "--json timed_out is false"
 

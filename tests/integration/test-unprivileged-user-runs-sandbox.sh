@@ -85,7 +85,7 @@ assert_match "resources\.memory: cannot be enforced" "$AL_ERR" \
 
 nb_run run -p "$policy" -- /bin/sh -c 'exit 3' "$IT_MARK"
 assert_eq 3 "$AL_RC" "unprivileged: exit 3 is reported as 3"
-nb_run run -p "$policy" -t 1s -- sleep 100
+nb_run run -p "$policy" -T 1s -- sleep 100
 assert_eq 124 "$AL_RC" "unprivileged: a timeout exits 124"
 
 # With credentials, airlock holds real values: it is not dumpable once the sandbox runs (its

@@ -1,0 +1,97 @@
+#define LOG_MODULE "launcher"
+
+/* A terminal for the command (`airlock run -t`, `session exec -t`). The pty pair is the
+ * sandbox's: its pid 1 opens it from the sandbox's own devpts, so the command's terminal is a
+ * /dev/pts/N of the sandbox (ttyname() finds it there), and only the master leaves the sandbox.
+ * The command's terminal starts with the modes and size of airlock's; airlock's own terminal is
+ * put in raw mode while the command runs, so that every key (Ctrl-C, Ctrl-Z, Ctrl-\ too) reaches
+ * the sandbox's line discipline, which acts on it as the host's would; and it is restored on
+ * every way out of the run. */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "common/fd-util.h"
+#include "common/log.h"
+#include "launcher/launcher-internal.h"
+
+void launcher_terminal_init(struct launcher_terminal *t)
+{
+	*t = (struct launcher_terminal){.fd = -EBADF};
+	/* Modes come from stdin's terminal (what the user types into); the size from the first
+	 * of stdin, stdout, stderr that is one. */
+	if (tcgetattr(STDIN_FILENO, &t->modes) == 0) {
+		t->fd = STDIN_FILENO;
+		t->has_modes = true;
+	}
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+		if (ioctl(fd, TIOCGWINSZ, &t->size) == 0 && t->size.ws_row > 0) {
+			t->size_fd = fd;
+			return;
+		}
+	t->size = (struct winsize){.ws_row = 24, .ws_col = 80};
+	t->size_fd = -EBADF;
+}
+
+int launcher_terminal_raw(struct launcher_terminal *t)
+{
+	struct termios raw;
+
+	/* A run in the background leaves the foreground's terminal as it is. */
+	if (!t->has_modes || tcgetpgrp(t->fd) != getpgrp())
+		return 0;
+	raw = t->modes;
+	cfmakeraw(&raw);
+	if (tcsetattr(t->fd, TCSADRAIN, &raw) < 0)
+		return -errno;
+	t->raw = true;
+	return 0;
+}
+
+void launcher_terminal_restore(struct launcher_terminal *t)
+{
+	if (!t->raw)
+		return;
+	/* Once the output is out, input not read by now is dropped: it was typed for the
+	 * command, or it is the terminal's answer to a query the command wrote, which must not
+	 * become input to the shell that airlock returns to. */
+	if (tcsetattr(t->fd, TCSAFLUSH, &t->modes) < 0)
+		log_warning_errno(-errno, "Failed to restore the terminal's modes: %m");
+	t->raw = false;
+}
+
+void launcher_terminal_resize(struct launcher_terminal *t, int master)
+{
+	struct winsize ws;
+
+	if (t->size_fd < 0 || ioctl(t->size_fd, TIOCGWINSZ, &ws) < 0)
+		return;
+	t->size = ws;
+	/* The kernel sends SIGWINCH to the terminal's foreground process group. */
+	if (master >= 0)
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+}
+
+int launcher_pty_open(const struct launcher_terminal *t, int *ret_master, unsigned *ret_index,
+		      struct al_error *err)
+{
+	_cleanup_close_ int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	unsigned index;
+	int unlock = 0;
+
+	if (master < 0)
+		return al_error_set_errno(err, -errno, "Failed to open the sandbox's /dev/ptmx");
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &index) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set up a terminal");
+	/* On a master, the terminal ioctls act on its slave. */
+	if (t->has_modes && tcsetattr(master, TCSANOW, &t->modes) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set the terminal's modes");
+	if (ioctl(master, TIOCSWINSZ, &t->size) < 0)
+		return al_error_set_errno(err, -errno, "Failed to set the terminal's size");
+	*ret_master = TAKE_FD(master);
+	*ret_index = index;
+	return 0;
+}

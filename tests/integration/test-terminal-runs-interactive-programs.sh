@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `airlock run -t` gives the command a terminal of its own (a pty of the sandbox's devpts) that
+# is its controlling terminal: real programs driven through tmux behave as on the host (bash's
+# job control, Ctrl-C, Ctrl-Z, Ctrl-\, python3's line editing and history, a curses program that
+# follows a resize), and the host terminal's modes are restored however the run ends (exit,
+# timeout, SIGKILL of the sandbox). With --json the transcript is captured; -t DURATION (the old
+# timeout flag) is refused.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+if ! command -v tmux >/dev/null; then
+	it_fail "tmux is missing (scripts/dev.sh deps installs it)"
+	it_finish
+fi
+# A server of its own for each pane: a new one does not wait for the last one's end.
+PANES=0
+tmux_() { tmux -L "airlock-it-$$-$PANES" -f /dev/null "$@"; }
+tmux_stop() { tmux_ kill-server 2>/dev/null; }
+trap 'tmux_stop; it_cleanup' EXIT
+
+# pane_has TEXT: the pane shows TEXT (its visible screen).
+pane_has() { tmux_ capture-pane -p -t t | grep -qF -- "$1"; }
+# wait_pane TEXT WHAT: waits up to 20 s for TEXT, fails WHAT (with the screen) when it never comes.
+wait_pane()
+{
+	if wait_for 20 pane_has "$1"; then
+		it_pass "$2"
+		return 0
+	fi
+	it_fail "$2: no \"$1\" on the screen" "$(tmux_ capture-pane -p -t t)"
+	return 1
+}
+keys() { tmux_ send-keys -t t "$@"; }
+
+# start_pane CMD...: a 100x30 pane that runs airlock with CMD under -t, then prints its exit code
+# and whether the terminal's modes are as they were before.
+start_pane()
+{
+	local cmd
+	printf -v cmd '%q ' "$@"
+	cat >"$IT_TMP/pane.sh" <<EOF
+before=\$(stty -g)
+$AIRLOCK run -w $WS $cmd
+rc=\$?
+after=\$(stty -g)
+[ "\$before" = "\$after" ] && m=restored || m=changed
+echo "AIRLOCK-EXIT=\$rc MODES=\$m"
+exec sh -c "sleep 600" $IT_MARK
+EOF
+	tmux_stop
+	PANES=$((PANES + 1))
+	tmux_ new-session -d -s t -x 100 -y 30 "bash $IT_TMP/pane.sh"
+}
+
+# 1. bash with job control.
+start_pane -t -- /bin/bash --norc --noprofile -i
+wait_pane 'bash-' "bash starts interactive on the terminal"
+keys 'tty; stty size; [ -t 0 ] && echo CTTY-$(ps -o tty= -p $$)' Enter
+wait_pane '/dev/pts/0' "the command's terminal is the sandbox's /dev/pts/0"
+wait_pane '30 100' "it starts at the host terminal's size"
+wait_pane 'CTTY-pts/0' "it is bash's controlling terminal"
+keys 'sleep 100' Enter
+sleep 0.5
+keys C-z
+wait_pane 'Stopped' "Ctrl-Z stops the foreground job"
+keys 'bg; jobs' Enter
+wait_pane 'Running' "bg resumes it in the background"
+keys 'fg' Enter
+sleep 0.5
+keys C-c
+keys 'echo after-intr-$((6*7))' Enter
+wait_pane 'after-intr-42' "Ctrl-C ends the foreground job and bash goes on"
+keys 'sleep 100' Enter
+sleep 0.5
+keys 'C-\'
+keys 'echo after-quit-$((6*7))' Enter
+wait_pane 'after-quit-42' "Ctrl-\\ quits the foreground job and bash goes on"
+tmux_ resize-window -t t -x 120 -y 40
+keys 'trap "echo WINCH-\$(stty size | tr \" \" x)" WINCH; kill -WINCH $$' Enter
+wait_pane 'WINCH-40x120' "a resize reaches the command's terminal"
+keys 'exit 3' Enter
+wait_pane 'AIRLOCK-EXIT=3 MODES=restored' "bash's exit code is airlock's, and the terminal is as it was"
+
+# 2. python3's REPL: line editing (cursor keys) and history.
+start_pane -t -- /usr/bin/python3 -q
+wait_pane '>>>' "python3's REPL starts"
+keys 'print(6*)' Left 7 Enter
+wait_pane '42' "a line edited with the cursor keys runs as edited"
+keys 'x = 5' Enter Up Up Enter
+sleep 0.5
+keys C-d
+wait_pane 'AIRLOCK-EXIT=0 MODES=restored' "the history recalls the line, and Ctrl-D ends the REPL"
+[ "$(tmux_ capture-pane -p -t t | grep -c '^42$')" = 2 ] &&
+	it_pass "the recalled line ran again" ||
+	it_fail "the recalled line ran again" "$(tmux_ capture-pane -p -t t)"
+
+# 3. A curses program (full screen, raw keys, its own resize handling).
+cat >"$WS/curses-size.py" <<'EOF'
+import curses
+def main(s):
+    while True:
+        s.erase()
+        r, c = s.getmaxyx()
+        s.addstr(0, 0, "SIZE %dx%d press q" % (r, c))
+        s.refresh()
+        k = s.getch()
+        if k == ord("q"):
+            return
+curses.wrapper(main)
+EOF
+start_pane -t -- /usr/bin/python3 /workspace/curses-size.py
+wait_pane 'SIZE 30x100 press q' "the curses program draws at the terminal's size"
+tmux_ resize-window -t t -x 90 -y 25
+wait_pane 'SIZE 25x90 press q' "and redraws at the new size after a resize"
+keys q
+wait_pane 'AIRLOCK-EXIT=0 MODES=restored' "it ends on its key, and the terminal is as it was"
+
+# 4. A timeout, and SIGKILL of the sandbox, restore the terminal too.
+start_pane -t -T 1s -- /bin/sleep 100
+wait_pane 'AIRLOCK-EXIT=124 MODES=restored' "a timeout ends the run (124), the terminal restored"
+start_pane -t -- /bin/sh -c 'echo SLEEPING; sleep 100' "$IT_MARK"
+wait_pane 'SLEEPING' "the command runs"
+init=""
+for p in $(it_marked_pids); do
+	pp=$(awk '{print $4}' /proc/"$p"/stat 2>/dev/null) || continue
+	[ "$(cat /proc/"$pp"/comm 2>/dev/null)" = airlock-init ] && init=$pp
+done
+[ -n "$init" ] && [ "$(cat /proc/"$init"/comm)" = airlock-init ] ||
+	it_fail "found the sandbox's pid 1" "pid '$init'"
+kill -KILL "$init"
+wait_pane 'AIRLOCK-EXIT=137 MODES=restored' "SIGKILL of the sandbox ends the run, the terminal restored"
+tmux_stop
+
+# 5. --json captures the transcript: stdout and stderr as one, through the terminal's own
+# line discipline (CR LF).
+sb_run -t --json -- /bin/sh -c 'echo out; echo err >&2; tty'
+printf '%s' "$AL_OUT" >"$IT_TMP/t.json"
+assert_eq "'out\\r\\nerr\\r\\n/dev/pts/0\\r\\n'" "$(json_get "$IT_TMP/t.json" 'repr(d["stdout"])')" \
+	"--json with -t captures the transcript"
+
+# 6. Without -t nothing changes: no terminal, stdin a pipe or as given.
+sb_run -- /bin/sh -c 'tty; echo rc=$?' </dev/null
+assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t the command has no terminal"
+
+# 7. -t DURATION, the old timeout flag, is refused before anything runs.
+sb_run -t 30s -- /bin/echo ran
+assert_eq 125 "$AL_RC" "-t followed by a duration is refused"
+assert_one_error_line "$AL_ERR" "the refusal is one error line"
+assert_contains "$AL_ERR" "-T or --timeout" "it names the flag to use"
+
+it_finish
