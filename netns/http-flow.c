@@ -645,18 +645,58 @@ static int b64_encode_new(const uint8_t *d, size_t n, uint8_t alphabet, bool pad
 	return 0;
 }
 
-/* Whether another match starts in [from, pe) of [from, end), or (when more may follow) could:
- * a run that holds one is not encoded again, for that would write the other match's bytes back
- * as they were (the hex of a value right after a base64 run is a run of base64 characters). */
-static bool run_holds_other_match(const struct matcher *m, const uint8_t *from, const uint8_t *pe,
-				  const uint8_t *end, bool more)
+#define GROW_WAIT 2 /* grow_b64_match(): the match must wait for more bytes */
+
+/* Whether another match starts in [from, pe) of [from, end): 1, GROW_WAIT when one may (more
+ * bytes to come), 0 when not. A run that holds one is not encoded again: that would write the
+ * other match's bytes back as they were, but for its last character maybe (the hex of a value
+ * right after a base64 run is a run of base64 characters). */
+static int run_holds_other_match(const struct matcher *m, const uint8_t *from, const uint8_t *pe,
+				 const uint8_t *end, bool more)
 {
 	struct match other;
 	const uint8_t *o = matcher_find(m, from, end, &other);
 
 	if (o && o < pe)
-		return true;
-	return more && from + matcher_partial(m, from, (size_t)(end - from)) < pe;
+		return 1;
+	return more && from + matcher_partial(m, from, (size_t)(end - from)) < pe ? GROW_WAIT : 0;
+}
+
+/* Whether the text of a grown match mt, in place of [rs, pe) between the bytes around it (from
+ * lo to end), holds or makes another match: encoded again, the run writes back what it held
+ * beyond the value as it was (the hex of another value, say, whose digits are base64 characters
+ * too), and its padding and edges may differ, which can join what is on either side. 1 when it
+ * does, GROW_WAIT when it may once more bytes come, 0 when not; -ENOMEM. */
+static int grown_text_makes_match(const struct matcher *m, const uint8_t *lo, const uint8_t *rs,
+				  const uint8_t *pe, const uint8_t *end, bool more,
+				  const struct match *mt)
+{
+	size_t before = MIN((size_t)(rs - lo), m->max_len),
+	       after = MIN((size_t)(end - pe), m->max_len);
+	size_t n = before + mt->text_len + after, text_end = before + mt->text_len;
+	const uint8_t *at, *hit;
+	struct match other;
+	uint8_t *buf;
+	int r = 0;
+
+	buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, rs - before, before);
+	memcpy(buf + before, mt->text, mt->text_len);
+	memcpy(buf + text_end, pe, after);
+	for (at = buf; (hit = matcher_find(m, at, buf + n, &other)); at = hit + 1) {
+		if ((size_t)(hit - buf) >= text_end)
+			break;
+		if ((size_t)(hit - buf) + other.len > before) {
+			r = 1;
+			break;
+		}
+	}
+	if (r == 0 && more && pe + after == end && matcher_partial(m, buf, n) < text_end)
+		r = GROW_WAIT;
+	wipe_free(buf, n);
+	return r;
 }
 
 /* A base64 form of a real value replaces only the characters that the value's bits alone
@@ -666,8 +706,9 @@ static bool run_holds_other_match(const struct matcher *m, const uint8_t *from, 
  * the match's alignment, to bytes that hold the whole value where the match says: the run is
  * encoded again with every real value in it swapped (padded when it was, or when a standard run
  * of whole groups had no padding to need), and the match covers it. Else (a longer run than
- * B64_RUN_MAX, one that reaches end while more may follow, another alignment, a run that holds
- * another match) it is left as it is, and the other match is found on its own. -ENOMEM. */
+ * B64_RUN_MAX, one that reaches end while more may follow, another alignment, a text that holds
+ * or makes another match) it is left as it is. GROW_WAIT when whether it makes one depends on
+ * bytes yet to come (more); -ENOMEM. */
 static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint8_t *end, bool more,
 			  const uint8_t **q, struct match *mt)
 {
@@ -691,8 +732,11 @@ static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint
 		pe++;
 	chars = (size_t)(re - rs);
 	if (chars > B64_RUN_MAX || (more && pe == end) || (size_t)(*q - rs) % 4 != first ||
-	    chars % 4 == 1 || run_holds_other_match(m, *q + 1, pe, end, more))
+	    chars % 4 == 1)
 		return 0;
+	r = run_holds_other_match(m, *q + 1, pe, end, more);
+	if (r != 0)
+		return r == GROW_WAIT ? r : 0;
 	d = malloc(chars / 4 * 3 + 3);
 	if (!d)
 		return -ENOMEM;
@@ -718,9 +762,16 @@ static int grow_b64_match(const struct matcher *m, const uint8_t *lo, const uint
 	match_done(mt);
 	r = b64_encode_new(sw, sn, pt->b64, pe > re || (pt->b64 == ALPHA_STD && chars % 4 == 0),
 			   &mt->text, &mt->text_len);
-	if (r >= 0) {
+	if (r >= 0)
+		r = grown_text_makes_match(m, lo, rs, pe, end, more, mt);
+	if (r == 0) {
 		mt->len = (size_t)(pe - rs);
 		*q = rs;
+	} else {
+		/* Left as it is: the other match is found on its own. */
+		match_done(mt);
+		if (r == 1)
+			r = 0;
 	}
 	explicit_bzero(sw, sn);
 	free(sw);
@@ -1771,6 +1822,12 @@ static ssize_t put_body(const struct matcher *m, const char *refuse, const uint8
 			mt.text = NULL;
 			mt.text_len = 0;
 			r = grow_b64_match(m, q, p + n, !final, &hit, &mt);
+			if (r == GROW_WAIT) {
+				/* Held back with what follows, to be looked at again. */
+				limit = (size_t)(hit - p);
+				r = 0;
+				break;
+			}
 			if (r < 0)
 				break;
 			hits[n_hits++] = (struct hit){.pos = (size_t)(hit - p), .mt = mt};
