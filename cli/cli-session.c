@@ -44,8 +44,9 @@ static void help(void)
 	    "        [--admitted FILE]           Start a session; prints its id. It ends on stop,\n"
 	    "                                    after --ttl (1h; 0 = never), or with process\n"
 	    "                                    PID if --owner is given (default: none)\n"
-	    "  exec ID [-t DURATION] [-e K=V]... [--json] -- CMD [ARG...]\n"
-	    "                                    Run CMD in the session (exit status as run)\n"
+	    "  exec ID [-t] [-T DURATION] [-e K=V]... [--json] -- CMD [ARG...]\n"
+	    "                                    Run CMD in the session (exit status as run);\n"
+	    "                                    -t gives it a terminal of its own, -T a timeout\n"
 	    "  exec ID --request FILE|-          Run a JSON request (as airlock exec), print the\n"
 	    "                                    JSON result\n"
 	    "  ls [--json]                       List this user's sessions\n"
@@ -229,7 +230,8 @@ static int session_exec_request(const char *id, const char *path)
 static int session_exec(int argc, char **argv)
 {
 	static const struct option options[] = {
-	    {"timeout", required_argument, NULL, 't'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"tty", no_argument, NULL, 't'},
 	    {"env", required_argument, NULL, 'e'},
 	    {"json", no_argument, NULL, ARG_JSON},
 	    {"request", required_argument, NULL, ARG_REQUEST},
@@ -250,9 +252,12 @@ static int session_exec(int argc, char **argv)
 		       LAUNCHER_EXIT_FAILED;
 	id = argv[1];
 	argc--, argv++;
-	while ((c = getopt_long(argc, argv, "+t:e:", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+T:te:", options, NULL)) >= 0) {
 		switch (c) {
 		case 't':
+			x.terminal = true;
+			break;
+		case 'T':
 			if (al_parse_duration(optarg, &x.timeout_usec) < 0)
 				return log_error("--timeout: \"%s\" is not a duration", optarg),
 				       LAUNCHER_EXIT_FAILED;
@@ -304,11 +309,14 @@ static int session_exec(int argc, char **argv)
 	if (optind >= argc)
 		return log_error("Missing command: airlock session exec ID -- CMD"),
 		       LAUNCHER_EXIT_FAILED;
+	if (cli_check_tty_flag(x.terminal, argv[optind]) < 0)
+		return LAUNCHER_EXIT_FAILED;
 	x.argv = argv + optind;
 	x.env = env;
 	x.capture = json;
-	if (isatty(STDIN_FILENO))
-		x.stdin_fd = -EBADF; /* a terminal is not handed to the sandbox */
+	/* Without a terminal of its own, the command is not handed this one's input. */
+	if (!x.terminal && isatty(STDIN_FILENO))
+		x.stdin_fd = -EBADF;
 	r = launcher_session_exec(id, &x, &res, &err);
 	if (r < 0)
 		return log_error("%s", err.msg), LAUNCHER_EXIT_FAILED;

@@ -38,6 +38,8 @@ struct exec_slot {
 	const char *result_path; /* or NULL */
 	const char *dir;	 /* the command's own folder, removed at its end, or NULL */
 	int stdio[3];		 /* kept until the command proper has started */
+	bool terminal;		 /* the command proper gets one, as tty says */
+	struct launcher_tty_spec tty;
 };
 
 static struct exec_slot slots[LAUNCHER_SESSION_EXECS_MAX];
@@ -189,8 +191,10 @@ static void slot_free(struct exec_slot *s)
 	*s = (struct exec_slot){.stdio = {-EBADF, -EBADF, -EBADF}};
 }
 
-/* Starts the slot's prelude or command and hands airlock a pidfd of it. */
-static int spawn_slot(const struct launcher_context *ctx, int sync_fd, struct exec_slot *s)
+/* Starts the slot's prelude or command and hands airlock a pidfd of it; with a terminal, airlock
+ * gets its master first. */
+static int spawn_slot(const struct launcher_context *ctx, int sync_fd, struct exec_slot *s,
+		      struct al_error *err)
 {
 	struct launcher_spawn sp = {
 	    .argv = s->in_prelude ? s->prelude : s->argv,
@@ -199,11 +203,26 @@ static int spawn_slot(const struct launcher_context *ctx, int sync_fd, struct ex
 	    .prelude = s->in_prelude,
 	    .new_group = true,
 	};
+	_cleanup_close_ int master = -EBADF;
+	char tty[32];
 	int r, pidfd;
 
+	if (s->terminal && !s->in_prelude) {
+		r = launcher_pty_open(&s->tty, &master, tty, err);
+		if (r < 0)
+			return r;
+		sp.tty = tty;
+	}
 	r = launcher_sandbox_spawn(ctx, &sp, &s->pid);
 	if (r < 0)
 		return r;
+	/* Only airlock holds the master: the command's terminal hangs up when it and what it
+	 * left there are done with it. */
+	if (master >= 0)
+		(void)launcher_sync_send(
+		    sync_fd,
+		    &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_TERMINAL, .id = s->id},
+		    master);
 	if (!s->in_prelude)
 		for (int i = 0; i < 3; i++)
 			s->stdio[i] = al_close(s->stdio[i]);
@@ -217,9 +236,11 @@ static int spawn_slot(const struct launcher_context *ctx, int sync_fd, struct ex
 	return 0;
 }
 
-/* fds: the request, stdin, stdout, stderr (taken). */
-static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t id, int *fds)
+/* m: the EXEC message; fds: the request, stdin, stdout, stderr (taken). */
+static void start_exec(const struct launcher_context *ctx, int sync_fd,
+		       const struct launcher_sync_msg *m, int *fds)
 {
+	uint32_t id = m->id;
 	struct exec_slot *slot = NULL;
 	struct al_error err = {0};
 	_cleanup_free_ char **over = NULL;
@@ -237,7 +258,10 @@ static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t
 		launcher_init_send_exec_failure(sync_fd, id, -EAGAIN, NULL, 0);
 		return;
 	}
-	*slot = (struct exec_slot){.id = id, .stdio = {fds[1], fds[2], fds[3]}};
+	*slot = (struct exec_slot){.id = id,
+				   .stdio = {fds[1], fds[2], fds[3]},
+				   .terminal = m->flags & LAUNCHER_EXEC_TERMINAL,
+				   .tty = m->tty};
 	fds[1] = fds[2] = fds[3] = -EBADF;
 	if (fds[0] >= 0 && slot->stdio[0] >= 0 && slot->stdio[1] >= 0 && slot->stdio[2] >= 0 &&
 	    al_read_fd(fds[0], PAYLOAD_MAX, &slot->text, &len) >= 0) {
@@ -271,7 +295,7 @@ static void start_exec(const struct launcher_context *ctx, int sync_fd, uint32_t
 		slot->result_path = NULL;
 	if (r >= 0) {
 		slot->in_prelude = slot->prelude[0] != NULL;
-		r = spawn_slot(ctx, sync_fd, slot);
+		r = spawn_slot(ctx, sync_fd, slot, &err);
 	}
 	if (r < 0) {
 		launcher_init_send_exec_failure(sync_fd, id, r, err.msg[0] ? &err : NULL,
@@ -289,11 +313,13 @@ static void on_end(const struct launcher_context *ctx, int sync_fd, struct exec_
 	ended_next = (ended_next + 1) % ELEMENTSOF(ended);
 	s->pid = 0;
 	if (s->in_prelude && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		struct al_error err = {0};
+
 		s->in_prelude = false;
-		r = spawn_slot(ctx, sync_fd, s);
+		r = spawn_slot(ctx, sync_fd, s, &err);
 		if (r >= 0)
 			return;
-		launcher_init_send_exec_failure(sync_fd, s->id, r, NULL, 0);
+		launcher_init_send_exec_failure(sync_fd, s->id, r, err.msg[0] ? &err : NULL, 0);
 		slot_free(s);
 		return;
 	}
@@ -481,7 +507,7 @@ _noreturn_ void launcher_init_session_main(const struct launcher_context *ctx, i
 		if (r < 0)
 			continue;
 		if (m.type == LAUNCHER_SYNC_EXEC)
-			start_exec(ctx, sync_fd, m.id, fds);
+			start_exec(ctx, sync_fd, &m, fds);
 		else if (m.type == LAUNCHER_SYNC_EXEC_SIGNAL)
 			signal_exec(m.id, m.value);
 		else if (m.type == LAUNCHER_SYNC_CHECKPOINT || m.type == LAUNCHER_SYNC_RESTORE)

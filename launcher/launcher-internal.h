@@ -140,12 +140,18 @@ const char *launcher_doctor_hint(uint64_t clone_flags, int error);
 
 /* ---- terminal.c: a pty for the command, airlock's own terminal meanwhile ---- */
 
+/* What a new terminal starts with: the modes and size of the caller's. */
+struct launcher_tty_spec {
+	struct termios modes;
+	struct winsize size; /* 80x24 when the caller has no terminal */
+	bool has_modes;	     /* else the kernel's defaults */
+};
+
 struct launcher_terminal {
-	int fd;		      /* airlock's terminal with the modes (stdin), or -EBADF */
-	struct termios modes; /* its modes before the run: the command's terminal starts so */
-	bool has_modes, raw;  /* raw: fd is in raw mode, to be restored */
-	int size_fd;	      /* where the size comes from (stdin, stdout, stderr), or -EBADF */
-	struct winsize size;  /* 80x24 when none of them is a terminal */
+	int fd;	     /* airlock's terminal with the modes (stdin), or -EBADF */
+	int size_fd; /* where the size comes from (stdin, stdout, stderr), or -EBADF */
+	bool raw;    /* fd is in raw mode, to be restored */
+	struct launcher_tty_spec spec;
 };
 
 /* Looks at airlock's stdin, stdout and stderr. */
@@ -156,9 +162,9 @@ int launcher_terminal_raw(struct launcher_terminal *t);
 void launcher_terminal_restore(struct launcher_terminal *t);
 /* After SIGWINCH: the terminal's new size, passed on to master (when >= 0). */
 void launcher_terminal_resize(struct launcher_terminal *t, int master);
-/* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx with
- * t's modes and size: the master (close-on-exec) and the number N of its /dev/pts/N. */
-int launcher_pty_open(const struct launcher_terminal *t, int *ret_master, unsigned *ret_index,
+/* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx that
+ * starts as spec says: its master (close-on-exec), and the path of its /dev/pts/N into tty. */
+int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],
 		      struct al_error *err);
 
 /* ---- launcher core: what airlock's process prepares before clone and the sandbox child reads.
@@ -243,7 +249,8 @@ enum launcher_sync_type {
 				     * value 0 or -errno, flags = entries not copied, err */
 	LAUNCHER_SYNC_RESTORE,	    /* the same, the other way: the workspace becomes the fd's */
 	LAUNCHER_SYNC_EXEC_STARTED, /* session init -> parent: exec id runs (+ a pidfd of it) */
-	LAUNCHER_SYNC_TERMINAL,	    /* child -> parent: the command's pty master (+ its fd) */
+	LAUNCHER_SYNC_TERMINAL,	    /* child -> parent, session init -> parent (with the exec's
+				     * id): the command's pty master (+ its fd) */
 };
 
 enum {
@@ -253,6 +260,7 @@ enum {
 
 #define LAUNCHER_SYNC_STEPS 8
 #define LAUNCHER_STATUS_PRELUDE 1u /* STATUS: the prelude failed, the command did not run */
+#define LAUNCHER_EXEC_TERMINAL 1u  /* EXEC: the command gets a terminal, as tty says */
 struct launcher_sync_msg {
 	uint32_t type;
 	int32_t value;
@@ -262,6 +270,7 @@ struct launcher_sync_msg {
 	uint64_t size; /* CHECKPOINT: the bytes the copy may take (0: no limit) */
 	uint32_t n_steps;
 	struct launcher_step steps[LAUNCHER_SYNC_STEPS];
+	struct launcher_tty_spec tty; /* EXEC with LAUNCHER_EXEC_TERMINAL */
 	struct al_error err;
 };
 
@@ -465,13 +474,17 @@ enum {
 
 struct launcher_session_request {
 	uint32_t op;
-	uint32_t reserved;
+	uint32_t flags; /* EXEC: LAUNCHER_EXEC_TERMINAL */
 	uint64_t timeout_usec, kill_grace_usec;
 	char name[LAUNCHER_CHECKPOINT_NAME_MAX];
+	struct launcher_tty_spec tty; /* EXEC with a terminal: how it starts */
 };
 
 struct launcher_session_reply {
 	int32_t error; /* 0 or -errno (err says why) */
+	/* Before the reply to an exec with a terminal, one with this set and the terminal's
+	 * master as its fd, once the command runs. */
+	bool terminal;
 	int32_t exit_code, signal, exec_error;
 	bool timed_out, oom_killed, prelude_failed;
 	uint64_t duration_usec;

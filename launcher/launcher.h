@@ -182,8 +182,12 @@ int launcher_session_policy(const char *id, struct policy **ret, struct al_error
 /* A command for a session (`airlock session exec`). */
 struct launcher_session_exec {
 	char *const *argv;
-	char *const *env;      /* NAME=VALUE pairs over the session's environment, or NULL */
-	int stdin_fd;	       /* the command's stdin (borrowed); < 0: /dev/null */
+	char *const *env; /* NAME=VALUE pairs over the session's environment, or NULL */
+	int stdin_fd;	  /* the command's stdin (borrowed); < 0: /dev/null */
+	/* A terminal of its own, as launcher_options.terminal: stdin_fd's input goes into it,
+	 * its output to stdout (or the capture), and the caller's terminal (stdin's) is raw
+	 * meanwhile. */
+	bool terminal;
 	uint64_t timeout_usec; /* 0: none */
 	uint64_t kill_grace_usec;
 	const char *result_path; /* as launcher_options.result_path, or NULL */

@@ -198,7 +198,6 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
 	int keep[8], netns = -EBADF, master = -EBADF;
 	char tty[32] = "";
-	unsigned pty_index;
 	sigset_t forwarded;
 	pid_t cmd;
 
@@ -272,10 +271,9 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 
 	/* The command's terminal, from the sandbox's own devpts: only its master leaves. */
 	if (ctx->opts->terminal) {
-		r = launcher_pty_open(&ctx->terminal, &master, &pty_index, &m.err);
+		r = launcher_pty_open(&ctx->terminal.spec, &master, tty, &m.err);
 		if (r < 0)
 			fail(sync_fd, &m, r);
-		(void)snprintf(tty, sizeof(tty), "/dev/pts/%u", pty_index);
 		r = launcher_sync_send(
 		    sync_fd, &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_TERMINAL}, master);
 		master = al_close(master);

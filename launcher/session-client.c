@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -159,24 +160,65 @@ static void fill_result(const struct launcher_session_reply *rep, struct launche
 	memcpy(res->violations, rep->violations, res->n_violations * sizeof(*res->violations));
 }
 
+/* A command's streams on this side. */
+struct exec_io {
+	struct launcher_stream out, err, in;
+	const struct launcher_session_exec *x;
+	struct launcher_result *result;
+	/* With a terminal: this process's, and its SIGWINCH; the master, once it came. */
+	struct launcher_terminal term;
+	int sig_fd, master;
+};
+
+/* The command's terminal came: its output takes the place of the stdout pipe (which nothing
+ * writes to now), and the caller's input goes into it. */
+static int terminal_ready(struct exec_io *io, int master)
+{
+	int out = -EBADF, in = -EBADF, r;
+
+	io->master = master;
+	out = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	if (out >= 0)
+		in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	r = in < 0 ? -errno : al_fd_nonblock(out, true);
+	launcher_stream_close(&io->out);
+	launcher_stream_init(&io->out, out, true, STDOUT_FILENO, false,
+			     io->x->capture ? &io->result->out : NULL, LAUNCHER_CAPTURE_MAX);
+	launcher_stream_open_nonblocking(&io->out);
+	launcher_stream_close(&io->in);
+	launcher_stream_init(&io->in, io->x->stdin_fd, false, in, true, NULL, 0);
+	launcher_stream_open_nonblocking(&io->in);
+	return r < 0 ? r : launcher_terminal_raw(&io->term);
+}
+
+static void on_winch(struct exec_io *io)
+{
+	struct signalfd_siginfo si;
+
+	while (read(io->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		launcher_terminal_resize(&io->term, io->master);
+}
+
 /* Moves output until the reply came and the output ended (or went quiet after the reply). */
-static int pump(int sock, struct launcher_stream *out, struct launcher_stream *err,
-		struct launcher_stream *in, struct launcher_session_reply *rep, int *result_fd)
+static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep, int *result_fd)
 {
 	bool replied = false;
 	uint64_t replied_at = 0;
+	int r;
 
 	for (;;) {
-		struct pollfd pfd[7];
+		struct pollfd pfd[8];
 		int n;
 
-		if (replied && ((launcher_stream_done(out) && launcher_stream_done(err)) ||
-				launcher_now_usec() - replied_at > DRAIN_MAX_USEC))
+		if (replied &&
+		    ((launcher_stream_done(&io->out) && launcher_stream_done(&io->err)) ||
+		     launcher_now_usec() - replied_at > DRAIN_MAX_USEC))
 			return 0;
 		pfd[0] = (struct pollfd){.fd = replied ? -1 : sock, .events = POLLIN};
-		launcher_stream_poll(out, &pfd[1], &pfd[2]);
-		launcher_stream_poll(err, &pfd[3], &pfd[4]);
-		launcher_stream_poll(in, &pfd[5], &pfd[6]);
+		launcher_stream_poll(&io->out, &pfd[1], &pfd[2]);
+		launcher_stream_poll(&io->err, &pfd[3], &pfd[4]);
+		launcher_stream_poll(&io->in, &pfd[5], &pfd[6]);
+		pfd[7] = (struct pollfd){.fd = io->sig_fd, .events = POLLIN};
 		n = poll(pfd, ELEMENTSOF(pfd), replied ? DRAIN_IDLE_MSEC : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -184,9 +226,11 @@ static int pump(int sock, struct launcher_stream *out, struct launcher_stream *e
 			return -errno;
 		if (n == 0)
 			return 0; /* quiet since the end: what is left is a background process's */
-		launcher_stream_handle(out, pfd[1].revents, pfd[2].revents);
-		launcher_stream_handle(err, pfd[3].revents, pfd[4].revents);
-		launcher_stream_handle(in, pfd[5].revents, pfd[6].revents);
+		launcher_stream_handle(&io->out, pfd[1].revents, pfd[2].revents);
+		launcher_stream_handle(&io->err, pfd[3].revents, pfd[4].revents);
+		launcher_stream_handle(&io->in, pfd[5].revents, pfd[6].revents);
+		if (pfd[7].revents)
+			on_winch(io);
 		if (pfd[0].revents) {
 			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
 
@@ -196,10 +240,56 @@ static int pump(int sock, struct launcher_stream *out, struct launcher_stream *e
 				return -EBADMSG;
 			rep->err.msg[sizeof(rep->err.msg) - 1] = '\0';
 			rep->policy_hash[sizeof(rep->policy_hash) - 1] = '\0';
+			if (rep->terminal) {
+				if (!io->x->terminal || io->master >= 0 || *result_fd < 0)
+					return -EBADMSG;
+				r = terminal_ready(io, TAKE_FD(*result_fd));
+				if (r < 0)
+					return r;
+				continue;
+			}
 			replied = true;
 			replied_at = launcher_now_usec();
 		}
 	}
+}
+
+/* The command's stdin on the session's side, and io->in to fill it: a file or terminal is copied
+ * through a pipe, as a run's is (launcher_stdin_is_copied()); with a terminal of its own, the
+ * command reads that, and stdin is copied into it once it came (terminal_ready()). */
+static int exec_stdin(struct exec_io *io, int *inp)
+{
+	const struct launcher_session_exec *x = io->x;
+
+	launcher_stream_init(&io->in, -EBADF, false, -EBADF, false, NULL, 0);
+	if (x->terminal || x->stdin_fd < 0)
+		return open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!launcher_stdin_is_copied(x->stdin_fd))
+		return fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3);
+	if (pipe2(inp, O_CLOEXEC) < 0)
+		return -1;
+	launcher_stream_init(&io->in, x->stdin_fd, false, inp[1], true, NULL, 0);
+	return inp[0];
+}
+
+/* With a terminal: SIGWINCH is read from a signalfd, and SIGTTIN/SIGTTOU ignored (in the
+ * background, reading the terminal fails instead of stopping this process). */
+static int exec_terminal_setup(struct exec_io *io, struct launcher_session_request *req,
+			       sigset_t *old)
+{
+	sigset_t winch;
+
+	launcher_terminal_init(&io->term);
+	req->flags |= LAUNCHER_EXEC_TERMINAL;
+	req->tty = io->term.spec;
+	(void)signal(SIGTTIN, SIG_IGN);
+	(void)signal(SIGTTOU, SIG_IGN);
+	(void)sigemptyset(&winch);
+	(void)sigaddset(&winch, SIGWINCH);
+	if (sigprocmask(SIG_BLOCK, &winch, old) < 0)
+		return -errno;
+	io->sig_fd = signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK);
+	return io->sig_fd < 0 ? -errno : 0;
 }
 
 int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
@@ -214,66 +304,77 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	_cleanup_close_ int sock = -EBADF, payload = -EBADF, in = -EBADF, result = -EBADF;
 	int out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF},
 	    fds[4];
-	struct launcher_stream s_out, s_err, s_in;
+	struct exec_io io = {.x = x, .result = ret, .sig_fd = -EBADF, .master = -EBADF};
+	sigset_t old_mask;
 	int r;
 
 	*ret = (struct launcher_result){0};
+	io.term = (struct launcher_terminal){.fd = -EBADF, .size_fd = -EBADF};
 	r = connect_session(id, &sock, err);
 	if (r < 0)
 		return r;
 	r = make_payload(x, &payload);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the request");
-	/* A file is copied through a pipe, as a run's is (launcher_stdin_is_copied()). */
-	if (x->stdin_fd >= 0 && launcher_stdin_is_copied(x->stdin_fd)) {
-		if (pipe2(inp, O_CLOEXEC) < 0)
-			return al_error_set_errno(err, -errno, "Failed to create the stdin pipe");
-		in = inp[0];
-	} else {
-		in = x->stdin_fd >= 0 ? fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3)
-				      : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (x->terminal) {
+		r = exec_terminal_setup(&io, &req, &old_mask);
+		if (r < 0) {
+			io.sig_fd = al_close(io.sig_fd);
+			return al_error_set_errno(err, r, "Failed to set up the terminal");
+		}
 	}
-	launcher_stream_init(&s_in, inp[1] >= 0 ? x->stdin_fd : -EBADF, false, inp[1], true, NULL,
-			     0);
+	in = exec_stdin(&io, inp);
 	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = -errno;
 		(void)al_close(out[0]), (void)al_close(out[1]);
-		launcher_stream_close(&s_in);
-		return al_error_set_errno(err, r, "Failed to create the command's stdio");
+		launcher_stream_close(&io.in);
+		r = al_error_set_errno(err, r, "Failed to create the command's stdio");
+		goto out;
 	}
-	launcher_stream_init(&s_out, out[0], true, STDOUT_FILENO, false,
+	launcher_stream_init(&io.out, out[0], true, STDOUT_FILENO, false,
 			     x->capture ? &ret->out : NULL, LAUNCHER_CAPTURE_MAX);
-	launcher_stream_init(&s_err, errp[0], true, STDERR_FILENO, false,
+	launcher_stream_init(&io.err, errp[0], true, STDERR_FILENO, false,
 			     x->capture ? &ret->err : NULL, LAUNCHER_CAPTURE_MAX);
-	launcher_stream_open_nonblocking(&s_out);
-	launcher_stream_open_nonblocking(&s_err);
-	launcher_stream_open_nonblocking(&s_in);
+	launcher_stream_open_nonblocking(&io.out);
+	launcher_stream_open_nonblocking(&io.err);
+	launcher_stream_open_nonblocking(&io.in);
 	fds[0] = payload, fds[1] = in, fds[2] = out[1], fds[3] = errp[1];
 	r = al_send_fds(sock, &req, sizeof(req), fds, ELEMENTSOF(fds));
 	/* Only the command may hold the write ends now: its end is their EOF. */
 	(void)al_close(out[1]);
 	(void)al_close(errp[1]);
 	if (r >= 0)
-		r = pump(sock, &s_out, &s_err, &s_in, &rep, &result);
-	launcher_stream_close(&s_out);
-	launcher_stream_close(&s_err);
-	launcher_stream_close(&s_in);
-	if (r < 0)
-		return al_error_set_errno(err, r, "The session ended during the command");
+		r = pump(sock, &io, &rep, &result);
+	launcher_stream_close(&io.out);
+	launcher_stream_close(&io.err);
+	launcher_stream_close(&io.in);
+	if (r < 0) {
+		r = al_error_set_errno(err, r, "The session ended during the command");
+		goto out;
+	}
 	if (rep.error < 0) {
 		*err = rep.err;
-		return rep.error;
+		r = rep.error;
+		goto out;
 	}
 	/* It could not start for a reason of its own (its files): an error, not a status. */
 	if (rep.exec_error < 0 && rep.err.msg[0]) {
 		rep.err.msg[sizeof(rep.err.msg) - 1] = '\0';
 		*err = rep.err;
-		return rep.exec_error;
+		r = rep.exec_error;
+		goto out;
 	}
 	fill_result(&rep, ret);
 	if (result >= 0)
 		launcher_read_output(result, &ret->output);
-	return 0;
+out:
+	launcher_terminal_restore(&io.term);
+	(void)al_close(io.master);
+	if (io.sig_fd >= 0) {
+		(void)al_close(io.sig_fd);
+		(void)sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	}
+	return r;
 }
 
 /* One request without fds, one reply. */

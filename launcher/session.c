@@ -334,6 +334,8 @@ static void start_exec(struct launcher_session *s, struct conn *c,
 	c->start = launcher_now_usec();
 	c->deadline = req->timeout_usec ? c->start + req->timeout_usec : 0;
 	c->grace = req->kill_grace_usec;
+	m.flags = req->flags & LAUNCHER_EXEC_TERMINAL;
+	m.tty = req->tty;
 	r = launcher_sync_send_fds(v->sync_fd, &m, fds, 4);
 	if (r < 0) {
 		c->exec_id = 0;
@@ -630,9 +632,26 @@ static void on_tree_done(struct launcher_session *s, const struct launcher_sync_
 		send_reply(c, &rep, -EBADF);
 }
 
+/* The command's terminal: its master goes to the caller, who relays it. */
+static void on_exec_terminal(struct launcher_session *s, const struct launcher_sync_msg *m, int fd)
+{
+	struct launcher_session_reply rep = {.terminal = true};
+
+	for (size_t i = 0; i < CONNS_MAX && fd >= 0; i++) {
+		struct conn *c = &s->conns[i];
+
+		if (c->exec_id == m->id && c->fd >= 0)
+			(void)al_send_fds(c->fd, &rep, sizeof(rep), &fd, 1);
+	}
+}
+
 bool launcher_session_on_sync(struct launcher_session *s, const struct launcher_sync_msg *m, int fd,
 			      const struct launcher_session_view *v)
 {
+	if (m->type == LAUNCHER_SYNC_TERMINAL && m->id) {
+		on_exec_terminal(s, m, fd);
+		return true;
+	}
 	if (m->type == LAUNCHER_SYNC_EXEC_STARTED) {
 		for (size_t i = 0; i < CONNS_MAX && fd >= 0; i++) {
 			struct conn *c = &s->conns[i];

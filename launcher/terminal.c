@@ -23,16 +23,16 @@ void launcher_terminal_init(struct launcher_terminal *t)
 	*t = (struct launcher_terminal){.fd = -EBADF};
 	/* Modes come from stdin's terminal (what the user types into); the size from the first
 	 * of stdin, stdout, stderr that is one. */
-	if (tcgetattr(STDIN_FILENO, &t->modes) == 0) {
+	if (tcgetattr(STDIN_FILENO, &t->spec.modes) == 0) {
 		t->fd = STDIN_FILENO;
-		t->has_modes = true;
+		t->spec.has_modes = true;
 	}
 	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
-		if (ioctl(fd, TIOCGWINSZ, &t->size) == 0 && t->size.ws_row > 0) {
+		if (ioctl(fd, TIOCGWINSZ, &t->spec.size) == 0 && t->spec.size.ws_row > 0) {
 			t->size_fd = fd;
 			return;
 		}
-	t->size = (struct winsize){.ws_row = 24, .ws_col = 80};
+	t->spec.size = (struct winsize){.ws_row = 24, .ws_col = 80};
 	t->size_fd = -EBADF;
 }
 
@@ -41,9 +41,9 @@ int launcher_terminal_raw(struct launcher_terminal *t)
 	struct termios raw;
 
 	/* A run in the background leaves the foreground's terminal as it is. */
-	if (!t->has_modes || tcgetpgrp(t->fd) != getpgrp())
+	if (!t->spec.has_modes || tcgetpgrp(t->fd) != getpgrp())
 		return 0;
-	raw = t->modes;
+	raw = t->spec.modes;
 	cfmakeraw(&raw);
 	if (tcsetattr(t->fd, TCSADRAIN, &raw) < 0)
 		return -errno;
@@ -58,7 +58,7 @@ void launcher_terminal_restore(struct launcher_terminal *t)
 	/* Once the output is out, input not read by now is dropped: it was typed for the
 	 * command, or it is the terminal's answer to a query the command wrote, which must not
 	 * become input to the shell that airlock returns to. */
-	if (tcsetattr(t->fd, TCSAFLUSH, &t->modes) < 0)
+	if (tcsetattr(t->fd, TCSAFLUSH, &t->spec.modes) < 0)
 		log_warning_errno(-errno, "Failed to restore the terminal's modes: %m");
 	t->raw = false;
 }
@@ -69,13 +69,13 @@ void launcher_terminal_resize(struct launcher_terminal *t, int master)
 
 	if (t->size_fd < 0 || ioctl(t->size_fd, TIOCGWINSZ, &ws) < 0)
 		return;
-	t->size = ws;
+	t->spec.size = ws;
 	/* The kernel sends SIGWINCH to the terminal's foreground process group. */
 	if (master >= 0)
 		(void)ioctl(master, TIOCSWINSZ, &ws);
 }
 
-int launcher_pty_open(const struct launcher_terminal *t, int *ret_master, unsigned *ret_index,
+int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],
 		      struct al_error *err)
 {
 	_cleanup_close_ int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -87,11 +87,11 @@ int launcher_pty_open(const struct launcher_terminal *t, int *ret_master, unsign
 	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &index) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set up a terminal");
 	/* On a master, the terminal ioctls act on its slave. */
-	if (t->has_modes && tcsetattr(master, TCSANOW, &t->modes) < 0)
+	if (spec->has_modes && tcsetattr(master, TCSANOW, &spec->modes) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set the terminal's modes");
-	if (ioctl(master, TIOCSWINSZ, &t->size) < 0)
+	if (ioctl(master, TIOCSWINSZ, &spec->size) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set the terminal's size");
+	(void)snprintf(tty, 32, "/dev/pts/%u", index);
 	*ret_master = TAKE_FD(master);
-	*ret_index = index;
 	return 0;
 }

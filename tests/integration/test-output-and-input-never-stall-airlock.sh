@@ -68,7 +68,7 @@ wait "$reader" 2>/dev/null
 "$IT_PY" - "$AIRLOCK" "$WS" >"$IT_TMP/pty.out" 2>&1 <<'PY'
 import os, pty, subprocess, sys, time
 master, slave = pty.openpty()
-p = subprocess.Popen([sys.argv[1], "run", "-w", sys.argv[2], "-t", "1s", "--kill-after", "1s",
+p = subprocess.Popen([sys.argv[1], "run", "-w", sys.argv[2], "-T", "1s", "--kill-after", "1s",
                       "--", "yes"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
 os.close(slave)
 try:

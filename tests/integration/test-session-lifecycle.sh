@@ -80,13 +80,13 @@ assert_match "^$ID +[0-9]+ +- +[^ ]+ +(59|60)m +[0-9.]+s " "$(grep "^$ID" <<<"$A
 # exit codes, env, stdin, timeout, as with run
 al_run session exec "$ID" -e GREETING=hi -- /bin/sh -c 'read x; echo "$GREETING $x"; exit 7' <<<"there"
 assert_eq "7 hi there" "$AL_RC $AL_OUT" "exec: exit code, env and stdin"
-al_run session exec "$ID" -t 1s --kill-after 1s -- /bin/sh -c 'trap "" TERM; sleep 60'
+al_run session exec "$ID" -T 1s --kill-after 1s -- /bin/sh -c 'trap "" TERM; sleep 60'
 assert_eq 124 "$AL_RC" "exec: the timeout ends the command (exit 124)"
-al_run session exec "$ID" -t 1s --kill-after 1s -- /usr/bin/python3 -c 'import os, time; os.setpgid(0, 1); time.sleep(60)'
+al_run session exec "$ID" -T 1s --kill-after 1s -- /usr/bin/python3 -c 'import os, time; os.setpgid(0, 1); time.sleep(60)'
 assert_eq 124 "$AL_RC" "exec: a command that left its process group still ends at its timeout"
 al_run session exec "$ID" -- /bin/sh -c 'ps -e -o args= | grep -c "^/usr/bin/python3 -c import os, time"'
 assert_eq 0 "$AL_OUT" "exec: and it is gone"
-al_run session exec "$ID" -t 10s -- /bin/sh -c '(while :; do echo x; sleep 0.05; done) & echo started'
+al_run session exec "$ID" -T 10s -- /bin/sh -c '(while :; do echo x; sleep 0.05; done) & echo started'
 assert_eq 0 "$AL_RC" "exec: a process left writing to the command's stdout does not hold the caller"
 al_run session exec "$ID" -- no-such-command
 assert_eq 127 "$AL_RC" "exec: command not found is 127"

@@ -32,15 +32,15 @@ wait_pane()
 }
 keys() { tmux_ send-keys -t t "$@"; }
 
-# start_pane CMD...: a 100x30 pane that runs airlock with CMD under -t, then prints its exit code
-# and whether the terminal's modes are as they were before.
+# start_pane ARGS...: a 100x30 pane that runs airlock ARGS, then prints its exit code and whether
+# the terminal's modes are as they were before.
 start_pane()
 {
 	local cmd
 	printf -v cmd '%q ' "$@"
 	cat >"$IT_TMP/pane.sh" <<EOF
 before=\$(stty -g)
-$AIRLOCK run -w $WS $cmd
+$AIRLOCK $cmd
 rc=\$?
 after=\$(stty -g)
 [ "\$before" = "\$after" ] && m=restored || m=changed
@@ -53,7 +53,7 @@ EOF
 }
 
 # 1. bash with job control.
-start_pane -t -- /bin/bash --norc --noprofile -i
+start_pane run -w "$WS" -t -- /bin/bash --norc --noprofile -i
 wait_pane 'bash-' "bash starts interactive on the terminal"
 keys 'tty; stty size; [ -t 0 ] && echo CTTY-$(ps -o tty= -p $$)' Enter
 wait_pane '/dev/pts/0' "the command's terminal is the sandbox's /dev/pts/0"
@@ -82,7 +82,7 @@ keys 'exit 3' Enter
 wait_pane 'AIRLOCK-EXIT=3 MODES=restored' "bash's exit code is airlock's, and the terminal is as it was"
 
 # 2. python3's REPL: line editing (cursor keys) and history.
-start_pane -t -- /usr/bin/python3 -q
+start_pane run -w "$WS" -t -- /usr/bin/python3 -q
 wait_pane '>>>' "python3's REPL starts"
 keys 'print(6*)' Left 7 Enter
 wait_pane '42' "a line edited with the cursor keys runs as edited"
@@ -108,7 +108,7 @@ def main(s):
             return
 curses.wrapper(main)
 EOF
-start_pane -t -- /usr/bin/python3 /workspace/curses-size.py
+start_pane run -w "$WS" -t -- /usr/bin/python3 /workspace/curses-size.py
 wait_pane 'SIZE 30x100 press q' "the curses program draws at the terminal's size"
 tmux_ resize-window -t t -x 90 -y 25
 wait_pane 'SIZE 25x90 press q' "and redraws at the new size after a resize"
@@ -116,9 +116,9 @@ keys q
 wait_pane 'AIRLOCK-EXIT=0 MODES=restored' "it ends on its key, and the terminal is as it was"
 
 # 4. A timeout, and SIGKILL of the sandbox, restore the terminal too.
-start_pane -t -T 1s -- /bin/sleep 100
+start_pane run -w "$WS" -t -T 1s -- /bin/sleep 100
 wait_pane 'AIRLOCK-EXIT=124 MODES=restored' "a timeout ends the run (124), the terminal restored"
-start_pane -t -- /bin/sh -c 'echo SLEEPING; sleep 100' "$IT_MARK"
+start_pane run -w "$WS" -t -- /bin/sh -c 'echo SLEEPING; sleep 100' "$IT_MARK"
 wait_pane 'SLEEPING' "the command runs"
 init=""
 for p in $(it_marked_pids); do
@@ -129,23 +129,59 @@ done
 	it_fail "found the sandbox's pid 1" "pid '$init'"
 kill -KILL "$init"
 wait_pane 'AIRLOCK-EXIT=137 MODES=restored' "SIGKILL of the sandbox ends the run, the terminal restored"
-tmux_stop
 
-# 5. --json captures the transcript: stdout and stderr as one, through the terminal's own
+# 5. A session's exec gets a terminal of its own the same way, each exec its own.
+al_run session start -w "$WS"
+ID=$(printf '%s\n' "$AL_OUT" | tail -n 1)
+start_pane session exec "$ID" -t -- /bin/bash --norc --noprofile -i
+wait_pane 'bash-' "a session's bash starts interactive on the terminal"
+keys 'sleep 100' Enter
+sleep 0.5
+keys C-z
+wait_pane 'Stopped' "Ctrl-Z stops its foreground job"
+keys 'kill %1; echo CTTY-$(ps -o tty= -p $$)' Enter
+wait_pane 'CTTY-pts/' "the terminal is its bash's controlling terminal"
+tmux_ resize-window -t t -x 80 -y 20
+keys 'trap "echo WINCH-\$(stty size | tr \" \" x)" WINCH; kill -WINCH $$' Enter
+wait_pane 'WINCH-20x80' "a resize reaches a session's command"
+keys 'exit 7' Enter
+wait_pane 'AIRLOCK-EXIT=7 MODES=restored' "its exit code is session exec's, and the terminal is as it was"
+start_pane session exec "$ID" -t -T 1s -- /bin/sleep 100
+wait_pane 'AIRLOCK-EXIT=124 MODES=restored' "a session exec's timeout restores the terminal too"
+tmux_stop
+al_run session exec "$ID" -t --json -- /bin/sh -c 'tty; exit 4'
+printf '%s' "$AL_OUT" >"$IT_TMP/s.json"
+assert_match "^'/dev/pts/[0-9]+\\\\r\\\\n'\$" "$(json_get "$IT_TMP/s.json" 'repr(d["stdout"])')" \
+	"session exec -t --json captures the transcript"
+assert_eq 4 "$AL_RC" "and exits with the command's code"
+for i in 1 2; do
+	"$ITRUN" -t "$IT_WATCHDOG" -- "$AIRLOCK" session exec "$ID" -t -- /bin/sh -c 'tty; sleep 1' \
+		</dev/null >"$IT_TMP/tty$i.out" 2>&1 &
+done
+wait
+assert_ne "$(cat "$IT_TMP/tty1.out")" "$(cat "$IT_TMP/tty2.out")" \
+	"two execs at once each get a terminal of their own"
+al_run session exec "$ID" -- /bin/sh -c 'tty; echo rc=$?' </dev/null
+assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t a session's command has no terminal"
+al_run session stop "$ID"
+
+# 6. --json captures the transcript: stdout and stderr as one, through the terminal's own
 # line discipline (CR LF).
 sb_run -t --json -- /bin/sh -c 'echo out; echo err >&2; tty'
 printf '%s' "$AL_OUT" >"$IT_TMP/t.json"
 assert_eq "'out\\r\\nerr\\r\\n/dev/pts/0\\r\\n'" "$(json_get "$IT_TMP/t.json" 'repr(d["stdout"])')" \
 	"--json with -t captures the transcript"
 
-# 6. Without -t nothing changes: no terminal, stdin a pipe or as given.
+# 7. Without -t nothing changes: no terminal, stdin a pipe or as given.
 sb_run -- /bin/sh -c 'tty; echo rc=$?' </dev/null
 assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t the command has no terminal"
 
-# 7. -t DURATION, the old timeout flag, is refused before anything runs.
+# 8. -t DURATION, the old timeout flag, is refused before anything runs.
 sb_run -t 30s -- /bin/echo ran
 assert_eq 125 "$AL_RC" "-t followed by a duration is refused"
 assert_one_error_line "$AL_ERR" "the refusal is one error line"
 assert_contains "$AL_ERR" "-T or --timeout" "it names the flag to use"
+al_run session exec s-00000000 -t 5s -- /bin/true
+assert_contains "$AL_ERR" "-T or --timeout" "session exec refuses it the same way"
 
 it_finish
