@@ -162,6 +162,9 @@ int launcher_terminal_raw(struct launcher_terminal *t);
 void launcher_terminal_restore(struct launcher_terminal *t);
 /* After SIGWINCH: the terminal's new size, passed on to master (when >= 0). */
 void launcher_terminal_resize(struct launcher_terminal *t, int master);
+/* The input copied into master (not a terminal: one has no end) ended: its EOF character is
+ * typed, which ends the input of a command that reads lines, as at a keyboard. */
+void launcher_terminal_input_ended(int master);
 /* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx that
  * starts as spec says: its master (close-on-exec), and the path of its /dev/pts/N into tty. */
 int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],

@@ -64,6 +64,7 @@ struct run {
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	int netns_fd; /* as root: the sandbox's network namespace, until the child has it */
 	int pty;      /* opts->terminal: the command's pty master (out and in have dups) */
+	bool pty_input_ended;
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
 	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died, net_died;
 	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
@@ -865,6 +866,11 @@ static void supervise(struct run *run)
 		launcher_stream_handle(&run->err, pfd[PFD_ERR_IN].revents,
 				       pfd[PFD_ERR_OUT].revents);
 		launcher_stream_handle(&run->in, pfd[PFD_IN_IN].revents, pfd[PFD_IN_OUT].revents);
+		if (run->pty >= 0 && !run->pty_input_ended && launcher_stream_done(&run->in) &&
+		    !run->ctx.terminal.spec.has_modes) {
+			run->pty_input_ended = true;
+			launcher_terminal_input_ended(run->pty);
+		}
 		if (pfd[PFD_NOTIFY].revents)
 			on_notify(run, pfd[PFD_NOTIFY].revents);
 		if (pfd[PFD_FS_VIOLATION].revents)

@@ -168,6 +168,7 @@ struct exec_io {
 	/* With a terminal: this process's, and its SIGWINCH; the master, once it came. */
 	struct launcher_terminal term;
 	int sig_fd, master;
+	bool input_ended; /* its EOF was typed (launcher_terminal_input_ended()) */
 };
 
 /* The command's terminal came: its output takes the place of the stdout pipe (which nothing
@@ -229,6 +230,11 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 		launcher_stream_handle(&io->out, pfd[1].revents, pfd[2].revents);
 		launcher_stream_handle(&io->err, pfd[3].revents, pfd[4].revents);
 		launcher_stream_handle(&io->in, pfd[5].revents, pfd[6].revents);
+		if (io->master >= 0 && !io->input_ended && launcher_stream_done(&io->in) &&
+		    !io->term.spec.has_modes) {
+			io->input_ended = true;
+			launcher_terminal_input_ended(io->master);
+		}
 		if (pfd[7].revents)
 			on_winch(io);
 		if (pfd[0].revents) {

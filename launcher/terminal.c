@@ -75,6 +75,14 @@ void launcher_terminal_resize(struct launcher_terminal *t, int master)
 		(void)ioctl(master, TIOCSWINSZ, &ws);
 }
 
+void launcher_terminal_input_ended(int master)
+{
+	struct termios tio;
+
+	if (master >= 0 && tcgetattr(master, &tio) == 0 && tio.c_cc[VEOF] != _POSIX_VDISABLE)
+		(void)!write(master, &tio.c_cc[VEOF], 1);
+}
+
 int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],
 		      struct al_error *err)
 {

@@ -164,6 +164,8 @@ assert_ne "$(cat "$IT_TMP/tty1.out")" "$(cat "$IT_TMP/tty2.out")" \
 al_run session exec "$ID" -- /bin/sh -c 'tty; echo rc=$?' </dev/null
 assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t a session's command has no terminal"
 al_run session stop "$ID"
+al_run session start -w "$WS"
+ID2=$(printf '%s\n' "$AL_OUT" | tail -n 1)
 
 # 6. --json captures the transcript: stdout and stderr as one, through the terminal's own
 # line discipline (CR LF).
@@ -172,11 +174,31 @@ printf '%s' "$AL_OUT" >"$IT_TMP/t.json"
 assert_eq "'out\\r\\nerr\\r\\n/dev/pts/0\\r\\n'" "$(json_get "$IT_TMP/t.json" 'repr(d["stdout"])')" \
 	"--json with -t captures the transcript"
 
-# 7. Without -t nothing changes: no terminal, stdin a pipe or as given.
+# 7. Input that is not a terminal is typed into the command's terminal, and its end as the
+# terminal's EOF character: a command reading lines ends as at a keyboard. (One that changes the
+# terminal's modes after the input was typed ahead, as readline does, loses that character, as it
+# would at a keyboard: bash is told to exit.)
+printf 'echo piped-$((6*7))\nexit 3\n' >"$IT_TMP/in"
+al_run run -w "$WS" -t -- /bin/bash --norc --noprofile -i <"$IT_TMP/in"
+assert_contains "$AL_OUT" "piped-42" "input from a file reaches the command through its terminal"
+assert_eq 3 "$AL_RC" "all of it"
+printf 'one\ntwo\n' >"$IT_TMP/in"
+al_run run -w "$WS" -t -- /bin/sh -c 'while read -r l; do echo "got-$l"; done; echo done-reading' <"$IT_TMP/in"
+assert_contains "$AL_OUT" "done-reading" "the input's end is the end of file of a command reading lines"
+assert_eq 0 "$AL_RC" "which then ends"
+al_run run -w "$WS" -t -- /bin/cat </dev/null
+assert_eq 0 "$AL_RC" "an empty input ends cat at once"
+printf 'line\n' >"$IT_TMP/in"
+al_run session exec "$ID2" -t -- /bin/cat <"$IT_TMP/in"
+assert_eq "line" "$(printf '%s' "$AL_OUT" | tr -d '\r' | sort -u)" \
+	"a session exec's input reaches its terminal (echoed, then cat's), and its end ends cat"
+al_run session stop "$ID2"
+
+# 8. Without -t nothing changes: no terminal, stdin a pipe or as given.
 sb_run -- /bin/sh -c 'tty; echo rc=$?' </dev/null
 assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t the command has no terminal"
 
-# 8. -t DURATION, the old timeout flag, is refused before anything runs.
+# 9. -t DURATION, the old timeout flag, is refused before anything runs.
 sb_run -t 30s -- /bin/echo ran
 assert_eq 125 "$AL_RC" "-t followed by a duration is refused"
 assert_one_error_line "$AL_ERR" "the refusal is one error line"
