@@ -1376,7 +1376,8 @@ out:
 static bool is_hop_header(const char *name, size_t n)
 {
 	return ascii_eq(name, n, "upgrade") || ascii_eq(name, n, "http2-settings") ||
-	       ascii_eq(name, n, "proxy-authorization") || ascii_eq(name, n, "proxy-connection");
+	       ascii_eq(name, n, "proxy-authorization") || ascii_eq(name, n, "proxy-connection") ||
+	       ascii_eq(name, n, "te");
 }
 
 static bool is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n)
@@ -2039,6 +2040,7 @@ struct response_head {
 	size_t n_headers;
 	size_t head_len;
 	bool has_length, has_te, chunked;
+	bool te_coded; /* a transfer coding other than chunked (compression) */
 	uint64_t length;
 	bool close, keep_alive;
 };
@@ -2183,6 +2185,7 @@ static int on_coding(struct response_head *rh, const char *s, size_t n, bool las
 	if (ascii_eq(s, n, "chunked") && !last)
 		return al_error_set(err, -EBADMSG, "Transfer-Encoding: chunked is not the last");
 	rh->chunked = ascii_eq(s, n, "chunked");
+	rh->te_coded |= !rh->chunked;
 	return 0;
 }
 
@@ -2508,9 +2511,13 @@ static void response_done(struct netns_http_flow *f)
 	f->resp = f->resp_close ? RESP_CLOSED : RESP_HEAD;
 }
 
-/* Whether a response's content is encoded (compressed), though the request asked for identity. */
+/* Whether a response's content is encoded (compressed), though the request asked for identity:
+ * by its Content-Encoding, or by a transfer coding other than chunked (none was asked for:
+ * TE is a hop-by-hop field, not passed on). */
 static bool is_encoded(const struct response_head *rh)
 {
+	if (rh->te_coded)
+		return true;
 	for (size_t i = 0; i < rh->n_headers; i++) {
 		const struct netns_http_header *h = &rh->headers[i];
 		size_t a, b;
@@ -2586,6 +2593,18 @@ static int response_head_done(struct netns_http_flow *f, const struct response_h
 		return al_error_set(err, -EIO,
 				    "The upstream sent a compressed response, which cannot be "
 				    "searched for credential values");
+	/* The framing fields are passed on as they are, which they could not be if they held a
+	 * value: digits only, Content-Length could (a long enough number). */
+	for (size_t i = 0; i < rh->n_headers && f->values_m.n > 0; i++) {
+		const struct netns_http_header *h = &rh->headers[i];
+		struct match mt;
+
+		if (ascii_eq(h->name, h->name_len, "content-length") &&
+		    matcher_find(&f->values_m, (const uint8_t *)h->value,
+				 (const uint8_t *)h->value + h->value_len, &mt))
+			return al_error_set(
+			    err, -EBADMSG, "The response's Content-Length is a credential's value");
+	}
 	in = response_framing_in(pq, rh);
 	if (rh->status < 200)
 		return put_response_head(f, rh, FRAME_NONE, FRAME_NONE, false, out, err);

@@ -31,6 +31,9 @@
 /* A value of 30 bytes (a multiple of three) behind a generic surrogate (44). */
 #define S_LEN30 "airlock_sur_len30LEN30abcdefghij0123456789xy"
 #define V_LEN30 "thirty-byte-real-value-0123456"
+/* A value of digits only (an account number). */
+#define S_NUM "airlock_sur_numNUMabcdefghij0123456789xyzW"
+#define V_NUM "31415926535"
 
 #define HOST "api.github.com"
 #define GET_ROOT "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
@@ -52,7 +55,7 @@ struct ft {
 	struct al_error err;
 };
 
-static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, S_SLASH, S_LEN30, NULL};
+static const char *const surrogates[] = {S_GH, S_REFUSED, S_SAME, S_SLASH, S_LEN30, S_NUM, NULL};
 
 static int fake_secret(const char *value, struct broker_secret **ret)
 {
@@ -79,6 +82,8 @@ static int fake_resolve(void *userdata, const char *surrogate, struct broker_sec
 		return fake_secret(V_SLASH, ret);
 	if (strcmp(surrogate, S_LEN30) == 0)
 		return fake_secret(V_LEN30, ret);
+	if (strcmp(surrogate, S_NUM) == 0)
+		return fake_secret(V_NUM, ret);
 	return al_error_set(err, -EPERM, "credential \"npm\" is not bound to this host");
 }
 
@@ -1748,6 +1753,44 @@ static void test_flow_refuses_compressed_bodies_by_their_magic_bytes(void **stat
 	    compressed_body("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", "xyz", 3, 1), 0);
 }
 
+/* A transfer coding other than chunked compresses the body as a Content-Encoding does: refused
+ * once a value went upstream (and no request asks for one: TE is not passed on). */
+static void test_flow_refuses_transfer_codings_other_than_chunked(void **state)
+{
+	static const char *const codings[] = {"gzip, chunked", "br,chunked", "x-anything",
+					      "ch" V_GH "unked"};
+	struct ft *t;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(codings); i++) {
+		char *head =
+		    str_printf("HTTP/1.1 200 OK\r\nTransfer-Encoding: %s\r\n\r\n", codings[i]);
+
+		t = flow_with_value(S_GH, 1);
+		assert_int_equal(send_resp(t, head), -EIO);
+		assert_non_null(strstr(t->err.msg, "compressed"));
+		assert_false(buf_has(&t->down, V_GH));
+		ft_free(t);
+		free(head);
+	}
+	t = ft_new();
+	assert_int_equal(send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nTE: gzip\r\n\r\n"), 0);
+	expect_up(t, GET_ROOT);
+	ft_free(t);
+}
+
+/* Content-Length is passed on as it is: one that is a value (digits only) is refused. */
+static void test_flow_refuses_a_content_length_that_is_a_value(void **state)
+{
+	struct ft *t = flow_with_value(S_NUM, 1);
+
+	(void)state;
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: " V_NUM "\r\n\r\n"),
+			 -EBADMSG);
+	assert_false(buf_has(&t->down, V_NUM));
+	ft_free(t);
+}
+
 static void test_flow_passes_compressed_bodies_before_any_value_was_sent(void **state)
 {
 	struct ft *t = ft_new();
@@ -1928,6 +1971,8 @@ int main(void)
 	    cmocka_unit_test(test_flow_keeps_the_padding_that_splits_a_value_after_a_base64_run),
 	    cmocka_unit_test(test_flow_refuses_compressed_bodies_by_their_magic_bytes),
 	    cmocka_unit_test(test_flow_passes_compressed_bodies_before_any_value_was_sent),
+	    cmocka_unit_test(test_flow_refuses_transfer_codings_other_than_chunked),
+	    cmocka_unit_test(test_flow_refuses_a_content_length_that_is_a_value),
 	    cmocka_unit_test(test_flow_throughput_of_a_10_mib_body),
 	    cmocka_unit_test(test_flow_throughput_of_request_and_response_heads),
 	};
