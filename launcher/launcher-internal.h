@@ -158,12 +158,20 @@ struct launcher_terminal {
 void launcher_terminal_init(struct launcher_terminal *t);
 /* Raw mode on stdin's terminal, when airlock is in its foreground process group: -errno. */
 int launcher_terminal_raw(struct launcher_terminal *t);
+/* Follows the shell's job control, before each wait of the relay: false while stdin's terminal
+ * has another process group in its foreground (airlock runs in a shell's background: the
+ * terminal's input and modes are the foreground's, and the caller polls again within
+ * LAUNCHER_TERMINAL_RECHECK_MSEC, as no signal says when fg brings a running job forward);
+ * once airlock is in the foreground, raw mode, if it is not on, and true. */
+#define LAUNCHER_TERMINAL_RECHECK_MSEC 200
+bool launcher_terminal_follow(struct launcher_terminal *t);
 /* Undoes launcher_terminal_raw(), if it did anything. */
 void launcher_terminal_restore(struct launcher_terminal *t);
 /* After SIGWINCH: the terminal's new size, passed on to master (when >= 0). */
 void launcher_terminal_resize(struct launcher_terminal *t, int master);
 /* The input copied into master (not a terminal: one has no end) ended: its EOF character is
- * typed, which ends the input of a command that reads lines, as at a keyboard. */
+ * typed (twice, as after a partial line), which ends the input of a command that reads lines,
+ * as at a keyboard. */
 void launcher_terminal_input_ended(int master);
 /* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx that
  * starts as spec says: its master (close-on-exec), and the path of its /dev/pts/N into tty. */

@@ -116,8 +116,8 @@ static void run_done(struct run *run)
 }
 
 /* The signals airlock passes on to the sandbox, and with a terminal SIGWINCH (its size passed
- * on to the command's). They are blocked and read from a signalfd, so they are handled in the
- * loop, not in a handler. */
+ * on to the command's) and SIGCONT (brought to the foreground: raw mode). They are blocked and
+ * read from a signalfd, so they are handled in the loop, not in a handler. */
 static int signals_block(bool terminal, sigset_t *ret)
 {
 	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -125,8 +125,10 @@ static int signals_block(bool terminal, sigset_t *ret)
 	(void)sigemptyset(ret);
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		(void)sigaddset(ret, forwarded[i]);
-	if (terminal)
+	if (terminal) {
 		(void)sigaddset(ret, SIGWINCH);
+		(void)sigaddset(ret, SIGCONT);
+	}
 	return RET_NERRNO(sigprocmask(SIG_BLOCK, ret, NULL));
 }
 
@@ -730,6 +732,8 @@ static void on_signal(struct run *run)
 		launcher_terminal_resize(&run->ctx.terminal, run->pty);
 		return;
 	}
+	if (si.ssi_signo == SIGCONT)
+		return; /* the loop follows the terminal (launcher_terminal_follow()) */
 	if (run->reaped) {
 		/* Nobody left to forward it to: the signal ends the delivery of pending output. */
 		run->abandoned = true;
@@ -824,6 +828,7 @@ static void supervise(struct run *run)
 	struct launcher_session *session = run->ctx.opts->session;
 	struct pollfd pfd[PFD_MAX + LAUNCHER_SESSION_PFDS];
 	size_t n_pfd = PFD_MAX;
+	int timeout;
 
 	for (;;) {
 		/* The output is delivered in full after the sandbox ends, however slowly it is
@@ -843,6 +848,11 @@ static void supervise(struct run *run)
 		launcher_stream_poll(&run->out, &pfd[PFD_OUT_IN], &pfd[PFD_OUT_OUT]);
 		launcher_stream_poll(&run->err, &pfd[PFD_ERR_IN], &pfd[PFD_ERR_OUT]);
 		launcher_stream_poll(&run->in, &pfd[PFD_IN_IN], &pfd[PFD_IN_OUT]);
+		timeout = -1;
+		if (run->pty >= 0 && !launcher_terminal_follow(&run->ctx.terminal)) {
+			pfd[PFD_IN_IN].fd = -1; /* the foreground's input, until fg */
+			timeout = LAUNCHER_TERMINAL_RECHECK_MSEC;
+		}
 		pfd[PFD_FS] =
 		    (struct pollfd){.fd = launcher_daemon_pidfd(launcher_workspace_daemon(run->ws)),
 				    .events = POLLIN};
@@ -855,7 +865,7 @@ static void supervise(struct run *run)
 		    .fd = launcher_workspace_violations_fd(run->ws), .events = POLLIN};
 		if (session)
 			n_pfd = PFD_MAX + launcher_session_fill(session, pfd + PFD_MAX);
-		if (poll(pfd, n_pfd, -1) < 0) {
+		if (poll(pfd, n_pfd, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			log_debug_errno(-errno, "poll() failed: %m");

@@ -18,6 +18,7 @@
 #define LAUNCHER_EXIT_NOEXEC 126
 #define LAUNCHER_EXIT_NOTFOUND 127
 #define LAUNCHER_CAPTURE_MAX (1024 * 1024)
+#define LAUNCHER_PTYS_MAX 128		  /* ptys a sandbox may hold at once (its devpts' max) */
 #define LAUNCHER_OUTPUT_MAX (1024 * 1024) /* bytes of the result file kept */
 #define LAUNCHER_FILES_DIR "/run/airlock" /* where launcher_options.files appear */
 #define LAUNCHER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

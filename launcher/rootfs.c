@@ -358,9 +358,11 @@ static int setup_dev(bool userns, struct al_error *err)
 			return al_error_set_errno(err, -errno, "Failed to create %s", dst);
 	}
 	r = make_mountpoint(LAUNCHER_NEWROOT "/dev/pts", true, err);
+	/* A pty pool of its own, bounded: the host's (kernel.pty.max) is shared by every devpts. */
 	if (r >= 0)
-		r = do_mount("devpts", LAUNCHER_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-			     "newinstance,ptmxmode=0666,mode=0620", err);
+		r = do_mount(
+		    "devpts", LAUNCHER_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		    "newinstance,ptmxmode=0666,mode=0620,max=" STRINGIFY(LAUNCHER_PTYS_MAX), err);
 	if (r >= 0)
 		r = make_mountpoint(LAUNCHER_NEWROOT "/dev/shm", true, err);
 	if (r >= 0)

@@ -192,12 +192,15 @@ static int terminal_ready(struct exec_io *io, int master)
 	return r < 0 ? r : launcher_terminal_raw(&io->term);
 }
 
-static void on_winch(struct exec_io *io)
+static void on_signal(struct exec_io *io)
 {
 	struct signalfd_siginfo si;
 
-	while (read(io->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		launcher_terminal_resize(&io->term, io->master);
+	while (read(io->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		/* SIGCONT: the loop follows the terminal (launcher_terminal_follow()). */
+		if (si.ssi_signo == SIGWINCH)
+			launcher_terminal_resize(&io->term, io->master);
+	}
 }
 
 /* Moves output until the reply came and the output ended (or went quiet after the reply). */
@@ -209,7 +212,7 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 
 	for (;;) {
 		struct pollfd pfd[8];
-		int n;
+		int n, timeout;
 
 		if (replied &&
 		    ((launcher_stream_done(&io->out) && launcher_stream_done(&io->err)) ||
@@ -219,14 +222,21 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 		launcher_stream_poll(&io->out, &pfd[1], &pfd[2]);
 		launcher_stream_poll(&io->err, &pfd[3], &pfd[4]);
 		launcher_stream_poll(&io->in, &pfd[5], &pfd[6]);
+		timeout = replied ? DRAIN_IDLE_MSEC : -1;
+		if (io->master >= 0 && !launcher_terminal_follow(&io->term)) {
+			pfd[5].fd = -1; /* the foreground's input, until fg */
+			timeout = replied ? timeout : LAUNCHER_TERMINAL_RECHECK_MSEC;
+		}
 		pfd[7] = (struct pollfd){.fd = io->sig_fd, .events = POLLIN};
-		n = poll(pfd, ELEMENTSOF(pfd), replied ? DRAIN_IDLE_MSEC : -1);
+		n = poll(pfd, ELEMENTSOF(pfd), timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0)
+		if (n == 0 && replied)
 			return 0; /* quiet since the end: what is left is a background process's */
+		if (n == 0)
+			continue; /* in the background: look at the terminal again */
 		launcher_stream_handle(&io->out, pfd[1].revents, pfd[2].revents);
 		launcher_stream_handle(&io->err, pfd[3].revents, pfd[4].revents);
 		launcher_stream_handle(&io->in, pfd[5].revents, pfd[6].revents);
@@ -236,7 +246,7 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 			launcher_terminal_input_ended(io->master);
 		}
 		if (pfd[7].revents)
-			on_winch(io);
+			on_signal(io);
 		if (pfd[0].revents) {
 			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
 
@@ -278,8 +288,8 @@ static int exec_stdin(struct exec_io *io, int *inp)
 	return inp[0];
 }
 
-/* With a terminal: SIGWINCH is read from a signalfd, and SIGTTIN/SIGTTOU ignored (in the
- * background, reading the terminal fails instead of stopping this process). */
+/* With a terminal: SIGWINCH and SIGCONT are read from a signalfd, and SIGTTIN/SIGTTOU ignored
+ * (in the background, reading the terminal fails instead of stopping this process). */
 static int exec_terminal_setup(struct exec_io *io, struct launcher_session_request *req,
 			       sigset_t *old)
 {
@@ -292,6 +302,7 @@ static int exec_terminal_setup(struct exec_io *io, struct launcher_session_reque
 	(void)signal(SIGTTOU, SIG_IGN);
 	(void)sigemptyset(&winch);
 	(void)sigaddset(&winch, SIGWINCH);
+	(void)sigaddset(&winch, SIGCONT);
 	if (sigprocmask(SIG_BLOCK, &winch, old) < 0)
 		return -errno;
 	io->sig_fd = signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -51,6 +51,17 @@ int launcher_terminal_raw(struct launcher_terminal *t)
 	return 0;
 }
 
+bool launcher_terminal_follow(struct launcher_terminal *t)
+{
+	if (!t->spec.has_modes)
+		return true;
+	if (tcgetpgrp(t->fd) != getpgrp())
+		return false;
+	if (!t->raw && launcher_terminal_raw(t) < 0)
+		log_warning_errno(-errno, "Failed to put the terminal in raw mode: %m");
+	return true;
+}
+
 void launcher_terminal_restore(struct launcher_terminal *t)
 {
 	if (!t->raw)
@@ -78,15 +89,20 @@ void launcher_terminal_resize(struct launcher_terminal *t, int master)
 void launcher_terminal_input_ended(int master)
 {
 	struct termios tio;
+	char eof[2];
 
-	if (master >= 0 && tcgetattr(master, &tio) == 0 && tio.c_cc[VEOF] != _POSIX_VDISABLE)
-		(void)!write(master, &tio.c_cc[VEOF], 1);
+	/* Twice: after a last line without its newline, the first only passes that line on. */
+	if (master < 0 || tcgetattr(master, &tio) < 0 || tio.c_cc[VEOF] == _POSIX_VDISABLE)
+		return;
+	eof[0] = eof[1] = (char)tio.c_cc[VEOF];
+	(void)!write(master, eof, sizeof(eof));
 }
 
 int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],
 		      struct al_error *err)
 {
 	_cleanup_close_ int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	struct termios tio;
 	unsigned index;
 	int unlock = 0;
 
@@ -94,8 +110,17 @@ int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, cha
 		return al_error_set_errno(err, -errno, "Failed to open the sandbox's /dev/ptmx");
 	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &index) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set up a terminal");
-	/* On a master, the terminal ioctls act on its slave. */
-	if (spec->has_modes && tcsetattr(master, TCSANOW, &spec->modes) < 0)
+	/* On a master, the terminal ioctls act on its slave. Without the caller's modes (its
+	 * input is no terminal), the kernel's, but for flow control: a ^S byte in piped input
+	 * would stop the command's output for good. */
+	if (spec->has_modes) {
+		tio = spec->modes;
+	} else if (tcgetattr(master, &tio) == 0) {
+		tio.c_iflag &= ~(tcflag_t)(IXON | IXOFF);
+	} else {
+		return al_error_set_errno(err, -errno, "Failed to read the terminal's modes");
+	}
+	if (tcsetattr(master, TCSANOW, &tio) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set the terminal's modes");
 	if (ioctl(master, TIOCSWINSZ, &spec->size) < 0)
 		return al_error_set_errno(err, -errno, "Failed to set the terminal's size");

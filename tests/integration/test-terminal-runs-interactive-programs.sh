@@ -130,6 +130,28 @@ done
 kill -KILL "$init"
 wait_pane 'AIRLOCK-EXIT=137 MODES=restored' "SIGKILL of the sandbox ends the run, the terminal restored"
 
+# 4b. Started in the background of an interactive shell, the run leaves the terminal and its
+# input to the foreground; brought forward with fg, it takes both.
+tmux_stop
+PANES=$((PANES + 1))
+tmux_ new-session -d -s t -x 100 -y 30 "bash --norc --noprofile -i"
+wait_pane 'bash-' "an interactive shell on the terminal"
+keys "stty -g >$IT_TMP/modes.before; $AIRLOCK run -w $WS -t -- /bin/cat & sleep 1; stty -g >$IT_TMP/modes.bg; echo BG-\$((6*7))" Enter
+wait_pane 'BG-42' "the run started in the background"
+assert_eq "$(cat "$IT_TMP/modes.before")" "$(cat "$IT_TMP/modes.bg")" "in the background it left the terminal's modes alone"
+keys 'fg' Enter
+sleep 1
+keys 'typed-after-fg' Enter
+wait_pane 'typed-after-fg' "brought forward, it reads the terminal"
+keys C-d
+keys "echo EXIT=\$? MODES=\$(stty -g | cmp -s - $IT_TMP/modes.before && echo restored)" Enter
+wait_pane 'EXIT=0 MODES=restored' "cat ends on Ctrl-D, and the terminal is as it was"
+screen=$(tmux_ capture-pane -p -t t)
+assert_not_contains "$screen" "command not found" "nothing typed for the run reached the shell"
+[ "$(grep -c 'typed-after-fg' <<<"$screen")" -eq 2 ] &&
+	it_pass "what was typed reached cat (echoed, then cat's)" ||
+	it_fail "what was typed reached cat (echoed, then cat's)" "$(tmux_ capture-pane -p -t t)"
+
 # 5. A session's exec gets a terminal of its own the same way, each exec its own.
 al_run session start -w "$WS"
 ID=$(printf '%s\n' "$AL_OUT" | tail -n 1)
@@ -188,6 +210,13 @@ assert_contains "$AL_OUT" "done-reading" "the input's end is the end of file of 
 assert_eq 0 "$AL_RC" "which then ends"
 al_run run -w "$WS" -t -- /bin/cat </dev/null
 assert_eq 0 "$AL_RC" "an empty input ends cat at once"
+printf 'no newline' >"$IT_TMP/in"
+al_run run -w "$WS" -t -- /bin/cat <"$IT_TMP/in"
+assert_eq "0 no newlineno newline" "$AL_RC $AL_OUT" "an input whose last line has no newline ends too (echoed, then cat's)"
+printf 'a\n\023b\n' >"$IT_TMP/in"
+al_run run -w "$WS" -t -T 30s -- /bin/sh -c 'read a; seq 3000 | tail -n 1; read b; echo "b=$b"' <"$IT_TMP/in"
+assert_eq 0 "$AL_RC" "a ^S in piped input does not stop the command's output (no flow control without a terminal)"
+assert_contains "$AL_OUT" "3000" "... all of it came"
 printf 'line\n' >"$IT_TMP/in"
 al_run session exec "$ID2" -t -- /bin/cat <"$IT_TMP/in"
 assert_eq "line" "$(printf '%s' "$AL_OUT" | tr -d '\r' | sort -u)" \
@@ -198,7 +227,18 @@ al_run session stop "$ID2"
 sb_run -- /bin/sh -c 'tty; echo rc=$?' </dev/null
 assert_eq $'not a tty\nrc=1' "$AL_OUT" "without -t the command has no terminal"
 
-# 9. -t DURATION, the old timeout flag, is refused before anything runs.
+# 9. A sandbox holds at most 128 ptys: the host's pool (kernel.pty.max) is everyone's.
+sb_run -- /usr/bin/python3 -c '
+import os
+fds = []
+try:
+    while True:
+        fds += os.openpty()
+except OSError as e:
+    print(len(fds) // 2, e.errno)'
+assert_eq "128 28" "$AL_OUT" "the sandbox's devpts gives 128 ptys, then ENOSPC"
+
+# 10. -t DURATION, the old timeout flag, is refused before anything runs.
 sb_run -t 30s -- /bin/echo ran
 assert_eq 125 "$AL_RC" "-t followed by a duration is refused"
 assert_one_error_line "$AL_ERR" "the refusal is one error line"
