@@ -1616,19 +1616,56 @@ static int flow_sidecar(struct netns_http_flow *f, struct al_error *err)
 	return r;
 }
 
+/* An absolute-form target (what a client sends to a proxy: "http://host:port/path?q"), which
+ * check_request() found to name the flow's host, as its authority and its origin-form: a request
+ * to an origin carries only the latter (RFC 9112 3.2.1), and its Host is the former (3.2.2).
+ * False for a target already in origin-form (or "*"). */
+static bool split_absolute_form(const struct netns_http_request *req, const char **authority,
+				size_t *authority_len, const char **origin, size_t *origin_len)
+{
+	const char *t = req->target, *a = memmem(t, req->target_len, "://", 3);
+	size_t an = 0;
+
+	if (t[0] == '/' || !a)
+		return false;
+	a += 3;
+	while (a + an < t + req->target_len && a[an] != '/' && a[an] != '?')
+		an++;
+	*authority = a;
+	*authority_len = an;
+	*origin = a + an;
+	*origin_len = (size_t)(t + req->target_len - *origin);
+	return true;
+}
+
 static int put_request_head(struct netns_http_flow *f, const struct netns_http_request *req,
 			    struct netns_buf *out, struct al_error *err)
 {
 	struct writer w = {.b = out, .max = netns_buf_len(out) + HEAD_OUT_MAX};
 	char version[sizeof(" HTTP/1.x\r\n")];
+	const char *authority, *origin;
+	size_t authority_len, origin_len;
+	bool absolute = split_absolute_form(req, &authority, &authority_len, &origin, &origin_len);
 	int r;
 
 	put(&w, req->method, req->method_len);
 	put_str(&w, " ");
-	put(&w, req->target, req->target_len);
+	if (!absolute)
+		put(&w, req->target, req->target_len);
+	else if (origin_len == 0 || origin[0] == '?')
+		put_str(&w, "/"); /* an empty path is "/" (and a query follows it) */
+	if (absolute)
+		put(&w, origin, origin_len);
 	(void)snprintf(version, sizeof(version), " HTTP/1.%d\r\n", req->minor_version);
 	put_str(&w, version);
+	if (absolute) {
+		put_str(&w, "Host: ");
+		put(&w, authority, authority_len);
+		put_str(&w, "\r\n");
+	}
 	for (size_t i = 0; i < req->n_headers; i++) {
+		if (absolute && ascii_eq(req->headers[i].name, req->headers[i].name_len, "host"))
+			continue;
 		r = put_request_field(f, &w, req, &req->headers[i], err);
 		if (r < 0)
 			return r;

@@ -20,6 +20,7 @@ export IT_TOKEN=$token
 hp=$((20000 + $$ % 20000))
 sp=$((hp + 1))
 closed=$((hp + 2))
+fp=$((hp + 3)) # Python's own http.server: it serves only origin-form targets
 
 # ---- the upstreams: plain on $hp, TLS on $sp with a certificate of a test CA ----
 pki=$IT_TMP/pki
@@ -46,18 +47,24 @@ up=$IT_TMP/upstream.jsonl
 : >"$up"
 it_upstream "$IT_TMP/up-plain.out" "$hp" "$up"
 it_upstream "$IT_TMP/up-tls.out" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$IT_TMP/www"
+echo "served as a file" >"$IT_TMP/www/origin.txt"
+python3 -m http.server "$fp" --bind 127.0.0.1 --directory "$IT_TMP/www" >"$IT_TMP/up-files.out" 2>&1 &
+IT_UPSTREAMS="$IT_UPSTREAMS $!"
+wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$fp/"
 
 policy=$IT_TMP/policy.json
 write_policy "$policy" <<EOF
 {"workspace": {"root": "$WS"},
  "network": {"default": "deny",
   "rules": [{"destination": "api.test", "port": $hp, "action": "allow"},
+            {"destination": "api.test", "port": $fp, "action": "allow"},
             {"destination": "api.test", "port": $sp, "action": "allow"},
             {"destination": "other.test", "port": $hp, "action": "allow"},
             {"destination": "other.test", "port": $sp, "action": "allow"},
             {"destination": "meta.test", "port": $hp, "action": "allow"},
             {"destination": "127.0.0.0/8", "port": $hp, "action": "allow"},
-            {"destination": "127.0.0.0/8", "port": $sp, "action": "allow"}],
+            {"destination": "127.0.0.0/8", "port": $sp, "action": "allow"},
+            {"destination": "127.0.0.0/8", "port": $fp, "action": "allow"}],
   "resolve": {"api.test": "127.0.0.1", "meta.test": "169.254.169.254"}},
  "credentials": [{"name": "tok", "source": {"type": "env", "var": "IT_TOKEN"},
    "injection": {"type": "env_var", "var_name": "TOKEN"}, "hosts": ["api.test"]}]}
@@ -69,6 +76,8 @@ r() { printf "%s=%s\n" "$1" "$2"; }
 A=http://api.test:'$hp' S=https://api.test:'$sp' O=http://other.test:'$hp'
 r token "$TOKEN"
 r explicit "$(curl -sS -m 10 $A/ 2>&1)"
+r origin_form "$(curl -sS -m 10 http://api.test:'$fp'/origin.txt 2>&1)"
+r origin_form_urllib "$(python3 -c "import urllib.request; print(urllib.request.urlopen(\"http://api.test:'$fp'/origin.txt\", timeout=10).read().decode(), end=\"\")" 2>&1)"
 r transparent "$(curl -sS -m 10 --noproxy "*" $A/ 2>&1)"
 r intercept_connect "$(curl -sS -m 10 -H "Authorization: Bearer $TOKEN" $S/echo-headers 2>&1)"
 r intercept_transparent "$(curl -sS -m 10 --noproxy "*" -H "Authorization: Bearer $TOKEN" $S/echo-headers 2>&1)"
@@ -123,6 +132,9 @@ sur=$(get token)
 assert_match '^ghp_[A-Za-z0-9]{36}$' "$sur" "the sandbox holds a token-shaped surrogate"
 assert_ne "$token" "$sur" "... not the token"
 assert_eq "hello from upstream" "$(get explicit)" "an allowed name works through HTTP_PROXY"
+assert_eq "served as a file" "$(get origin_form)" \
+	"through HTTP_PROXY, a request reaches the origin in origin-form (Python's http.server serves it)"
+assert_eq "served as a file" "$(get origin_form_urllib)" "... from Python's urllib too"
 assert_eq "hello from upstream" "$(get transparent)" "an allowed name works transparently"
 assert_eq "eth0 lo " "$(get ifaces)" "the sandbox has lo and the veth end, nothing else"
 

@@ -380,8 +380,37 @@ static void test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_p
 	assert_int_equal(send_req(t, "GET https://api.github.com:443/x?y HTTP/1.1\r\n"
 				     "Host: " HOST "\r\n\r\n"),
 			 0);
-	expect_up(t, "GET https://api.github.com:443/x?y HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	/* To the origin in origin-form, its Host the target's authority (RFC 9112 3.2.1, 3.2.2). */
+	expect_up(t, "GET /x?y HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n");
 	ft_free(t);
+}
+
+/* What a client sends a proxy (HTTP_PROXY: curl, pip, urllib) goes to the origin as a request to
+ * an origin: the path and query alone ("/" when the path is empty), Host from the target in
+ * place of the client's, whatever else the head holds kept. */
+static void test_flow_sends_an_absolute_form_target_in_origin_form(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"GET http://api.github.com/a/b?c=d HTTP/1.1\r\nHost: api.github.com\r\nX: 1\r\n\r\n",
+	     "GET /a/b?c=d HTTP/1.1\r\nHost: api.github.com\r\nX: 1\r\n\r\n"},
+	    {"GET http://API.github.com HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+	     "GET / HTTP/1.1\r\nHost: API.github.com\r\n\r\n"},
+	    {"HEAD http://api.github.com?q=1 HTTP/1.1\r\nHost: api.github.com.\r\n\r\n",
+	     "HEAD /?q=1 HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+	    {"OPTIONS * HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+	     "OPTIONS * HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct ft *t = ft_new();
+
+		assert_int_equal(send_req(t, cases[i].in), 0);
+		expect_up(t, cases[i].out);
+		ft_free(t);
+	}
 }
 
 static void test_flow_passes_http_1_0_without_host_as_the_last_request(void **state)
@@ -398,7 +427,7 @@ static void test_flow_passes_http_1_0_without_host_as_the_last_request(void **st
 
 	t = ft_new();
 	assert_int_equal(send_req(t, "GET http://api.github.com/x HTTP/1.0\r\n\r\n"), 0);
-	expect_up(t, "GET http://api.github.com/x HTTP/1.0\r\n\r\n");
+	expect_up(t, "GET /x HTTP/1.0\r\nHost: api.github.com\r\n\r\n");
 	ft_free(t);
 }
 
@@ -1924,6 +1953,7 @@ int main(void)
 	    cmocka_unit_test(test_flow_refuses_request_naming_another_host),
 	    cmocka_unit_test(
 		test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_port),
+	    cmocka_unit_test(test_flow_sends_an_absolute_form_target_in_origin_form),
 	    cmocka_unit_test(test_flow_passes_http_1_0_without_host_as_the_last_request),
 	    cmocka_unit_test(test_flow_swaps_surrogate_inside_basic_credentials),
 	    cmocka_unit_test(test_flow_turns_base64_echo_of_basic_credentials_back),
