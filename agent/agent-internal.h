@@ -33,7 +33,10 @@ int agent_language_runtime(enum agent_language l, const struct policy *p, char *
 struct agent_plan {
 	char **argv;
 	char **prelude;
-	struct launcher_file files[2];
+	/* NAME=VALUE the runtime needs (Debian's ts-node: NODE_PATH), for what neither the policy
+	 * nor the request sets; or NULL. */
+	char **env;
+	struct launcher_file files[3]; /* the code, its input, a runner of airlock's */
 	size_t n_files;
 	struct launcher_file *workspace_files; /* as many as the request's files */
 };
@@ -44,6 +47,8 @@ struct agent_plan {
 int agent_plan(const struct agent_request *req, const struct policy *p, const char *code_dir,
 	       const char *out_dir, struct agent_plan *ret, struct al_error *err);
 void agent_plan_done(struct agent_plan *plan);
+/* The value the policy's env gives name, or NULL. */
+const char *agent_policy_env(const struct policy *p, const char *name);
 /* The kind of result agent_plan()'s error r is. */
 enum agent_error_kind agent_plan_error_kind(int r);
 

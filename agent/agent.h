@@ -29,6 +29,7 @@ enum agent_language {
 	AGENT_LANGUAGE_TYPESCRIPT,
 	AGENT_LANGUAGE_RUST,
 	AGENT_LANGUAGE_SHELL,
+	AGENT_LANGUAGE_WASM, /* a WASI (preview 1) module, base64 in "code" */
 	AGENT_LANGUAGE_MAX,
 };
 

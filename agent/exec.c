@@ -466,6 +466,18 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 	r = agent_plan(req, e->policy, LAUNCHER_FILES_DIR, "/tmp", &e->plan, &e->err);
 	if (r < 0)
 		return fail(e, agent_plan_error_kind(r), r);
+	/* The runtime's variables, under the request's and the policy's (which are set by now). */
+	for (char **v = e->plan.env; v && *v; v++) {
+		_cleanup_free_ char *name = strndup(*v, strcspn(*v, "="));
+
+		if (!name)
+			return fail(e, AGENT_ERROR_SETUP_FAILED, -ENOMEM);
+		if (!agent_policy_env(e->policy, name)) {
+			r = set_env(e, name, strchr(*v, '=') + 1);
+			if (r < 0)
+				return fail(e, AGENT_ERROR_SETUP_FAILED, r);
+		}
+	}
 	return make_stdin(e);
 }
 

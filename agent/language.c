@@ -24,7 +24,36 @@ static const struct agent_language_info languages[AGENT_LANGUAGE_MAX] = {
 				   .file = "main.ts"},
     [AGENT_LANGUAGE_RUST] = {.runtimes = {"rustc"}, .helpers = {"cc"}, .file = "main.rs"},
     [AGENT_LANGUAGE_SHELL] = {.runtimes = {"sh"}, .file = "main.sh"},
+    [AGENT_LANGUAGE_WASM] = {.runtimes = {"node", "nodejs"}, .file = "main.wasm"},
 };
+
+/* A WASI (preview 1) module runs in node's WASI, in the same sandbox as any command (its limits
+ * are the sandbox's: the memory it grows is node's, in the sandbox's cgroup): this runner, beside
+ * the module (.cjs: CommonJS whatever a package.json above says), instantiates it with the
+ * request's argv as its arguments (after its own name), the environment, /workspace and /tmp as its
+ * folders, and exits with its exit code. Node calls WASI experimental and says so on stderr, which
+ * is the module's: that warning is dropped. */
+#define WASM_RUNNER "wasi-run.cjs"
+static const char wasm_runner[] = "'use strict';\n"
+				  "process.removeAllListeners('warning');\n"
+				  "const fs = require('fs');\n"
+				  "const { WASI } = require('wasi');\n"
+				  "const file = process.argv[2];\n"
+				  "const preopens = {};\n"
+				  "for (const d of ['/workspace', '/tmp'])\n"
+				  "  if (fs.existsSync(d)) preopens[d] = d;\n"
+				  "const wasi = new WASI({\n"
+				  "  version: 'preview1',\n"
+				  "  args: ['main.wasm', ...process.argv.slice(3)],\n"
+				  "  env: process.env,\n"
+				  "  preopens,\n"
+				  "  returnOnExit: true,\n"
+				  "});\n"
+				  "const wasm = new WebAssembly.Module(fs.readFileSync(file));\n"
+				  "const imports = wasi.getImportObject ? wasi.getImportObject()\n"
+				  "  : { wasi_snapshot_preview1: wasi.wasiImport };\n"
+				  "const instance = new WebAssembly.Instance(wasm, imports);\n"
+				  "process.exitCode = wasi.start(instance) ?? 0;\n";
 
 const struct agent_language_info *agent_language_info(enum agent_language l)
 {
@@ -68,12 +97,19 @@ static bool is_visible(const struct policy *p, const char *real)
 	return p->image ? al_path_is_within(real, p->image) : is_system_path(real);
 }
 
-static const char *sandbox_path_env(const struct policy *p)
+const char *agent_policy_env(const struct policy *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_env; i++)
-		if (streq(p->env[i].name, "PATH"))
+		if (streq(p->env[i].name, name))
 			return p->env[i].value;
-	return LAUNCHER_DEFAULT_PATH;
+	return NULL;
+}
+
+static const char *sandbox_path_env(const struct policy *p)
+{
+	const char *path = agent_policy_env(p, "PATH");
+
+	return path ? path : LAUNCHER_DEFAULT_PATH;
 }
 
 int agent_runtime_find(const struct policy *p, const char *name, char *ret, size_t size)
@@ -122,13 +158,16 @@ int agent_strv_push(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* The runtime's command line before the file: tsx/ts-node run a file; bun and deno "run" it. */
+/* The runtime's command line before the file: tsx/ts-node run a file (ts-node without its
+ * type check, as tsx, bun and deno run typescript); bun and deno "run" it. */
 static int push_runner(char ***v, size_t *n, const char *runtime)
 {
 	const char *base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
 	int r;
 
 	r = agent_strv_push(v, n, runtime);
+	if (r >= 0 && streq(base, "ts-node"))
+		r = agent_strv_push(v, n, "--transpile-only");
 	if (r >= 0 && (streq(base, "bun") || streq(base, "deno")))
 		r = agent_strv_push(v, n, "run");
 	/* Deno's own permission prompts would stop a non-interactive run; airlock confines it. */
@@ -145,10 +184,26 @@ char **agent_strv_free(char **v)
 	return NULL;
 }
 
+/* Debian installs node packages in /usr/share/nodejs, which its own node searches and another
+ * (NodeSource's, nvm's) does not: a runner from there gets NODE_PATH to find its modules. */
+#define DEBIAN_NODE_MODULES "/usr/share/nodejs"
+
+static int plan_runner_env(const struct policy *p, const char *runtime, struct agent_plan *plan)
+{
+	char host[PATH_MAX], real[PATH_MAX];
+	size_t n = 0;
+
+	if (!host_path(p, runtime, host, sizeof(host)) || !realpath(host, real) ||
+	    !al_path_is_within(real, DEBIAN_NODE_MODULES) || p->image)
+		return 0;
+	return agent_strv_push(&plan->env, &n, "NODE_PATH=" DEBIAN_NODE_MODULES);
+}
+
 void agent_plan_done(struct agent_plan *plan)
 {
 	agent_strv_free(plan->argv);
 	agent_strv_free(plan->prelude);
+	agent_strv_free(plan->env);
 	free(plan->workspace_files);
 	*plan = (struct agent_plan){0};
 }
@@ -206,8 +261,24 @@ static int plan_runtime(const struct agent_request *req, const struct policy *p,
 							 : "");
 	(void)snprintf(file, sizeof(file), "%s/%s", code_dir, info->file);
 	(void)snprintf(binary, sizeof(binary), "%s/airlock-main", out_dir);
+	if (req->language == AGENT_LANGUAGE_WASM) {
+		/* node --experimental-wasi-unstable-preview1 RUNNER MODULE [ARG...]: Debian 12's
+		 * node 18 needs the flag, later ones accept it. */
+		char runner[PATH_MAX];
+
+		(void)snprintf(runner, sizeof(runner), "%s/" WASM_RUNNER, code_dir);
+		r = agent_strv_push(&plan->argv, n, rt);
+		if (r >= 0)
+			r = agent_strv_push(&plan->argv, n,
+					    "--experimental-wasi-unstable-preview1");
+		if (r >= 0)
+			r = agent_strv_push(&plan->argv, n, runner);
+		return r < 0 ? r : agent_strv_push(&plan->argv, n, file);
+	}
 	if (req->language != AGENT_LANGUAGE_RUST) {
 		r = push_runner(&plan->argv, n, rt);
+		if (r >= 0 && req->language == AGENT_LANGUAGE_TYPESCRIPT)
+			r = plan_runner_env(p, rt, plan);
 		return r < 0 ? r : agent_strv_push(&plan->argv, n, file);
 	}
 	/* rustc --edition 2021 -o BINARY FILE */
@@ -233,6 +304,9 @@ static int plan_files(const struct agent_request *req, struct agent_plan *plan)
 	if (req->input)
 		plan->files[plan->n_files++] =
 		    (struct launcher_file){AGENT_INPUT_FILE, req->input, strlen(req->input)};
+	if (req->language == AGENT_LANGUAGE_WASM)
+		plan->files[plan->n_files++] =
+		    (struct launcher_file){WASM_RUNNER, wasm_runner, sizeof(wasm_runner) - 1};
 	if (req->n_files == 0)
 		return 0;
 	plan->workspace_files = calloc(req->n_files, sizeof(*plan->workspace_files));

@@ -23,6 +23,7 @@ static const char *const language_names[AGENT_LANGUAGE_MAX] = {
     [AGENT_LANGUAGE_TYPESCRIPT] = "typescript",
     [AGENT_LANGUAGE_RUST] = "rust",
     [AGENT_LANGUAGE_SHELL] = "shell",
+    [AGENT_LANGUAGE_WASM] = "wasm",
 };
 
 const char *agent_language_to_string(enum agent_language l)
@@ -116,7 +117,7 @@ static int parse_language(struct agent_request *r, struct json_object *v, struct
 		return al_error_set(
 		    err, -EINVAL,
 		    "language: \"%.64s\" is not one of command, python, javascript, "
-		    "typescript, rust, shell",
+		    "typescript, rust, shell, wasm",
 		    s);
 	return 0;
 }
@@ -447,7 +448,32 @@ static int parse_field(struct agent_request *r, const char *key, struct json_obj
 	return al_error_set(err, -EINVAL, "%.64s: unknown field", key);
 }
 
-static int check_request(const struct agent_request *r, bool has_language, struct al_error *err)
+/* A wasm request's code is its module in base64: decoded in place. */
+static int decode_module(struct agent_request *r, struct al_error *err)
+{
+	char *module;
+	size_t len;
+	int q;
+
+	q = base64_decode(r->code, r->code_len, &module, &len);
+	if (q == -ENOMEM)
+		return q;
+	if (q < 0)
+		return al_error_set(err, -EINVAL,
+				    "code: for language wasm, the module in standard base64");
+	if (len < 8 || memcmp(module, "\0asm\1\0\0\0", 8) != 0) {
+		free(module);
+		return al_error_set(err, -EINVAL,
+				    "code: not a WebAssembly module (version 1 binary format)");
+	}
+	module[len] = '\0'; /* as every code is (base64_decode() left room) */
+	free(r->code);
+	r->code = module;
+	r->code_len = len;
+	return 0;
+}
+
+static int check_request(struct agent_request *r, bool has_language, struct al_error *err)
 {
 	if (!has_language)
 		return al_error_set(err, -EINVAL, "language: required");
@@ -464,6 +490,8 @@ static int check_request(const struct agent_request *r, bool has_language, struc
 	} else if (!r->code) {
 		return al_error_set(err, -EINVAL, "code: required for language %s",
 				    agent_language_to_string(r->language));
+	} else if (r->language == AGENT_LANGUAGE_WASM) {
+		return decode_module(r, err);
 	} else if (memchr(r->code, '\0', r->code_len)) {
 		return al_error_set(err, -EINVAL, "code: contains a NUL byte");
 	}

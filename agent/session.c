@@ -13,11 +13,32 @@
 #include "agent/agent-internal.h"
 #include "common/fd-util.h"
 
-static int make_env(const struct agent_request *req, const char *dir, char ***ret)
+static bool request_sets(const struct agent_request *req, const char *var)
+{
+	for (size_t i = 0; i < req->n_env; i++)
+		if (strlen(req->env[i].name) == strcspn(var, "=") &&
+		    strncmp(req->env[i].name, var, strlen(req->env[i].name)) == 0)
+			return true;
+	return false;
+}
+
+/* The request's variables, airlock's, and the runtime's (plan_env) under the request's and the
+ * session policy's. */
+static int make_env(const struct agent_request *req, const struct policy *p, char **plan_env,
+		    const char *dir, char ***ret)
 {
 	char **v = NULL, *a = NULL;
 	size_t n = 0;
 	int r = 0;
+
+	for (char **e = plan_env; r >= 0 && e && *e; e++) {
+		_cleanup_free_ char *name = strndup(*e, strcspn(*e, "="));
+
+		if (!name)
+			r = -ENOMEM;
+		else if (!request_sets(req, *e) && !agent_policy_env(p, name))
+			r = agent_strv_push(&v, &n, *e);
+	}
 
 	for (size_t i = 0; r >= 0 && i < req->n_env + 2; i++) {
 		if (i < req->n_env)
@@ -93,7 +114,7 @@ static int plan(const char *id, struct session_exec *x)
 	if (r < 0)
 		return agent_plan_error_kind(r);
 	(void)snprintf(x->result, sizeof(x->result), "%s/result.json", x->dir);
-	r = make_env(req, x->dir, &x->env);
+	r = make_env(req, x->policy, x->plan.env, x->dir, &x->env);
 	if (r >= 0)
 		r = agent_request_stdin(req, &x->in);
 	if (r < 0)

@@ -39,8 +39,9 @@ packages=(
 	# the broker tests: strace kills a vault writer at chosen system calls, keyctl fills keyrings,
 	# getfacl reads the socket's ACL
 	strace keyutils acl
-	# airlock exec's languages, where the sandbox sees them (/usr): python3 (above), node, rustc
-	nodejs rustc
+	# airlock exec's languages, where the sandbox sees them (/usr): python3 (above), node (and
+	# its WASI for wasm), rustc, Debian's ts-node for typescript
+	nodejs rustc ts-node
 	# the egress tests: real clients inside the sandbox, a test CA for the TLS upstream
 	curl openssl ca-certificates
 )

@@ -5,7 +5,8 @@
  *  - an accepted request keeps agent.h's promises: argv NULL-terminated after argc entries, a
  *    known language, a timeout in (0, 24h], file paths relative without empty, "." or ".."
  *    components and each given once, no AIRLOCK_* variable, a command with a non-empty argv[0]
- *    and no code, any other language with code without NUL bytes; "input" and an inline "policy"
+ *    and no code, wasm with a module's first bytes, any other language with code without NUL
+ *    bytes; "input" and an inline "policy"
  *    serialized as JSON that parses;
  *  - an accepted request written back as JSON (timeout in microseconds, file data as base64)
  *    parses to the same request: nothing is lost or changed on the way, NUL bytes included. */
@@ -108,7 +109,11 @@ static void check_request(const struct agent_request *r)
 		check(r->code == NULL, "command with code");
 	} else {
 		check(r->code != NULL, "no code");
-		check(memchr(r->code, '\0', r->code_len) == NULL, "NUL byte in code");
+		if (r->language == AGENT_LANGUAGE_WASM)
+			check(r->code_len >= 8 && memcmp(r->code, "\0asm\1\0\0\0", 8) == 0,
+			      "wasm code that is not a module");
+		else
+			check(memchr(r->code, '\0', r->code_len) == NULL, "NUL byte in code");
 		check(r->code[r->code_len] == '\0', "code not NUL-terminated");
 	}
 	if (r->stdin_data)
@@ -220,8 +225,13 @@ static int request_to_json(const struct agent_request *req, char **ret)
 	r = add_string(o, "language", lang, strlen(lang));
 	if (r >= 0)
 		r = add_string(o, "timeout", timeout, strlen(timeout));
-	if (r >= 0 && req->code)
+	if (r >= 0 && req->code && req->language == AGENT_LANGUAGE_WASM) {
+		_cleanup_free_ char *b64 = base64_encode(req->code, req->code_len);
+
+		r = b64 ? add_string(o, "code", b64, strlen(b64)) : -ENOMEM;
+	} else if (r >= 0 && req->code) {
 		r = add_string(o, "code", req->code, req->code_len);
+	}
 	if (r >= 0 && req->argc > 0) {
 		struct json_object *argv = json_object_new_array();
 

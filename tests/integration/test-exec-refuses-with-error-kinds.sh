@@ -53,8 +53,9 @@ al_run exec --request "$REQ"
 refused invalid_request "larger than" "an oversize request"
 
 # a language whose runtime the sandbox would not see
-ex '{"language": "typescript", "code": "console.log(1)", "timeout": 5}'
-refused unsupported_language "tsx" "typescript without a runner"
+ex '{"language": "typescript", "code": "console.log(1)", "timeout": 5,
+     "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/nowhere"}}}'
+refused unsupported_language "tsx, ts-node" "typescript without a runner"
 ex '{"language": "python", "code": "'"$touch_marker"'", "timeout": 5,
      "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/nowhere"}}}'
 refused unsupported_language "python3" "python absent from the sandbox's PATH"
@@ -153,14 +154,15 @@ assert_eq true "$(json_get "$RES" 'd["cgroups"]["version"] in (1, 2) and "memory
 assert_eq true "$(json_get "$RES" 'd["landlock_abi"] is None or d["landlock_abi"] >= 1')" "capabilities: landlock ABI"
 assert_eq "/usr/bin/python3 True" "$(json_get "$RES" '"%s %s" % (d["languages"]["python"], d["languages"]["command"])')" \
 	"capabilities: the languages, with the runtime the sandbox would use"
-assert_eq null "$(json_get "$RES" 'd["languages"]["typescript"]')" "capabilities: typescript absent (no runner)"
+assert_eq "/usr/bin/ts-node /usr/bin/node" "$(json_get "$RES" '"%s %s" % (d["languages"]["typescript"], d["languages"]["wasm"])')" \
+	"capabilities: typescript (Debian's ts-node) and wasm (node's WASI)"
 assert_eq true "$(json_get "$RES" 'd["persistent_sessions"]')" "capabilities: persistent sessions"
 
 # every error kind has its one "airlock:" line on stderr too (the result on stdout stays as it is)
 for kind_req in \
 	'invalid_request|{"language": "python", "code": "print(1)"}' \
 	'invalid_request|{"language": "shell", "code": "true", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "resources": {"memory": "lots"}}}' \
-	'unsupported_language|{"language": "typescript", "code": "console.log(1)", "timeout": 5}' \
+	'unsupported_language|{"language": "typescript", "code": "console.log(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "env": {"PATH": "/nowhere"}}}' \
 	'unsupported_policy|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "tier": 3}}' \
 	'setup_failed|{"language": "python", "code": "print(1)", "timeout": 5, "policy": {"workspace": {"root": "'"$WS"'"}, "mounts": [{"source": "/usr/airlock-it-no-such-folder", "target": "/opt/v", "mode": "ro"}]}}'; do
 	kind=${kind_req%%|*}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # airlock exec: one JSON request in, one JSON result out, for each language (python, javascript,
-# rust compiled in the sandbox, shell, command, typescript through a runner the policy makes
-# visible), with stdin, input, env, files, argv, the result file, timeout, memory and output caps.
+# rust compiled in the sandbox, shell, command, typescript through Debian's ts-node or a runner
+# the policy makes visible, a WASI module through node), with stdin, input, env, files, argv, the
+# result file, timeout, memory and output caps.
 # A non-zero exit is a result, not an error; labels come from airlock and the policy only.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
@@ -70,6 +71,25 @@ ex '{"language": "command", "timeout": 10, "argv": ["printf", "%s-%s", "a b", "c
 assert_eq "a b-c" "$(get 'd["stdout"]')" "command: argv passed as is"
 ex '{"language": "command", "timeout": 10, "argv": ["no-such-program-here"]}'
 assert_eq 127 "$(get 'd["exit_code"]')" "command: not found is exit code 127"
+
+# typescript on the default policy: Debian's ts-node (which NodeSource's node finds only with
+# NODE_PATH, which airlock sets for it), types and all.
+ex '{"language": "typescript", "timeout": 60, "code": "const n: number = 6 * 7;\ninterface P { x: string }\nconst p: P = { x: process.env.NODE_PATH ?? \"none\" };\nconsole.log(n, p.x);"}'
+assert_eq "0 42 /usr/share/nodejs" "$AL_RC $(get 'd["stdout"].strip()')" "typescript: Debian's ts-node runs typed code"
+assert_eq "" "$(get 'd["stderr"]')" "typescript: nothing on stderr"
+ex '{"language": "typescript", "timeout": 60, "env": {"NODE_PATH": "/usr/share/nodejs:/opt/mine"}, "code": "console.log(process.env.NODE_PATH)"}'
+assert_eq "/usr/share/nodejs:/opt/mine" "$(get 'd["stdout"].strip()')" "typescript: the request's NODE_PATH stays the request's"
+
+# wasm: a WASI module (base64), run by node in the same sandbox with its arguments, its stdout
+# and its exit code; the request's memory limit holds for what it grows.
+ex '{"language": "wasm", "timeout": 30, "argv": ["x", "y"], "code": "'"$("$IT_PY" "$IT_SOURCE_ROOT/tests/integration/helpers/make-wasm.py" hello)"'"}'
+assert_eq "hello from wasm 3|3|" "$(get '"%s|%s|%s" % (d["stdout"].strip(), d["exit_code"], d["stderr"])')" \
+	"wasm: the module's output, arguments and exit code"
+ex '{"language": "wasm", "timeout": 60, "memory": "160Mi", "code": "'"$("$IT_PY" "$IT_SOURCE_ROOT/tests/integration/helpers/make-wasm.py" hog)"'"}'
+assert_eq "True 137" "$(get '"%s %s" % (d["oom_killed"], d["exit_code"])')" \
+	"wasm: a module growing its memory past the request's limit is killed (oom_killed)"
+ex '{"language": "wasm", "timeout": 30, "code": "aGVsbG8="}'
+assert_eq "invalid_request" "$(get 'd["error"]["kind"]')" "wasm: what is not a module is an invalid request"
 
 # typescript: with a runner the policy makes visible (a stand-in tsx that runs node)
 mkdir -p "$IT_TMP/tsbin"

@@ -115,10 +115,15 @@ al_run session exec "$ID" --request "$IT_TMP/req.json"
 assert_eq "$(printf 'placed\n1')" "$(json_get "$IT_TMP/al.out" 'd["stdout"].strip()')" "exec --request: files placed in the session's workspace, the code in a folder of its own"
 al_run session exec "$ID" -- /bin/sh -c 'ls /tmp | grep -c airlock-exec- || true'
 assert_eq 0 "$AL_OUT" "exec --request: that folder is gone after it"
-printf '{"language": "typescript", "timeout": 30, "code": "1"}' >"$IT_TMP/req.json"
+printf '{"language": "typescript", "timeout": 60, "code": "const x: number = 42; console.log(x)"}' >"$IT_TMP/req.json"
 al_run session exec "$ID" --request "$IT_TMP/req.json"
-assert_eq "125 unsupported_language" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \
-	"exec --request: a language without a runtime in the session is refused, with its kind"
+assert_eq "0 42" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["stdout"].strip()')" \
+	"exec --request: typescript runs in a session (Debian's ts-node, its NODE_PATH set)"
+printf '{"language": "wasm", "timeout": 30, "code": "%s"}' \
+	"$("$IT_PY" "$IT_SOURCE_ROOT/tests/integration/helpers/make-wasm.py" hello)" >"$IT_TMP/req.json"
+al_run session exec "$ID" --request "$IT_TMP/req.json"
+assert_eq "3 hello from wasm 1" "$(json_get "$IT_TMP/al.out" '"%s %s" % (d["exit_code"], d["stdout"].strip())')" \
+	"exec --request: a WASI module runs in a session"
 printf '{"language": "shell", "timeout": 30, "code": "true", "files": [{"path": ".git/hooks/x", "content": "x"}]}' >"$IT_TMP/req.json"
 al_run session exec "$ID" --request "$IT_TMP/req.json"
 assert_eq "125 setup_failed" "$AL_RC $(json_get "$IT_TMP/al.out" 'd["error"]["kind"]')" \

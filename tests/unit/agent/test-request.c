@@ -107,6 +107,7 @@ static void test_every_language_parses_by_name(void **state)
 	    {"{'language': 'rust', 'code': 'x', 'timeout': 1}", AGENT_LANGUAGE_RUST},
 	    {"{'language': 'shell', 'code': 'x', 'timeout': 1}", AGENT_LANGUAGE_SHELL},
 	    {"{'language': 'command', 'argv': ['x'], 'timeout': 1}", AGENT_LANGUAGE_COMMAND},
+	    {"{'language': 'wasm', 'code': 'AGFzbQEAAAA=', 'timeout': 1}", AGENT_LANGUAGE_WASM},
 	};
 
 	(void)state;
@@ -115,6 +116,28 @@ static void test_every_language_parses_by_name(void **state)
 
 		assert_int_equal(r->language, cases[i].language);
 	}
+}
+
+/* A wasm request's code is its module in base64: decoded, NUL bytes and all; what is not base64
+ * or not a module (version 1) is refused naming code. */
+static void test_wasm_code_is_a_module_in_base64(void **state)
+{
+	/* "\0asm", version 1, then an empty custom section "x". */
+	_cleanup_(agent_request_freep) struct agent_request *r =
+	    parse("{'language': 'wasm', 'code': 'AGFzbQEAAAAAAgF4', 'timeout': 1}");
+
+	(void)state;
+	assert_int_equal(r->code_len, 12);
+	assert_memory_equal(r->code, "\0asm\1\0\0\0\0\2\1x", 12);
+	parse_fails("{'language': 'wasm', 'code': '(module)', 'timeout': 1}",
+		    "code: for language wasm, the module in standard base64");
+	parse_fails("{'language': 'wasm', 'code': 'aGVsbG8gd29ybGQ=', 'timeout': 1}",
+		    "code: not a WebAssembly module");
+	/* Version 2 (or a text module's first bytes) is not what runs here. */
+	parse_fails("{'language': 'wasm', 'code': 'AGFzbQIAAAA=', 'timeout': 1}",
+		    "code: not a WebAssembly module");
+	parse_fails("{'language': 'wasm', 'code': '', 'timeout': 1}",
+		    "code: not a WebAssembly module");
 }
 
 static void test_free_accepts_null(void **state)
@@ -238,8 +261,8 @@ static void test_command_needs_argv_and_refuses_code(void **state)
 
 static void test_non_command_needs_code(void **state)
 {
-	static const char *const languages[] = {"python", "javascript", "typescript", "rust",
-						"shell"};
+	static const char *const languages[] = {"python", "javascript", "typescript",
+						"rust",	  "shell",	"wasm"};
 	_cleanup_(agent_request_freep) struct agent_request *args =
 	    parse("{'language': 'python', 'code': '', 'argv': ['--n', '3'], 'timeout': 1}");
 
@@ -606,6 +629,7 @@ int main(void)
 	    cmocka_unit_test(test_language_unknown_is_refused),
 	    cmocka_unit_test(test_command_needs_argv_and_refuses_code),
 	    cmocka_unit_test(test_non_command_needs_code),
+	    cmocka_unit_test(test_wasm_code_is_a_module_in_base64),
 	    cmocka_unit_test(test_file_path_absolute_or_with_dot_components_is_refused),
 	    cmocka_unit_test(test_file_content_keeps_nul_bytes_and_executable),
 	    cmocka_unit_test(test_base64_valid_is_decoded),
