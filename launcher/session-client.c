@@ -276,16 +276,20 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 static int exec_stdin(struct exec_io *io, int *inp)
 {
 	const struct launcher_session_exec *x = io->x;
+	int fd;
 
 	launcher_stream_init(&io->in, -EBADF, false, -EBADF, false, NULL, 0);
 	if (x->terminal || x->stdin_fd < 0)
-		return open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (!launcher_stdin_is_copied(x->stdin_fd))
-		return fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3);
-	if (pipe2(inp, O_CLOEXEC) < 0)
-		return -1;
-	launcher_stream_init(&io->in, x->stdin_fd, false, inp[1], true, NULL, 0);
-	return inp[0];
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	else if (!launcher_stdin_is_copied(x->stdin_fd))
+		fd = fcntl(x->stdin_fd, F_DUPFD_CLOEXEC, 3);
+	else if (pipe2(inp, O_CLOEXEC) < 0)
+		fd = -1;
+	else {
+		launcher_stream_init(&io->in, x->stdin_fd, false, inp[1], true, NULL, 0);
+		fd = inp[0];
+	}
+	return fd < 0 ? -errno : fd;
 }
 
 /* With a terminal: SIGWINCH and SIGCONT are read from a signalfd, and SIGTTIN/SIGTTOU ignored
@@ -342,7 +346,7 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	}
 	in = exec_stdin(&io, inp);
 	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		r = -errno;
+		r = in < 0 ? in : -errno;
 		(void)al_close(out[0]), (void)al_close(out[1]);
 		launcher_stream_close(&io.in);
 		r = al_error_set_errno(err, r, "Failed to create the command's stdio");
