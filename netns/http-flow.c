@@ -2866,6 +2866,12 @@ ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, 
 	return (ssize_t)done;
 }
 
+bool netns_http_flow_idle(const struct netns_http_flow *f)
+{
+	return f->req == REQ_HEAD && f->n_pending == 0 && f->resp == RESP_HEAD &&
+	       netns_buf_len(&f->resp_acc) == 0;
+}
+
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,
 				 struct al_error *err)
 {

@@ -317,6 +317,9 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
  * be had (ops->bound_value failed). */
 ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				 struct netns_buf *out, struct al_error *err);
+/* Whether the flow waits for the sandbox's next request head (having none of it yet, or part of
+ * it) with no response under way: the connection is idle, or a head comes slowly. */
+bool netns_http_flow_idle(const struct netns_http_flow *f);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.
  * -EPIPE when a response was cut short (the caller then just closes the sandbox's side). */
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,

@@ -91,6 +91,11 @@ struct conn {
 	bool eof_flushed, eof_error;	    /* the upstream's end was given to the flow */
 	struct netns_buf cin, uin;	    /* read, not yet taken by the flow */
 	struct netns_buf to_u, to_c;	    /* from the flow, not yet sent */
+
+	/* CLOCK_MONOTONIC_COARSE msec by which the sandbox must have sent its first request head
+	 * or ClientHello, or, on an idle flow, its next head; 0: none (a response or a body under
+	 * way, a splice). Bytes of a head that come slowly do not move it. */
+	uint64_t idle_deadline;
 };
 
 struct netns_proxy {
@@ -118,7 +123,13 @@ struct netns_proxy {
 	uint32_t violations_dropped;
 	/* The audit's rate limit (proxy_audit_admit()): tokens in thousandths of an event. */
 	uint64_t audit_ms, audit_tokens, audit_dropped;
+	uint64_t idle_msec;  /* the policy's network.idle_timeout */
+	uint64_t idle_swept; /* when the connections were last looked at for it */
 };
+
+/* Looked at once a second: an idle connection ends within a second of its deadline. */
+#define PROXY_IDLE_SWEEP_MSEC 1000
+uint64_t proxy_now_msec(void);
 
 #define AUDIT_BURST 2000 /* events written at once before the rate limit applies */
 #define AUDIT_RATE 200	 /* events a second, after a burst */

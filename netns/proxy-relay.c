@@ -336,6 +336,8 @@ static void start_splice(struct conn *c, const char *mode)
 	}
 	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
 	c->phase = PHASE_SPLICE;
+	/* What is relayed unread (SSH, a database's protocol) may be idle as long as it likes. */
+	c->idle_deadline = 0;
 }
 
 /* Moves what it can from src to dst through pipe (fill bytes in it). */
@@ -721,6 +723,12 @@ int proxy_flow(struct conn *c)
 			proxy_close(c, c->fail_reset);
 		return 0;
 	}
+	/* Idle from here on (or still, within a head that comes slowly): the next head has until
+	 * the deadline; a request or a response under way has none. */
+	if (!netns_http_flow_idle(c->flow))
+		c->idle_deadline = 0;
+	else if (!c->idle_deadline)
+		c->idle_deadline = proxy_now_msec() + c->proxy->idle_msec;
 	/* The sandbox is done sending and all of it is through: the upstream is told. */
 	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 && !c->u_shut &&
 	    c->u_ready) {

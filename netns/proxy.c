@@ -74,7 +74,7 @@ static void format_addr(const struct netns_addr *a, char *buf, size_t size)
 		(void)snprintf(buf, size, "-");
 }
 
-static uint64_t now_msec(void)
+uint64_t proxy_now_msec(void)
 {
 	struct timespec ts;
 
@@ -92,7 +92,7 @@ bool proxy_audit_admit(struct netns_proxy *p)
 
 	if (!p->o->audit)
 		return false;
-	now = now_msec();
+	now = proxy_now_msec();
 	p->audit_tokens =
 	    MIN(p->audit_tokens + (now - p->audit_ms) * AUDIT_RATE, (uint64_t)AUDIT_BURST * 1000);
 	p->audit_ms = now;
@@ -272,6 +272,7 @@ static int conn_new(struct netns_proxy *p, int fd, bool explicit_proxy, struct c
 	    .pipe_uc = {-EBADF, -EBADF},
 	    .cw = {.type = WATCH_CLIENT, .fd = fd},
 	    .uw = {.type = WATCH_UPSTREAM, .fd = -EBADF},
+	    .idle_deadline = proxy_now_msec() + p->idle_msec,
 	};
 	c->cw.conn = c->uw.conn = c;
 	c->next = p->conns;
@@ -746,8 +747,12 @@ int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **re
 	*p = (struct netns_proxy){
 	    .o = o,
 	    .epoll_fd = -EBADF,
-	    .audit_ms = now_msec(),
+	    .audit_ms = proxy_now_msec(),
 	    .audit_tokens = (uint64_t)AUDIT_BURST * 1000,
+	    .idle_msec =
+		(o->policy->network.idle_timeout_usec ? o->policy->network.idle_timeout_usec
+						      : POLICY_IDLE_TIMEOUT_DEFAULT_USEC) /
+		1000,
 	};
 	p->dns = (struct proxy_watch){.type = WATCH_DNS, .fd = -EBADF};
 	if (inet_pton(AF_INET, NETNS_PROXY_ADDR, &p->proxy_addr) != 1)
@@ -907,6 +912,24 @@ static void raise_nofile(void)
 	}
 }
 
+/* Ends the connections whose sandbox side kept them idle past their deadline (slow-loris: a
+ * sandbox that opens connections and sends nothing, or a head a byte at a time, to hold the
+ * proxy's slots). */
+static void sweep_idle(struct netns_proxy *p)
+{
+	uint64_t now = proxy_now_msec();
+
+	if (now - p->idle_swept < PROXY_IDLE_SWEEP_MSEC)
+		return;
+	p->idle_swept = now;
+	for (struct conn *c = p->conns; c; c = c->next) {
+		if (c->closed || !c->idle_deadline || now < c->idle_deadline)
+			continue;
+		conn_audit(c, "error", "idle: no request within network.idle_timeout");
+		conn_close(c, true);
+	}
+}
+
 int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 {
 	struct proxy_watch stop = {.type = WATCH_STOP, .fd = stop_fd};
@@ -935,7 +958,8 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 	if (r < 0)
 		return r;
 	for (;;) {
-		n = epoll_wait(p->epoll_fd, evs, ELEMENTSOF(evs), -1);
+		n = epoll_wait(p->epoll_fd, evs, ELEMENTSOF(evs),
+			       p->conns ? PROXY_IDLE_SWEEP_MSEC : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -962,6 +986,7 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 				break;
 			}
 		}
+		sweep_idle(p);
 		proxy_free_deferred(p);
 	}
 }

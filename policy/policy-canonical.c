@@ -266,6 +266,15 @@ static int add_network(struct json_object *root, const struct policy *p)
 	for (size_t i = 0; i < p->network.n_resolve; i++)
 		if (add_string(m, p->network.resolve[i].name, p->network.resolve[i].address) < 0)
 			return -ENOMEM;
+	/* Only when it is not the default: the hashes of policies without it stay as they were. */
+	if (p->network.idle_timeout_usec > 0) {
+		char buf[32];
+
+		(void)snprintf(buf, sizeof(buf), "%" PRIu64 "ms",
+			       p->network.idle_timeout_usec / 1000);
+		if (add_string(o, "idle_timeout", buf) < 0)
+			return -ENOMEM;
+	}
 	return 0;
 }
 

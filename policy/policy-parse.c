@@ -595,6 +595,28 @@ static int parse_network_resolve(struct policy *p, const struct policy_where *w,
 	return 0;
 }
 
+static int parse_network_idle_timeout(struct policy *p, const struct policy_where *w,
+				      struct json_object *v, struct al_error *err)
+{
+	const char *s;
+	uint64_t usec;
+	int r;
+
+	if (!json_object_is_type(v, json_type_string))
+		return policy_json_type_error(w, "a duration string such as \"30s\"", err);
+	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+	if (r < 0)
+		return r;
+	r = policy_parse_timeout(w, s, &usec, err);
+	if (r < 0)
+		return r;
+	if (usec < 1000000 || usec > POLICY_IDLE_TIMEOUT_MAX_USEC)
+		return policy_error(err, -EINVAL, w, "%s is not between 1s and 1h", QUOTE(s));
+	/* The default, written out, is the default: the same canonical form, the same hash. */
+	p->network.idle_timeout_usec = usec == POLICY_IDLE_TIMEOUT_DEFAULT_USEC ? 0 : usec;
+	return 0;
+}
+
 static int parse_network(struct policy *p, const struct policy_where *w, struct json_object *v,
 			 struct al_error *err)
 {
@@ -602,6 +624,7 @@ static int parse_network(struct policy *p, const struct policy_where *w, struct 
 	    {"default", parse_network_default},
 	    {"rules", parse_network_rules},
 	    {"resolve", parse_network_resolve},
+	    {"idle_timeout", parse_network_idle_timeout},
 	};
 
 	return policy_json_fields(p, w, v, fields, ELEMENTSOF(fields), err);

@@ -143,6 +143,10 @@ struct policy {
 		size_t n_rules;
 		struct policy_resolve *resolve;
 		size_t n_resolve;
+		/* How long the egress proxy waits for a connection's first request head (or TLS
+		 * ClientHello), and between its requests, before it closes it: 0 is
+		 * POLICY_IDLE_TIMEOUT_DEFAULT_USEC (and the canonical form leaves it out). */
+		uint64_t idle_timeout_usec;
 	} network;
 	char *audit;		   /* path of the JSON-lines audit file, or NULL */
 	struct policy_strv labels; /* the policy's own result labels */
@@ -170,6 +174,8 @@ bool policy_has_egress(const struct policy *p);
  * year the value is a typo, and no later sum (deadlines, the broker's TTL) can overflow. exec's
  * requests stop at a day (AGENT_TIMEOUT_MAX_USEC): they come from agents, not the operator. */
 #define POLICY_TIMEOUT_MAX_USEC (366ULL * 24 * 3600 * 1000000)
+#define POLICY_IDLE_TIMEOUT_DEFAULT_USEC (60ULL * 1000000) /* network.idle_timeout */
+#define POLICY_IDLE_TIMEOUT_MAX_USEC (3600ULL * 1000000)
 
 /* Whether name may be set in a sandbox's environment by whoever asks for a command (a policy's
  * env, run -e, a request's or session exec's env): a variable name ([A-Za-z_][A-Za-z0-9_]*), and

@@ -115,6 +115,27 @@ static void test_canonical_form_of_every_field(void **state)
 	       "\"audit\":\"logs/a.jsonl\",\"labels\":[\"b\",\"a\"]}");
 }
 
+/* network.idle_timeout: in milliseconds when set, left out when it is the default (60 s), so
+ * that a policy that writes the default has the hash of one that does not; out of [1s, 1h], or
+ * not a duration string, it is refused naming the field. */
+static void test_idle_timeout_is_canonical_only_when_not_the_default(void **state)
+{
+	_cleanup_free_ char *set = test_canonical("{'network':{'idle_timeout':'1m30s'}}");
+	_cleanup_free_ char *dflt = test_canonical("{'network':{'idle_timeout':'60s'}}");
+	_cleanup_free_ char *none = test_canonical("{}");
+	_cleanup_(policy_freep) struct policy *p = test_load("{'network':{'idle_timeout':'5s'}}");
+
+	(void)state;
+	assert_non_null(strstr(set, ",\"idle_timeout\":\"90000ms\"}"));
+	assert_string_equal(dflt, none);
+	assert_int_equal(p->network.idle_timeout_usec, 5000000);
+	test_load_fails("{'network':{'idle_timeout':'500ms'}}", -EINVAL, "network.idle_timeout:");
+	test_load_fails("{'network':{'idle_timeout':'2h'}}", -EINVAL, "network.idle_timeout:");
+	test_load_fails("{'network':{'idle_timeout':'0s'}}", -EINVAL, "network.idle_timeout:");
+	test_load_fails("{'network':{'idle_timeout':30}}", -EINVAL, "network.idle_timeout:");
+	test_load_fails("{'network':{'idle_timeout':'soon'}}", -EINVAL, "network.idle_timeout:");
+}
+
 static void test_canonical_json_loads_back_to_itself(void **state)
 {
 	static const char *const policies[] = {
@@ -126,6 +147,7 @@ static void test_canonical_json_loads_back_to_itself(void **state)
 	     "'hosts':['*.A.example']}]}"),
 	    ("{'network':{'rules':[{'destination':'2001:DB8::/32','action':'allow'},"
 	     "{'destination':'192.0.2.1/32','action':'allow','port':1}]}}"),
+	    "{'network':{'idle_timeout':'2m30s'}}",
 	};
 	struct al_error err = {};
 
@@ -338,6 +360,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_canonical_form_is_pinned),
+	    cmocka_unit_test(test_idle_timeout_is_canonical_only_when_not_the_default),
 	    cmocka_unit_test(test_default_hash_is_pinned),
 	    cmocka_unit_test(test_design_example_hash_is_pinned),
 	    cmocka_unit_test(test_empty_policy_file_is_the_embedded_default),

@@ -738,7 +738,7 @@ static const struct bad_policy bad_policies[] = {
     {"network that is not an object is refused", "{'network':'deny'}", -EINVAL,
      "network: expected an object"},
     {"unknown network field is refused", "{'network':{'allow':[]}}", -EINVAL,
-     "network.allow: unknown field (expected default, rules, resolve)"},
+     "network.allow: unknown field (expected default, rules, resolve, idle_timeout)"},
     {"unknown default action is refused", "{'network':{'default':'block'}}", -EINVAL,
      "network.default: \"block\" is not \"allow\" or \"deny\""},
     {"rules that is not an array is refused", "{'network':{'rules':{}}}", -EINVAL,
