@@ -183,26 +183,16 @@ static void audit(struct broker *b, const char *kind, const struct broker_sessio
 
 /* ---- hosts ---- */
 
-/* Whether pattern (a name, or "*.suffix" for any name below suffix) covers host. */
-static bool host_matches(const char *pattern, const char *host)
-{
-	size_t hl = strlen(host), sl;
-
-	if (strncmp(pattern, "*.", 2) != 0)
-		return strcasecmp(pattern, host) == 0;
-	sl = strlen(pattern + 1); /* ".suffix" */
-	return hl > sl && strcasecmp(host + hl - sl, pattern + 1) == 0;
-}
-
 /* Whether a vault binding covers a policy's host pattern: a name by a match, "*.x" only by "*.x"
  * or a wider "*.y" that covers every name below x. */
 static bool binding_covers(const struct broker_vault_entry *e, const char *pattern)
 {
 	for (size_t i = 0; i < e->n_hosts; i++) {
-		if (strncmp(pattern, "*.", 2) != 0 ? host_matches(e->hosts[i], pattern)
-						   : strncmp(e->hosts[i], "*.", 2) == 0 &&
-							 (strcasecmp(e->hosts[i], pattern) == 0 ||
-							  host_matches(e->hosts[i], pattern + 2)))
+		if (strncmp(pattern, "*.", 2) != 0
+			? policy_host_covers(e->hosts[i], pattern)
+			: strncmp(e->hosts[i], "*.", 2) == 0 &&
+			      (strcasecmp(e->hosts[i], pattern) == 0 ||
+			       policy_host_covers(e->hosts[i], pattern + 2)))
 			return true;
 	}
 	return false;
@@ -211,7 +201,7 @@ static bool binding_covers(const struct broker_vault_entry *e, const char *patte
 static bool cred_goes_to(const struct cred *c, const char *host)
 {
 	for (size_t i = 0; i < c->hosts.n; i++)
-		if (host_matches(c->hosts.items[i], host))
+		if (policy_host_covers(c->hosts.items[i], host))
 			return true;
 	return false;
 }

@@ -87,16 +87,8 @@ static bool port_matches(const struct policy_net_rule *r, uint16_t port)
 
 static bool name_matches(const struct policy_net_rule *r, const char *name)
 {
-	size_t nl, sl;
-
-	if (r->kind == POLICY_DEST_HOST)
-		return streq(r->destination, name);
-	if (r->kind != POLICY_DEST_WILDCARD)
-		return false;
-	/* "*.pypi.org": names below pypi.org, not pypi.org itself. */
-	nl = strlen(name);
-	sl = strlen(r->destination + 1); /* ".pypi.org" */
-	return nl > sl && streq(name + nl - sl, r->destination + 1);
+	return (r->kind == POLICY_DEST_HOST || r->kind == POLICY_DEST_WILDCARD) &&
+	       policy_host_covers(r->destination, name);
 }
 
 /* Whether name is an address written as a name: any form inet_aton() and so the host's resolver
@@ -209,21 +201,11 @@ bool netns_name_may_connect(const struct policy *p, const char *name)
 	return v.allow;
 }
 
-static bool pattern_covers(const char *pattern, const char *name)
-{
-	size_t nl = strlen(name), sl;
-
-	if (strncmp(pattern, "*.", 2) != 0)
-		return streq(pattern, name);
-	sl = strlen(pattern + 1); /* ".suffix" */
-	return nl > sl && streq(name + nl - sl, pattern + 1);
-}
-
 bool netns_name_is_bound(const struct policy *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_credentials; i++)
 		for (size_t j = 0; j < p->credentials[i].hosts.n; j++)
-			if (pattern_covers(p->credentials[i].hosts.items[j], name))
+			if (policy_host_covers(p->credentials[i].hosts.items[j], name))
 				return true;
 	return false;
 }

@@ -256,6 +256,16 @@ const char *policy_injection_to_string(enum policy_injection i)
 	return NULL;
 }
 
+bool policy_host_covers(const char *pattern, const char *name)
+{
+	size_t nl = strlen(name), sl;
+
+	if (strncmp(pattern, "*.", 2) != 0)
+		return strcasecmp(pattern, name) == 0;
+	sl = strlen(pattern + 1); /* ".suffix" */
+	return nl > sl && strcasecmp(name + nl - sl, pattern + 1) == 0;
+}
+
 bool policy_has_egress(const struct policy *p)
 {
 	if (p->network.default_action == POLICY_NET_ALLOW)

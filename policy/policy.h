@@ -170,6 +170,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
  * only lo, and no proxy runs; with it, admission counts host files as able to leave. */
 bool policy_has_egress(const struct policy *p);
 
+/* Whether a host pattern of a policy (a rule's destination, a credential's hosts) or of a vault
+ * binding covers name: a pattern that is a name, that name; "*.suffix", every name below suffix
+ * but not suffix itself. Names compare in any case (DNS ignores it). The one place this rule is
+ * decided: the proxy's rules, its interception and the broker's bindings all ask here. */
+bool policy_host_covers(const char *pattern, const char *name);
+
 /* The longest timeout a policy (or --timeout) takes: a long agent run may want weeks; past a
  * year the value is a typo, and no later sum (deadlines, the broker's TTL) can overflow. exec's
  * requests stop at a day (AGENT_TIMEOUT_MAX_USEC): they come from agents, not the operator. */

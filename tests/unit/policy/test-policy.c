@@ -47,6 +47,37 @@ static void test_default_is_the_design_default(void **state)
 	assert_int_equal(p->labels.n, 0);
 }
 
+/* The one rule for host patterns: a name covers itself in any case; "*.suffix" every name below
+ * suffix, never suffix itself nor a name that merely ends with its text. */
+static void test_host_patterns_cover_names_as_dns_compares_them(void **state)
+{
+	static const struct {
+		const char *pattern, *name;
+		bool covers;
+	} cases[] = {
+	    {"api.github.com", "api.github.com", true},
+	    {"api.github.com", "API.GitHub.com", true},
+	    {"API.github.com", "api.github.com", true},
+	    {"api.github.com", "github.com", false},
+	    {"api.github.com", "xapi.github.com", false},
+	    {"*.pypi.org", "files.pypi.org", true},
+	    {"*.pypi.org", "a.b.PYPI.org", true},
+	    {"*.pypi.org", "pypi.org", false},
+	    {"*.pypi.org", "evilpypi.org", false},
+	    {"*.pypi.org", ".pypi.org", false},
+	    {"*.pypi.org", "*.pypi.org", true},
+	    {"*.org", "pypi.org", true},
+	    {"pypi.org", "*.pypi.org", false},
+	    {"*.pypi.org", "", false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		if (policy_host_covers(cases[i].pattern, cases[i].name) != cases[i].covers)
+			fail_msg("\"%s\" covers \"%s\": expected %d", cases[i].pattern,
+				 cases[i].name, cases[i].covers);
+}
+
 static void test_free_accepts_null_and_returns_null(void **state)
 {
 	(void)state;
@@ -138,6 +169,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_is_the_design_default),
+	    cmocka_unit_test(test_host_patterns_cover_names_as_dns_compares_them),
 	    cmocka_unit_test(test_free_accepts_null_and_returns_null),
 	    cmocka_unit_test(test_free_copes_with_a_half_built_policy),
 	    cmocka_unit_test(test_enum_values_have_their_json_names),
