@@ -127,30 +127,6 @@ static bool component_is_double_star(const char *c, size_t len)
 	return len == 2 && c[0] == '*' && c[1] == '*';
 }
 
-/* What policy_check_glob() accepts, which a policy loaded from JSON has been through already: a
- * hand-built one has not. Also bounded in length, as every policy string is. */
-static bool glob_is_valid(const char *s)
-{
-	if (s[0] == '\0' || strlen(s) > POLICY_STRING_MAX)
-		return false;
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return false;
-	for (const char *c = s;;) {
-		size_t l = strcspn(c, "/");
-
-		if (l == 0 || l > NAME_MAX || (l == 1 && c[0] == '.') ||
-		    (l == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-		if (!component_is_double_star(c, l) && memmem(c, l, "**", 2))
-			return false;
-		c += l;
-		if (*c == '\0')
-			return true;
-		c++;
-	}
-}
-
 /* Are all components of glob plain names or "**"? Then it matches every path that any pattern
  * it matches as text matches (its names stand for themselves, its "**" take anything). */
 static bool glob_is_plain(const char *glob)
@@ -193,7 +169,9 @@ static int list_compile(const struct policy_strv *v, const char *field, bool is_
 		const char *s = v->items[i];
 		char *glob;
 
-		if (!glob_is_valid(s))
+		/* What a policy loaded from JSON has been through already: a hand-built one has
+		 * not. */
+		if (!policy_glob_is_valid(s))
 			return al_error_set(err, -EINVAL, "workspace.%s[%zu]: not a valid pattern",
 					    field, i);
 		if (is_deny && !glob_ends_with_double_star(s)) {
@@ -571,7 +549,7 @@ static int git_named_add(struct fusefs_rules *rules, const char *path, bool belo
 	for (char *c = g; *c && (!below || c < g + strlen(path)); c++)
 		if (*c == '*')
 			*c = '?';
-	if (!glob_is_valid(g))
+	if (!policy_glob_is_valid(g))
 		return free(g), 0; /* too long for a pattern: no policy path is either */
 	for (size_t i = 0; i < l->n; i++)
 		if (streq(l->items[i].glob, g))

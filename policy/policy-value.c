@@ -206,6 +206,11 @@ int policy_normalize_path(const struct policy_where *w, const char *s, unsigned 
 	return 0;
 }
 
+bool policy_glob_is_valid(const char *s)
+{
+	return strlen(s) <= POLICY_STRING_MAX && policy_check_glob(NULL, s, NULL) >= 0;
+}
+
 int policy_check_glob(const struct policy_where *w, const char *s, struct al_error *err)
 {
 	if (s[0] == '\0')

@@ -176,6 +176,11 @@ bool policy_has_egress(const struct policy *p);
  * decided: the proxy's rules, its interception and the broker's bindings all ask here. */
 bool policy_host_covers(const char *pattern, const char *name);
 
+/* Whether s is a workspace path pattern a policy may hold (what loading one checks, and what a
+ * hand-built policy is held to): relative, no empty, "." or ".." component, "**" only whole, no
+ * control character, at most POLICY_STRING_MAX bytes. */
+bool policy_glob_is_valid(const char *s);
+
 /* The longest timeout a policy (or --timeout) takes: a long agent run may want weeks; past a
  * year the value is a typo, and no later sum (deadlines, the broker's TTL) can overflow. exec's
  * requests stop at a day (AGENT_TIMEOUT_MAX_USEC): they come from agents, not the operator. */

@@ -78,6 +78,28 @@ static void test_host_patterns_cover_names_as_dns_compares_them(void **state)
 				 cases[i].name, cases[i].covers);
 }
 
+/* The workspace patterns a policy may hold, one check for the policy and the filesystem. */
+static void test_glob_validity_is_one_check(void **state)
+{
+	static const char *const good[] = {"**",    "src/**",  "*.c",
+					   "a/b/c", "**/.env", ".git/config"};
+	static const char *const bad[] = {"",	   "/abs", "a//b", "./a", "a/..",
+					  "a**/b", "a\tb", "a/",   "../x"};
+	char *long_name = test_alloc(POLICY_STRING_MAX + 2);
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(good); i++)
+		if (!policy_glob_is_valid(good[i]))
+			fail_msg("\"%s\" refused", good[i]);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		if (policy_glob_is_valid(bad[i]))
+			fail_msg("\"%s\" accepted", bad[i]);
+	memset(long_name, 'a', POLICY_STRING_MAX + 1);
+	long_name[POLICY_STRING_MAX + 1] = '\0';
+	assert_false(policy_glob_is_valid(long_name));
+	free(long_name);
+}
+
 static void test_free_accepts_null_and_returns_null(void **state)
 {
 	(void)state;
@@ -170,6 +192,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_is_the_design_default),
 	    cmocka_unit_test(test_host_patterns_cover_names_as_dns_compares_them),
+	    cmocka_unit_test(test_glob_validity_is_one_check),
 	    cmocka_unit_test(test_free_accepts_null_and_returns_null),
 	    cmocka_unit_test(test_free_copes_with_a_half_built_policy),
 	    cmocka_unit_test(test_enum_values_have_their_json_names),
