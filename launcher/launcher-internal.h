@@ -148,9 +148,10 @@ struct launcher_tty_spec {
 };
 
 struct launcher_terminal {
-	int fd;	     /* airlock's terminal with the modes (stdin), or -EBADF */
-	int size_fd; /* where the size comes from (stdin, stdout, stderr), or -EBADF */
-	bool raw;    /* fd is in raw mode, to be restored */
+	int fd;		/* airlock's terminal with the modes (stdin), or -EBADF */
+	int size_fd;	/* where the size comes from (stdin, stdout, stderr), or -EBADF */
+	bool raw;	/* fd is in raw mode, to be restored */
+	bool eof_typed; /* launcher_terminal_pass_eof() did */
 	struct launcher_tty_spec spec;
 };
 
@@ -169,10 +170,18 @@ bool launcher_terminal_follow(struct launcher_terminal *t);
 void launcher_terminal_restore(struct launcher_terminal *t);
 /* After SIGWINCH: the terminal's new size, passed on to master (when >= 0). */
 void launcher_terminal_resize(struct launcher_terminal *t, int master);
-/* The input copied into master (not a terminal: one has no end) ended: its EOF character is
- * typed (twice, as after a partial line), which ends the input of a command that reads lines,
- * as at a keyboard. */
-void launcher_terminal_input_ended(int master);
+struct launcher_stream;
+struct launcher_buffer;
+/* The command's terminal came: out (closed first) relays master to stdout, or into capture;
+ * in (closed first) relays input into it; t goes raw. -errno. */
+int launcher_terminal_relay(struct launcher_terminal *t, int master, int input,
+			    struct launcher_buffer *capture, struct launcher_stream *out,
+			    struct launcher_stream *in);
+/* After each turn of the relay: once the input copied into master through in ended (not a
+ * terminal: one has no end), its EOF character is typed, once (twice over, as after a partial
+ * line), which ends the input of a command that reads lines, as at a keyboard. */
+void launcher_terminal_pass_eof(struct launcher_terminal *t, int master,
+				const struct launcher_stream *in);
 /* Sandbox side (pid 1, once the sandbox's /dev is in place): a new pty pair from /dev/ptmx that
  * starts as spec says: its master (close-on-exec), and the path of its /dev/pts/N into tty. */
 int launcher_pty_open(const struct launcher_tty_spec *spec, int *ret_master, char tty[static 32],

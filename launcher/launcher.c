@@ -64,7 +64,6 @@ struct run {
 	int pidfd, sync_fd, sig_fd, timer_fd, notify_fd;
 	int netns_fd; /* as root: the sandbox's network namespace, until the child has it */
 	int pty;      /* opts->terminal: the command's pty master (out and in have dups) */
-	bool pty_input_ended;
 	struct launcher_stream out, err, in; /* sandbox -> stdout, -> stderr; terminal -> sandbox */
 	bool reaped, got_status, exec_failed, timed_out, killed, abandoned, fs_died, net_died;
 	int fuse_fd; /* the workspace connection, until the secrets one arrives too */
@@ -505,26 +504,15 @@ static int start_network(struct run *run, struct al_error *err)
 static int terminal_ready(struct run *run, struct al_error *err)
 {
 	const struct launcher_options *o = run->ctx.opts;
-	int out = -EBADF, in = -EBADF, r;
+	int r;
 
 	if (run->pty < 0)
 		return al_error_set(err, -EBADMSG, "The sandbox sent no terminal");
-	out = fcntl(run->pty, F_DUPFD_CLOEXEC, 3);
-	if (out >= 0)
-		in = fcntl(run->pty, F_DUPFD_CLOEXEC, 3);
-	r = in < 0 ? -errno : al_fd_nonblock(out, true);
-	launcher_stream_close(&run->out);
-	launcher_stream_init(&run->out, out, true, STDOUT_FILENO, false,
-			     o->capture ? &run->result->out : NULL, LAUNCHER_CAPTURE_MAX);
+	r = launcher_terminal_relay(&run->ctx.terminal, run->pty,
+				    o->stdin_fd > 0 ? o->stdin_fd : STDIN_FILENO,
+				    o->capture ? &run->result->out : NULL, &run->out, &run->in);
 	if (run->broker)
 		launcher_stream_redact(&run->out, run->broker, 0);
-	launcher_stream_open_nonblocking(&run->out);
-	launcher_stream_close(&run->in);
-	launcher_stream_init(&run->in, o->stdin_fd > 0 ? o->stdin_fd : STDIN_FILENO, false, in,
-			     true, NULL, 0);
-	launcher_stream_open_nonblocking(&run->in);
-	if (r >= 0)
-		r = launcher_terminal_raw(&run->ctx.terminal);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to set up the terminal");
 	return 0;
@@ -876,11 +864,7 @@ static void supervise(struct run *run)
 		launcher_stream_handle(&run->err, pfd[PFD_ERR_IN].revents,
 				       pfd[PFD_ERR_OUT].revents);
 		launcher_stream_handle(&run->in, pfd[PFD_IN_IN].revents, pfd[PFD_IN_OUT].revents);
-		if (run->pty >= 0 && !run->pty_input_ended && launcher_stream_done(&run->in) &&
-		    !run->ctx.terminal.spec.has_modes) {
-			run->pty_input_ended = true;
-			launcher_terminal_input_ended(run->pty);
-		}
+		launcher_terminal_pass_eof(&run->ctx.terminal, run->pty, &run->in);
 		if (pfd[PFD_NOTIFY].revents)
 			on_notify(run, pfd[PFD_NOTIFY].revents);
 		if (pfd[PFD_FS_VIOLATION].revents)

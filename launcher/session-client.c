@@ -168,28 +168,15 @@ struct exec_io {
 	/* With a terminal: this process's, and its SIGWINCH; the master, once it came. */
 	struct launcher_terminal term;
 	int sig_fd, master;
-	bool input_ended; /* its EOF was typed (launcher_terminal_input_ended()) */
 };
 
 /* The command's terminal came: its output takes the place of the stdout pipe (which nothing
  * writes to now), and the caller's input goes into it. */
 static int terminal_ready(struct exec_io *io, int master)
 {
-	int out = -EBADF, in = -EBADF, r;
-
 	io->master = master;
-	out = fcntl(master, F_DUPFD_CLOEXEC, 3);
-	if (out >= 0)
-		in = fcntl(master, F_DUPFD_CLOEXEC, 3);
-	r = in < 0 ? -errno : al_fd_nonblock(out, true);
-	launcher_stream_close(&io->out);
-	launcher_stream_init(&io->out, out, true, STDOUT_FILENO, false,
-			     io->x->capture ? &io->result->out : NULL, LAUNCHER_CAPTURE_MAX);
-	launcher_stream_open_nonblocking(&io->out);
-	launcher_stream_close(&io->in);
-	launcher_stream_init(&io->in, io->x->stdin_fd, false, in, true, NULL, 0);
-	launcher_stream_open_nonblocking(&io->in);
-	return r < 0 ? r : launcher_terminal_raw(&io->term);
+	return launcher_terminal_relay(&io->term, master, io->x->stdin_fd,
+				       io->x->capture ? &io->result->out : NULL, &io->out, &io->in);
 }
 
 static void on_signal(struct exec_io *io)
@@ -240,11 +227,7 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 		launcher_stream_handle(&io->out, pfd[1].revents, pfd[2].revents);
 		launcher_stream_handle(&io->err, pfd[3].revents, pfd[4].revents);
 		launcher_stream_handle(&io->in, pfd[5].revents, pfd[6].revents);
-		if (io->master >= 0 && !io->input_ended && launcher_stream_done(&io->in) &&
-		    !io->term.spec.has_modes) {
-			io->input_ended = true;
-			launcher_terminal_input_ended(io->master);
-		}
+		launcher_terminal_pass_eof(&io->term, io->master, &io->in);
 		if (pfd[7].revents)
 			on_signal(io);
 		if (pfd[0].revents) {

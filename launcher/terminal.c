@@ -86,13 +86,37 @@ void launcher_terminal_resize(struct launcher_terminal *t, int master)
 		(void)ioctl(master, TIOCSWINSZ, &ws);
 }
 
-void launcher_terminal_input_ended(int master)
+int launcher_terminal_relay(struct launcher_terminal *t, int master, int input,
+			    struct launcher_buffer *capture, struct launcher_stream *out,
+			    struct launcher_stream *in)
+{
+	int out_fd = -EBADF, in_fd = -EBADF, r;
+
+	out_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	if (out_fd >= 0)
+		in_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	r = in_fd < 0 ? -errno : al_fd_nonblock(out_fd, true);
+	launcher_stream_close(out);
+	launcher_stream_init(out, out_fd, true, STDOUT_FILENO, false, capture,
+			     LAUNCHER_CAPTURE_MAX);
+	launcher_stream_open_nonblocking(out);
+	launcher_stream_close(in);
+	launcher_stream_init(in, input, false, in_fd, true, NULL, 0);
+	launcher_stream_open_nonblocking(in);
+	return r < 0 ? r : launcher_terminal_raw(t);
+}
+
+void launcher_terminal_pass_eof(struct launcher_terminal *t, int master,
+				const struct launcher_stream *in)
 {
 	struct termios tio;
 	char eof[2];
 
+	if (master < 0 || t->eof_typed || t->spec.has_modes || !launcher_stream_done(in))
+		return;
+	t->eof_typed = true;
 	/* Twice: after a last line without its newline, the first only passes that line on. */
-	if (master < 0 || tcgetattr(master, &tio) < 0 || tio.c_cc[VEOF] == _POSIX_VDISABLE)
+	if (tcgetattr(master, &tio) < 0 || tio.c_cc[VEOF] == _POSIX_VDISABLE)
 		return;
 	eof[0] = eof[1] = (char)tio.c_cc[VEOF];
 	(void)!write(master, eof, sizeof(eof));
