@@ -80,6 +80,9 @@ int agent_request_parse(const char *buf, size_t len, struct agent_request **ret,
 struct agent_request *agent_request_free(struct agent_request *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_request *, agent_request_free);
 
+/* A workspace path: relative, no empty, "." or ".." component. */
+bool agent_path_is_relative(const char *p);
+
 const char *agent_language_to_string(enum agent_language l);
 int agent_language_from_string(const char *s, enum agent_language *ret);
 const char *agent_error_kind_to_string(enum agent_error_kind k);
@@ -130,6 +133,33 @@ int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *me
 #define AGENT_RESULT_COMPILE_FIELD 8u /* "compile_error" */
 int agent_result_print(FILE *out, const struct policy *p, const struct launcher_result *res,
 		       unsigned flags);
+
+/* ---- a session's workspace files (files.c) ----
+ *
+ * Each goes through the session's workspace filesystem as its sandbox sees it
+ * (launcher_session_workspace()): the policy's rules, quota and audit apply as to the sandbox's
+ * own accesses. path is relative to the workspace (no "." or ".." component; "" is the
+ * workspace itself where a folder is meant); no symbolic link is followed. Errors are -errno
+ * with err naming the path. */
+#define AGENT_FILE_MAX (64 * 1024 * 1024) /* bytes read or written at once */
+#define AGENT_FILE_EXECUTABLE 1u	  /* write: mode 0755 instead of 0644 */
+#define AGENT_FILE_PARENTS 2u		  /* write: make the missing folders above it */
+
+struct json_object;
+int agent_file_read(const char *id, const char *path, char **ret, size_t *ret_len,
+		    struct al_error *err);
+/* Replaces the file whole (a new file renamed over it, where the rules let one be made beside
+ * it; else written in place), synced. */
+int agent_file_write(const char *id, const char *path, const void *data, size_t len, unsigned flags,
+		     struct al_error *err);
+/* {"name", "type" (file, directory, symlink, other), "size", "mode" ("0644"), "mtime" (ISO
+ * 8601 UTC)} of path; a folder's entries as an array of those, sorted by name. */
+int agent_file_stat(const char *id, const char *path, struct json_object **ret,
+		    struct al_error *err);
+int agent_file_list(const char *id, const char *path, struct json_object **ret,
+		    struct al_error *err);
+/* A file, or a folder that is empty. */
+int agent_file_remove(const char *id, const char *path, struct al_error *err);
 
 /* Writes the capabilities report (JSON) to out. */
 int agent_capabilities_print(FILE *out);

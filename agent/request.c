@@ -228,7 +228,7 @@ static int parse_env(struct agent_request *r, struct json_object *v, struct al_e
 }
 
 /* A workspace path: relative, no empty, "." or ".." component. */
-static bool is_relative_path(const char *p)
+bool agent_path_is_relative(const char *p)
 {
 	if (*p == '\0' || *p == '/')
 		return false;
@@ -327,7 +327,7 @@ static int parse_file(struct agent_file *f, size_t i, struct json_object *v, str
 	q = get_string(path, "files[].path", 4096, &f->path, NULL, err);
 	if (q < 0)
 		return q;
-	if (!is_relative_path(f->path))
+	if (!agent_path_is_relative(f->path))
 		return al_error_set(err, -EINVAL,
 				    "files[%zu].path: \"%.64s\" is not a relative path without "
 				    "\".\" or \"..\"",

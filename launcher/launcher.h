@@ -209,6 +209,10 @@ struct launcher_session_exec {
  * (-ENOENT: no such session). */
 int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 			  struct launcher_result *ret, struct al_error *err);
+/* The session's workspace as its sandbox sees it (its workspace filesystem, at the policy's
+ * workspace.mount), opened as a folder into ret: every access through it is one of the
+ * workspace's, under its rules, quota and audit. -ENOENT: no such session (or no sandbox). */
+int launcher_session_workspace(const char *id, int *ret, struct al_error *err);
 /* Stops a session: asks its supervisor, else (it does not answer) kills it and removes its
  * state. */
 int launcher_session_stop(const char *id, struct al_error *err);

@@ -5,6 +5,8 @@
  * its output comes here directly, capped like a run's. */
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -440,6 +444,69 @@ int launcher_session_policy(const char *id, struct policy **ret, struct al_error
 	if (r == -ENOENT || (r < 0 && access(dir, F_OK) < 0))
 		return al_error_set(err, -ENOENT, "No session %s", id);
 	return r;
+}
+
+/* The ppid field of /proc/PID/stat (read through the process's folder). */
+static pid_t proc_ppid(int proc_dir)
+{
+	_cleanup_free_ char *stat = NULL;
+	const char *paren;
+	int ppid;
+
+	if (al_read_file_at(proc_dir, "stat", 4096, &stat, NULL) < 0)
+		return -1;
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' included. */
+	paren = strrchr(stat, ')');
+	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+int launcher_session_workspace(const char *id, int *ret, struct al_error *err)
+{
+	struct launcher_session_info info;
+	struct open_how how = {
+	    .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int proc = -EBADF, root = -EBADF, ws = -EBADF, sock = -EBADF;
+	_cleanup_(policy_freep) struct policy *p = NULL;
+	char path[64];
+	struct statfs sfs;
+	int r;
+
+	r = launcher_session_info_of(id, &info, err);
+	if (r < 0)
+		return r;
+	/* A session that answers is alive: its pid 1 is not a pid used again. */
+	r = connect_session(id, &sock, err);
+	if (r < 0)
+		return r;
+	if (info.init <= 0)
+		return al_error_set(err, -ENOENT, "Session %s has no sandbox yet", id);
+	(void)snprintf(path, sizeof(path), "/proc/%d", (int)info.init);
+	proc = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* The folder pins the process: if the one that had the pid ended, reads in it fail. */
+	if (proc < 0 || proc_ppid(proc) != info.pid)
+		return al_error_set(err, -ENOENT, "Session %s has no sandbox", id);
+	root = openat(proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return al_error_set_errno(err, -errno, "Failed to open the sandbox of session %s",
+					  id);
+	r = launcher_session_policy(id, &p, err);
+	if (r < 0)
+		return r;
+	/* As the sandbox sees it, no link followed: an absolute one would lead into this
+	 * process's root. */
+	ws = (int)syscall(SYS_openat2, root, p->workspace.mount, &how, sizeof(how));
+	if (ws < 0)
+		return al_error_set_errno(err, -errno, "Failed to open the workspace of session %s",
+					  id);
+	/* Its workspace filesystem, never what lies under it. */
+	if (fstatfs(ws, &sfs) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
+		return al_error_set(err, -ENOENT, "Session %s has no workspace filesystem", id);
+	*ret = TAKE_FD(ws);
+	return 0;
 }
 
 /* A checkpoint or restore (op) of the checkpoint name. */
