@@ -490,11 +490,19 @@ enum {
 	LAUNCHER_SESSION_STOP,
 	LAUNCHER_SESSION_CHECKPOINT,
 	LAUNCHER_SESSION_RESTORE,
+	/* During an exec, on its connection: signo for the command (one of
+	 * launcher_signals_forwarded()), as airlock passes a run's on. */
+	LAUNCHER_SESSION_SIGNAL,
 };
+
+/* The signals passed on to the sandbox's command: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+ * SIGUSR2. */
+void launcher_signals_forwarded(sigset_t *ret);
 
 struct launcher_session_request {
 	uint32_t op;
 	uint32_t flags; /* EXEC: LAUNCHER_EXEC_TERMINAL */
+	int32_t signo;	/* SIGNAL */
 	uint64_t timeout_usec, kill_grace_usec;
 	char name[LAUNCHER_CHECKPOINT_NAME_MAX];
 	struct launcher_tty_spec tty; /* EXEC with a terminal: how it starts */

@@ -114,16 +114,21 @@ static void run_done(struct run *run)
 	launcher_context_done(&run->ctx);
 }
 
-/* The signals airlock passes on to the sandbox, and with a terminal SIGWINCH (its size passed
- * on to the command's) and SIGCONT (brought to the foreground: raw mode). They are blocked and
- * read from a signalfd, so they are handled in the loop, not in a handler. */
-static int signals_block(bool terminal, sigset_t *ret)
+void launcher_signals_forwarded(sigset_t *ret)
 {
 	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 	(void)sigemptyset(ret);
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		(void)sigaddset(ret, forwarded[i]);
+}
+
+/* The signals airlock passes on to the sandbox, and with a terminal SIGWINCH (its size passed
+ * on to the command's) and SIGCONT (brought to the foreground: raw mode). They are blocked and
+ * read from a signalfd, so they are handled in the loop, not in a handler. */
+static int signals_block(bool terminal, sigset_t *ret)
+{
+	launcher_signals_forwarded(ret);
 	if (terminal) {
 		(void)sigaddset(ret, SIGWINCH);
 		(void)sigaddset(ret, SIGCONT);

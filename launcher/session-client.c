@@ -183,14 +183,20 @@ static int terminal_ready(struct exec_io *io, int master)
 				       io->x->capture ? &io->result->out : NULL, &io->out, &io->in);
 }
 
-static void on_signal(struct exec_io *io)
+/* A signal for the command goes to the session (while it runs); a new size to its terminal. */
+static void on_signal(struct exec_io *io, int sock, bool replied)
 {
 	struct signalfd_siginfo si;
 
 	while (read(io->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		struct launcher_session_request req = {.op = LAUNCHER_SESSION_SIGNAL,
+						       .signo = (int32_t)si.ssi_signo};
+
 		/* SIGCONT: the loop follows the terminal (launcher_terminal_follow()). */
 		if (si.ssi_signo == SIGWINCH)
 			launcher_terminal_resize(&io->term, io->master);
+		else if (si.ssi_signo != SIGCONT && !replied)
+			(void)al_send_fds(sock, &req, sizeof(req), NULL, 0);
 	}
 }
 
@@ -233,7 +239,7 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 		launcher_stream_handle(&io->in, pfd[5].revents, pfd[6].revents);
 		launcher_terminal_pass_eof(&io->term, io->master, &io->in);
 		if (pfd[7].revents)
-			on_signal(io);
+			on_signal(io, sock, replied);
 		if (pfd[0].revents) {
 			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
 
@@ -279,25 +285,34 @@ static int exec_stdin(struct exec_io *io, int *inp)
 	return fd < 0 ? -errno : fd;
 }
 
-/* With a terminal: SIGWINCH and SIGCONT are read from a signalfd, and SIGTTIN/SIGTTOU ignored
- * (in the background, reading the terminal fails instead of stopping this process). */
-static int exec_terminal_setup(struct exec_io *io, struct launcher_session_request *req,
-			       sigset_t *old)
+/* The signals passed on to the command, and with a terminal SIGWINCH and SIGCONT, are read from
+ * a signalfd; with a terminal SIGTTIN/SIGTTOU are ignored (in the background, reading the
+ * terminal fails instead of stopping this process). */
+static int exec_signals_setup(struct exec_io *io, struct launcher_session_request *req,
+			      sigset_t *old)
 {
-	sigset_t winch;
+	sigset_t set;
 
-	launcher_terminal_init(&io->term);
-	req->flags |= LAUNCHER_EXEC_TERMINAL;
-	req->tty = io->term.spec;
-	(void)signal(SIGTTIN, SIG_IGN);
-	(void)signal(SIGTTOU, SIG_IGN);
-	(void)sigemptyset(&winch);
-	(void)sigaddset(&winch, SIGWINCH);
-	(void)sigaddset(&winch, SIGCONT);
-	if (sigprocmask(SIG_BLOCK, &winch, old) < 0)
+	launcher_signals_forwarded(&set);
+	if (io->x->terminal) {
+		launcher_terminal_init(&io->term);
+		req->flags |= LAUNCHER_EXEC_TERMINAL;
+		req->tty = io->term.spec;
+		(void)signal(SIGTTIN, SIG_IGN);
+		(void)signal(SIGTTOU, SIG_IGN);
+		(void)sigaddset(&set, SIGWINCH);
+		(void)sigaddset(&set, SIGCONT);
+	}
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
 		return -errno;
-	io->sig_fd = signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK);
-	return io->sig_fd < 0 ? -errno : 0;
+	io->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (io->sig_fd < 0) {
+		int r = -errno;
+
+		(void)sigprocmask(SIG_SETMASK, old, NULL);
+		return r;
+	}
+	return 0;
 }
 
 int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
@@ -324,13 +339,9 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	r = make_payload(x, &payload);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the request");
-	if (x->terminal) {
-		r = exec_terminal_setup(&io, &req, &old_mask);
-		if (r < 0) {
-			io.sig_fd = al_close(io.sig_fd);
-			return al_error_set_errno(err, r, "Failed to set up the terminal");
-		}
-	}
+	r = exec_signals_setup(&io, &req, &old_mask);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to set up the command's signals");
 	in = exec_stdin(&io, inp);
 	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = in < 0 ? in : -errno;

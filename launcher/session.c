@@ -469,6 +469,15 @@ static void on_request(struct launcher_session *s, struct conn *c,
 	n = al_recv_fds(c->fd, &req, sizeof(req), fds, ELEMENTSOF(fds));
 	if (n == -EAGAIN)
 		return;
+	if (n == (ssize_t)sizeof(req) && c->exec_id && req.op == LAUNCHER_SESSION_SIGNAL &&
+	    fds[0] < 0) {
+		sigset_t forwarded;
+
+		launcher_signals_forwarded(&forwarded);
+		if (req.signo > 0 && sigismember(&forwarded, req.signo) == 1)
+			signal_exec(c, v, req.signo);
+		return;
+	}
 	if (n < 0 || c->exec_id || c->op) {
 		/* The caller went away (or broke the protocol): its command goes too. */
 		if (c->exec_id || s->tree_op == c) {
