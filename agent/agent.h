@@ -114,6 +114,16 @@ struct agent_exec_options {
  * message, for the caller's one line on stderr. */
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
 	       struct al_error *err);
+/* A fresh empty workspace folder of this process (ret, malloc'd), removed by
+ * agent_scratch_remove() (which frees it), or, once this process is dead, by the next one made. */
+int agent_scratch_make(char **ret, bool *ret_in_base, struct al_error *err);
+void agent_scratch_remove(char *scratch, bool in_base);
+/* The policy a session for req would have (only its policy, workspace and memory count), as
+ * agent_exec() would make it under o, admission checked: 0, or -errno with the error's kind and
+ * err. */
+int agent_session_policy(const struct agent_request *req, const struct agent_exec_options *o,
+			 struct policy **ret, enum agent_error_kind *ret_kind,
+			 struct al_error *err);
 /* Runs req in persistent session id (launcher_session_exec()) and writes its result, as
  * agent_exec() does. Only command, python, javascript and shell: the code goes on the runtime's
  * command line; policy, workspace, memory and files are the session's. */

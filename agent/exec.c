@@ -137,7 +137,8 @@ static void remove_stale_scratch(const char *dir, const char *prefix)
 }
 
 /* A fresh workspace "PID-XXXXXX" in kind's scratch folder. */
-static int make_scratch_in(struct exec *e, enum al_state_kind kind, struct al_error *err)
+static int make_scratch_in(char **scratch, bool *in_base, enum al_state_kind kind,
+			   struct al_error *err)
 {
 	char base[PATH_MAX];
 	int r = al_state_dir(kind, base, sizeof(base));
@@ -150,17 +151,17 @@ static int make_scratch_in(struct exec *e, enum al_state_kind kind, struct al_er
 		if (r < 0)
 			return r;
 		remove_stale_scratch(base, "");
-		if (asprintf(&e->scratch, "%s/%d-XXXXXX", base, (int)getpid()) < 0) {
-			e->scratch = NULL;
+		if (asprintf(scratch, "%s/%d-XXXXXX", base, (int)getpid()) < 0) {
+			*scratch = NULL;
 			return -ENOMEM;
 		}
-		if (mkdtemp(e->scratch)) {
-			e->scratch_in_base = true;
+		if (mkdtemp(*scratch)) {
+			*in_base = true;
 			return 0;
 		}
 		r = -errno;
-		free(e->scratch);
-		e->scratch = NULL;
+		free(*scratch);
+		*scratch = NULL;
 		if (r != -ENOENT)
 			break;
 	}
@@ -169,7 +170,7 @@ static int make_scratch_in(struct exec *e, enum al_state_kind kind, struct al_er
 
 /* The last resort, when the shared folders are not this user's (someone else made
  * $TMPDIR/airlock-exec-UID first): a folder of its own in $TMPDIR, removed afterwards. */
-static int make_scratch_alone(struct exec *e, struct al_error *err)
+static int make_scratch_alone(char **scratch, struct al_error *err)
 {
 	const char *t = getenv("TMPDIR");
 	char prefix[64];
@@ -179,44 +180,63 @@ static int make_scratch_alone(struct exec *e, struct al_error *err)
 		t = "/tmp";
 	(void)snprintf(prefix, sizeof(prefix), SCRATCH_PREFIX "%u-", (unsigned)geteuid());
 	remove_stale_scratch(t, prefix);
-	if (asprintf(&e->scratch, "%s/%s%d-XXXXXX", t, prefix, (int)getpid()) < 0) {
-		e->scratch = NULL;
+	if (asprintf(scratch, "%s/%s%d-XXXXXX", t, prefix, (int)getpid()) < 0) {
+		*scratch = NULL;
 		return -ENOMEM;
 	}
-	if (!parent_is_safe(e->scratch))
+	if (!parent_is_safe(*scratch))
 		r = -EPERM;
-	else if (!mkdtemp(e->scratch))
+	else if (!mkdtemp(*scratch))
 		r = -errno;
 	else
 		return 0;
-	free(e->scratch);
-	e->scratch = NULL;
+	free(*scratch);
+	*scratch = NULL;
 	return al_error_set_errno(err, r, "Failed to create a workspace in %s", t);
 }
 
 /* Fresh workspaces live in a folder of the caller's only (mode 0700) that no one else can make
  * first: root's /run/airlock-exec, the user's $XDG_RUNTIME_DIR/airlock-exec; else in
  * $TMPDIR/airlock-exec-UID, which another user may have made first: then in a folder of their
- * own in $TMPDIR. Each base is checked (the caller's own, 0700, not a link) before use. */
-static int make_scratch(struct exec *e)
+ * own in $TMPDIR. Each base is checked (the caller's own, 0700, not a link) before use. Each is
+ * named after this process: once it is dead, the next one made removes it. */
+int agent_scratch_make(char **ret, bool *ret_in_base, struct al_error *err)
 {
 	static const enum al_state_kind kinds[] = {AL_STATE_SCRATCH, AL_STATE_SCRATCH_TMP};
-	struct al_error err = {0};
+	struct al_error why = {0};
 	int r;
 
+	*ret_in_base = false;
 	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
-		r = make_scratch_in(e, kinds[i], &err);
-		if (r >= 0)
-			return policy_set_workspace(e->policy, e->scratch, &e->err);
-		if (r == -ENOMEM)
+		r = make_scratch_in(ret, ret_in_base, kinds[i], &why);
+		if (r >= 0 || r == -ENOMEM)
 			return r;
-		log_debug("%s", err.msg);
+		log_debug("%s", why.msg);
 	}
-	r = make_scratch_alone(e, &e->err);
-	if (r < 0) {
-		al_error_prefix(&e->err, "%s", err.msg);
+	r = make_scratch_alone(ret, err);
+	if (r < 0)
+		al_error_prefix(err, "%s", why.msg);
+	return r;
+}
+
+void agent_scratch_remove(char *scratch, bool in_base)
+{
+	if (!scratch)
+		return;
+	al_path_remove_tree(scratch);
+	/* The base goes too when this was its last workspace. */
+	*strrchr(scratch, '/') = '\0';
+	if (in_base)
+		(void)rmdir(scratch);
+	free(scratch);
+}
+
+static int make_scratch(struct exec *e)
+{
+	int r = agent_scratch_make(&e->scratch, &e->scratch_in_base, &e->err);
+
+	if (r < 0)
 		return fail(e, AGENT_ERROR_SETUP_FAILED, r);
-	}
 	return policy_set_workspace(e->policy, e->scratch, &e->err);
 }
 
@@ -483,18 +503,41 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 
 static void exec_done(struct exec *e)
 {
-	if (e->scratch) {
-		al_path_remove_tree(e->scratch);
-		/* The base goes too when this was its last workspace. */
-		*strrchr(e->scratch, '/') = '\0';
-		if (e->scratch_in_base)
-			(void)rmdir(e->scratch);
-		free(e->scratch);
-	}
+	agent_scratch_remove(e->scratch, e->scratch_in_base);
 	agent_plan_done(&e->plan);
 	e->policy = policy_free(e->policy);
 	e->base = policy_free(e->base);
 	e->stdin_fd = al_close(e->stdin_fd);
+}
+
+int agent_session_policy(const struct agent_request *req, const struct agent_exec_options *o,
+			 struct policy **ret, enum agent_error_kind *ret_kind, struct al_error *err)
+{
+	struct exec e = {.req = req, .stdin_fd = -EBADF};
+	int r;
+
+	r = load_policy(&e, o);
+	if (r >= 0 && req->workspace)
+		r = policy_set_workspace(e.policy, req->workspace, &e.err);
+	if (r >= 0 && req->memory) {
+		r = policy_set_memory(e.policy, req->memory, &e.err);
+		if (r >= 0 && e.base->resources.memory > 0 &&
+		    (e.policy->resources.memory == 0 ||
+		     e.policy->resources.memory > e.base->resources.memory))
+			r = fail(&e, AGENT_ERROR_UNSUPPORTED_POLICY,
+				 al_error_set(&e.err, -EPERM,
+					      "memory: more than the policy's %llu bytes",
+					      (unsigned long long)e.base->resources.memory));
+	}
+	if (r < 0 && e.kind == AGENT_ERROR_NONE)
+		e.kind = AGENT_ERROR_INVALID_REQUEST;
+	if (r >= 0)
+		*ret = TAKE_PTR(e.policy);
+	else if (err)
+		*err = e.err;
+	*ret_kind = e.kind;
+	exec_done(&e);
+	return r < 0 ? r : 0;
 }
 
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,

@@ -30,6 +30,8 @@ enum {
 	ARG_JSON,
 	ARG_REQUEST,
 	ARG_KILL_AFTER,
+	ARG_FRESH_WORKSPACE,
+	ARG_RESULT_FD,
 };
 
 static void help(void)
@@ -41,12 +43,17 @@ static void help(void)
 	    "state are shared by every command run in it.\n"
 	    "\n"
 	    "  start [-p POLICY] [-w DIR] [-m SIZE] [--ttl DURATION] [--owner PID]\n"
-	    "        [--admitted FILE]           Start a session; prints its id. It ends on stop,\n"
+	    "        [--admitted FILE] [--fresh-workspace]\n"
+	    "                                    Start a session; prints its id. It ends on stop,\n"
 	    "                                    after --ttl (1h; 0 = never), or with process\n"
-	    "                                    PID if --owner is given (default: none)\n"
+	    "                                    PID if --owner is given (default: none).\n"
+	    "                                    --fresh-workspace: a new empty one, removed\n"
+	    "                                    with the session\n"
 	    "  exec ID [-t] [-T DURATION] [-e K=V]... [--json] -- CMD [ARG...]\n"
 	    "                                    Run CMD in the session (exit status as run);\n"
 	    "                                    -t gives it a terminal of its own, -T a timeout\n"
+	    "  exec ID ... --result-fd FD -- CMD  Stream the output, then write the JSON result\n"
+	    "                                    (without it) to file descriptor FD\n"
 	    "  exec ID --request FILE|-          Run a JSON request (as airlock exec), print the\n"
 	    "                                    JSON result\n"
 	    "  ls [--json]                       List this user's sessions\n"
@@ -61,6 +68,7 @@ struct start_args {
 	const char *policy, *workspace, *memory, *admitted;
 	uint64_t ttl_usec;
 	pid_t owner;
+	bool fresh_workspace;
 };
 
 static int parse_start(int argc, char **argv, struct start_args *a)
@@ -72,6 +80,7 @@ static int parse_start(int argc, char **argv, struct start_args *a)
 	    {"ttl", required_argument, NULL, ARG_TTL},
 	    {"owner", required_argument, NULL, ARG_OWNER},
 	    {"admitted", required_argument, NULL, ARG_ADMITTED},
+	    {"fresh-workspace", no_argument, NULL, ARG_FRESH_WORKSPACE},
 	    {},
 	};
 	int c;
@@ -104,12 +113,17 @@ static int parse_start(int argc, char **argv, struct start_args *a)
 		case ARG_ADMITTED:
 			a->admitted = optarg;
 			break;
+		case ARG_FRESH_WORKSPACE:
+			a->fresh_workspace = true;
+			break;
 		default:
 			return -EINVAL;
 		}
 	}
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"", argv[optind]);
+	if (a->fresh_workspace && a->workspace)
+		return log_error_errno(-EINVAL, "--fresh-workspace and --workspace: give one");
 	return 0;
 }
 
@@ -131,8 +145,17 @@ static int load_start_policy(const struct start_args *a, struct policy **ret)
 	return 0;
 }
 
+/* A new empty workspace, named after the supervisor: removed when the session ends, or, if the
+ * supervisor was killed, by the next fresh workspace made. */
+static int fresh_workspace(struct policy *p, char **scratch, bool *in_base, struct al_error *err)
+{
+	int r = agent_scratch_make(scratch, in_base, err);
+
+	return r < 0 ? r : policy_set_workspace(p, *scratch, err);
+}
+
 /* The supervisor: detached from the caller's session and stdio, it serves until the end. */
-_noreturn_ static void serve(const struct policy *p, const struct start_args *a, int ready)
+_noreturn_ static void serve(struct policy *p, const struct start_args *a, int ready)
 {
 	static char *const argv[] = {(char *)"airlock-session", NULL};
 	_cleanup_(launcher_session_freep) struct launcher_session *s = NULL;
@@ -144,6 +167,8 @@ _noreturn_ static void serve(const struct policy *p, const struct start_args *a,
 				      .admitted_path = a->admitted,
 				      .kill_grace_usec = 1000000};
 	struct al_error err = {0};
+	char *scratch = NULL;
+	bool in_base = false;
 	int fd, r;
 
 	(void)setsid();
@@ -161,11 +186,14 @@ _noreturn_ static void serve(const struct policy *p, const struct start_args *a,
 		_exit(LAUNCHER_EXIT_FAILED);
 	}
 	lo.session = s;
-	r = launcher_run(p, &lo, &res, &err);
+	r = a->fresh_workspace ? fresh_workspace(p, &scratch, &in_base, &err) : 0;
+	if (r >= 0)
+		r = launcher_run(p, &lo, &res, &err);
 	if (r < 0)
 		launcher_session_fail(s, err.msg[0] ? err.msg : strerror(-r));
 	launcher_result_done(&res);
 	s = launcher_session_free(s);
+	agent_scratch_remove(scratch, in_base);
 	_exit(r < 0 ? LAUNCHER_EXIT_FAILED : 0);
 }
 
@@ -227,6 +255,22 @@ static int session_exec_request(const char *id, const char *path)
 	return r == AGENT_ERROR_NONE ? 0 : LAUNCHER_EXIT_FAILED;
 }
 
+/* The result, its output streamed already, to fd (taken). */
+static int print_result_fd(int fd, const char *id, const struct launcher_result *res)
+{
+	_cleanup_fclose_ FILE *f = fdopen(fd, "w");
+	int r;
+
+	if (!f) {
+		(void)al_close(fd);
+		return -errno;
+	}
+	r = agent_session_result_print(f, id, res, AGENT_RESULT_ERROR_FIELD);
+	if (fflush(f) != 0 && r >= 0)
+		r = -errno;
+	return r;
+}
+
 static int session_exec(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -236,6 +280,7 @@ static int session_exec(int argc, char **argv)
 	    {"json", no_argument, NULL, ARG_JSON},
 	    {"request", required_argument, NULL, ARG_REQUEST},
 	    {"kill-after", required_argument, NULL, ARG_KILL_AFTER},
+	    {"result-fd", required_argument, NULL, ARG_RESULT_FD},
 	    {},
 	};
 	struct launcher_session_exec x = {.stdin_fd = STDIN_FILENO, .kill_grace_usec = 2000000};
@@ -245,7 +290,7 @@ static int session_exec(int argc, char **argv)
 	struct al_error err = {0};
 	size_t n_env = 0;
 	bool json = false;
-	int c, r;
+	int c, r, result_fd = -EBADF;
 
 	if (argc < 2 || argv[1][0] == '-')
 		return log_error("Missing session id: airlock session exec ID -- CMD"),
@@ -300,10 +345,21 @@ static int session_exec(int argc, char **argv)
 		case ARG_REQUEST:
 			request = optarg;
 			break;
+		case ARG_RESULT_FD:
+			result_fd = atoi(optarg);
+			if (result_fd <= STDERR_FILENO || fcntl(result_fd, F_GETFD) < 0)
+				return log_error("--result-fd: \"%s\" is not an open file "
+						 "descriptor above 2",
+						 optarg),
+				       LAUNCHER_EXIT_FAILED;
+			(void)fcntl(result_fd, F_SETFD, FD_CLOEXEC);
+			break;
 		default:
 			return LAUNCHER_EXIT_FAILED;
 		}
 	}
+	if (json && result_fd >= 0)
+		return log_error("--json and --result-fd: give one"), LAUNCHER_EXIT_FAILED;
 	if (request)
 		return session_exec_request(id, request);
 	if (optind >= argc)
@@ -322,6 +378,8 @@ static int session_exec(int argc, char **argv)
 		return log_error("%s", err.msg), LAUNCHER_EXIT_FAILED;
 	if (json)
 		r = agent_session_result_print(stdout, id, &res, AGENT_RESULT_ERROR_FIELD);
+	if (result_fd >= 0)
+		r = print_result_fd(result_fd, id, &res);
 	if (res.exec_error < 0)
 		log_error("%s: %s", x.argv[0],
 			  res.exec_error == -ENOENT ? "command not found" : "cannot execute");
