@@ -79,9 +79,7 @@ struct server {
 	const char *vault_cred; /* embedded: the credential that needs the vault, or NULL */
 	int epfd, listen_fd, signal_fd, event_fd;
 	char *path;
-	bool bound; /* path is this daemon's socket: unlink it at the end */
-	dev_t sock_dev;
-	ino_t sock_ino; /* ... if it still is: a successor may have replaced it */
+	struct al_unix_listener listener; /* its fd is listen_fd */
 	bool listen_paused;
 	uid_t uid;
 	struct conn *conns;
@@ -742,30 +740,11 @@ static void on_tick(struct server *s)
 
 /* ---- the socket ---- */
 
-static int uid_compare(const void *a, const void *b)
+static int listen_on(struct server *s, struct al_error *err)
 {
-	uid_t x = *(const uid_t *)a, y = *(const uid_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static unsigned char *acl_entry(unsigned char *p, uint16_t tag, uint16_t perm, uint32_t id)
-{
-	memcpy(p, &tag, 2);
-	memcpy(p + 2, &perm, 2);
-	memcpy(p + 4, &id, 4);
-	return p + 8;
-}
-
-/* Grants each allowed uid other than the owner read and write on the socket, by an access ACL
- * (the mode stays 0600 for everyone else). The kernel's xattr form: a version, then entries
- * (tag, permissions, id) sorted by tag and, for named users, by uid. */
-static int grant_uids(const struct server *s, struct al_error *err)
-{
-	unsigned char acl[4 + 8 * (4 + BROKER_ALLOW_UIDS_MAX)], *p = acl;
 	uid_t uids[BROKER_ALLOW_UIDS_MAX];
-	uint32_t version = 2;
 	size_t n = 0;
+	int r;
 
 	if (s->o->n_allow_uids > BROKER_ALLOW_UIDS_MAX)
 		return al_error_set(err, -E2BIG, "at most %d uids may be allowed",
@@ -773,74 +752,10 @@ static int grant_uids(const struct server *s, struct al_error *err)
 	for (size_t i = 0; i < s->o->n_allow_uids; i++)
 		if (s->o->allow_uids[i] != s->uid)
 			uids[n++] = s->o->allow_uids[i];
-	if (n == 0)
-		return 0;
-	qsort(uids, n, sizeof(*uids), uid_compare);
-	memcpy(p, &version, 4);
-	p = acl_entry(p + 4, 0x01, 6, UINT32_MAX); /* the owner */
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || uids[i] != uids[i - 1])
-			p = acl_entry(p, 0x02, 6, uids[i]);
-	p = acl_entry(p, 0x04, 0, UINT32_MAX); /* the owning group */
-	p = acl_entry(p, 0x10, 6, UINT32_MAX); /* the mask */
-	p = acl_entry(p, 0x20, 0, UINT32_MAX); /* others */
-	if (setxattr(s->path, "system.posix_acl_access", acl, (size_t)(p - acl), 0) < 0)
-		return al_error_set_errno(err, -errno,
-					  "broker socket %s: cannot grant the allowed uids access "
-					  "(a POSIX ACL)",
-					  s->path);
-	return 0;
-}
-
-static int listen_on(struct server *s, struct al_error *err)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	_cleanup_free_ char *dir = NULL;
-	struct stat st;
-	char *slash;
-	mode_t old;
-	int fd, r;
-
-	if (strlen(s->path) >= sizeof(sa.sun_path))
-		return al_error_set(err, -ENAMETOOLONG, "broker socket %s: name too long", s->path);
-	strcpy(sa.sun_path, s->path);
-	dir = strdup(s->path);
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return al_error_set_errno(err, -errno, "Failed to create %s", dir);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return al_error_set_errno(err, -errno, "Failed to create a socket");
-	/* Another daemon may already serve there; a socket nobody serves is left by a dead one. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		(void)al_close(fd);
-		return al_error_set(err, -EADDRINUSE, "a broker already listens on %s", s->path);
-	}
-	/* Only a socket is replaced: --socket naming any other file is a mistake to report. */
-	if (errno == ECONNREFUSED && lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode))
-		(void)unlink(s->path);
-	(void)al_close(fd);
-	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->listen_fd < 0)
-		return al_error_set_errno(err, -errno, "Failed to create a socket");
-	old = umask(0177);
-	r = RET_NERRNO(bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)));
-	(void)umask(old);
-	if (r < 0)
-		return al_error_set_errno(err, r, "broker socket %s: cannot bind", s->path);
-	if (lstat(s->path, &st) == 0) {
-		s->bound = true;
-		s->sock_dev = st.st_dev;
-		s->sock_ino = st.st_ino;
-	}
-	r = grant_uids(s, err);
-	if (r >= 0 && listen(s->listen_fd, 128) < 0)
-		r = al_error_set_errno(err, -errno, "broker socket %s: cannot listen", s->path);
+	r = al_unix_listen(s->path, uids, n, "broker socket", &s->listener, err);
+	if (r == -EADDRINUSE)
+		return al_error_set(err, r, "a broker already listens on %s", s->path);
+	s->listen_fd = s->listener.fd;
 	return r;
 }
 
@@ -1001,7 +916,6 @@ static void serve(struct server *s)
 
 static void teardown(struct server *s)
 {
-	struct stat st;
 	struct job *j;
 
 	workers_stop(s);
@@ -1019,10 +933,8 @@ static void teardown(struct server *s)
 	}
 	while (s->conns)
 		conn_free(s, s->conns);
-	if (s->bound && lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev &&
-	    st.st_ino == s->sock_ino)
-		(void)unlink(s->path);
-	(void)al_close(s->listen_fd);
+	al_unix_listener_close(&s->listener);
+	s->listen_fd = -EBADF;
 	(void)al_close(s->signal_fd);
 	(void)al_close(s->event_fd);
 	(void)al_close(s->epfd);
@@ -1037,8 +949,9 @@ static void teardown(struct server *s)
 #define SERVER_INIT(opts)                                                                          \
 	{                                                                                          \
 		.o = (opts), .uid = geteuid(), .epfd = -EBADF, .listen_fd = -EBADF,                \
-		.signal_fd = -EBADF, .event_fd = -EBADF, .start = now_usec(),                      \
-		.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,               \
+		.listener.fd = -EBADF, .signal_fd = -EBADF, .event_fd = -EBADF,                    \
+		.start = now_usec(), .lock = PTHREAD_MUTEX_INITIALIZER,                            \
+		.cond = PTHREAD_COND_INITIALIZER,                                                  \
 	}
 
 int broker_daemon_run(const struct broker_daemon_options *o, struct al_error *err)

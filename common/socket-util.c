@@ -1,10 +1,14 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/fd-util.h"
@@ -154,4 +158,127 @@ int al_socket_peer_in_my_pidns(int fd)
 		return -EOPNOTSUPP;
 	r = pidfd_depth(peer);
 	return r < 0 ? r : r == 1;
+}
+
+static int uid_compare(const void *a, const void *b)
+{
+	uid_t x = *(const uid_t *)a, y = *(const uid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static unsigned char *acl_entry(unsigned char *p, uint16_t tag, uint16_t perm, uint32_t id)
+{
+	memcpy(p, &tag, 2);
+	memcpy(p + 2, &perm, 2);
+	memcpy(p + 4, &id, 4);
+	return p + 8;
+}
+
+#define GRANT_MAX 64
+
+/* The access ACL in the kernel's xattr form: a version, then entries (tag, permissions, id)
+ * sorted by tag and, for named users, by uid. */
+static int grant_uids(const char *path, const uid_t *allow, size_t n_allow, const char *what,
+		      struct al_error *err)
+{
+	unsigned char acl[4 + 8 * (4 + GRANT_MAX)], *p = acl;
+	uid_t uids[GRANT_MAX];
+	uint32_t version = 2;
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_allow; i++) {
+		if (allow[i] == geteuid())
+			continue;
+		if (n == GRANT_MAX)
+			return al_error_set(err, -E2BIG, "%s: at most %d uids may be allowed", what,
+					    GRANT_MAX);
+		uids[n++] = allow[i];
+	}
+	if (n == 0)
+		return 0;
+	qsort(uids, n, sizeof(*uids), uid_compare);
+	memcpy(p, &version, 4);
+	p = acl_entry(p + 4, 0x01, 6, UINT32_MAX); /* the owner */
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || uids[i] != uids[i - 1])
+			p = acl_entry(p, 0x02, 6, uids[i]);
+	p = acl_entry(p, 0x04, 0, UINT32_MAX); /* the owning group */
+	p = acl_entry(p, 0x10, 6, UINT32_MAX); /* the mask */
+	p = acl_entry(p, 0x20, 0, UINT32_MAX); /* others */
+	if (setxattr(path, "system.posix_acl_access", acl, (size_t)(p - acl), 0) < 0)
+		return al_error_set_errno(
+		    err, -errno, "%s %s: cannot grant the allowed uids access (a POSIX ACL)", what,
+		    path);
+	return 0;
+}
+
+int al_unix_listen(const char *path, const uid_t *allow, size_t n_allow, const char *what,
+		   struct al_unix_listener *ret, struct al_error *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct al_unix_listener l = {.fd = -EBADF};
+	char dir[sizeof(sa.sun_path)], *slash;
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return al_error_set(err, -ENAMETOOLONG, "%s %s: name too long", what, path);
+	strcpy(sa.sun_path, path);
+	strcpy(l.path, path);
+	strcpy(dir, path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return al_error_set_errno(err, -errno, "Failed to create %s", dir);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket");
+	/* Another one may already serve there; a socket nobody serves is left by a dead one. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		(void)al_close(fd);
+		return al_error_set(err, -EADDRINUSE, "%s %s: another process serves there", what,
+				    path);
+	}
+	/* Only a socket is replaced: a path naming any other file is a mistake to report. */
+	if (errno == ECONNREFUSED && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		(void)unlink(path);
+	(void)al_close(fd);
+	l.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l.fd < 0)
+		return al_error_set_errno(err, -errno, "Failed to create a socket");
+	old = umask(0177);
+	r = RET_NERRNO(bind(l.fd, (struct sockaddr *)&sa, sizeof(sa)));
+	(void)umask(old);
+	if (r < 0) {
+		(void)al_close(l.fd);
+		return al_error_set_errno(err, r, "%s %s: cannot bind", what, path);
+	}
+	if (lstat(path, &st) == 0) {
+		l.bound = true;
+		l.dev = st.st_dev;
+		l.ino = st.st_ino;
+	}
+	r = grant_uids(path, allow, n_allow, what, err);
+	if (r >= 0 && listen(l.fd, 128) < 0)
+		r = al_error_set_errno(err, -errno, "%s %s: cannot listen", what, path);
+	if (r < 0) {
+		al_unix_listener_close(&l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+void al_unix_listener_close(struct al_unix_listener *l)
+{
+	struct stat st;
+
+	if (l->bound && lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+		(void)unlink(l->path);
+	l->bound = false;
+	l->fd = al_close(l->fd);
 }

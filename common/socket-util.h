@@ -2,8 +2,11 @@
 
 /* Messages with file descriptors (SCM_RIGHTS) over Unix sockets, and who is at the other end. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "common/error.h"
 
 #define AL_FDS_MAX 8 /* descriptors in one message */
 
@@ -31,3 +34,22 @@ int al_socket_peer_in_my_pidns(int fd);
  * is not in that namespace's tree, -ESRCH when it has exited, -EOPNOTSUPP without an NSpid line,
  * -EBADMSG for a malformed one. */
 int al_fdinfo_pid_depth(const char *fdinfo);
+
+/* A Unix stream socket listening at a path of its own. */
+struct al_unix_listener {
+	int fd; /* non-blocking, close-on-exec */
+	char path[108];
+	dev_t dev;
+	ino_t ino; /* the socket file: at the end it is removed only if it still is this one */
+	bool bound;
+};
+
+/* Listens at path (its folder made 0755 if missing), mode 0600, and grants each uid of allow
+ * (other than this process's) read and write by a POSIX access ACL, the mode staying 0600 for
+ * everyone else. A socket left at path by a process that no longer serves is replaced;
+ * -EADDRINUSE when one serves there; any other file there is an error. what names it in
+ * messages ("broker socket"). */
+int al_unix_listen(const char *path, const uid_t *allow, size_t n_allow, const char *what,
+		   struct al_unix_listener *ret, struct al_error *err);
+/* Closes it and removes its file, unless another has taken its place. */
+void al_unix_listener_close(struct al_unix_listener *l);
