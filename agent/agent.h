@@ -131,6 +131,14 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 /* agent_result_print() for a command of session id: labelled with its policy's labels. */
 int agent_session_result_print(FILE *out, const char *id, const struct launcher_result *res,
 			       unsigned flags);
+struct json_object;
+struct launcher_session_info;
+struct launcher_session_usage;
+/* A session as `session ls --json` lists it: id, pid, owner, started, expires, ttl_left_s,
+ * policy_hash, workspace, cpu_usec, memory_bytes, memory_peak_bytes, workspace_bytes,
+ * workspace_bytes_partial (null where not known). */
+int agent_session_json(const struct launcher_session_info *info,
+		       const struct launcher_session_usage *u, struct json_object **ret);
 /* Writes the result of a request that could not be parsed. */
 int agent_exec_print_error(FILE *out, enum agent_error_kind kind, const char *message);
 
@@ -155,7 +163,6 @@ int agent_result_print(FILE *out, const struct policy *p, const struct launcher_
 #define AGENT_FILE_EXECUTABLE 1u	  /* write: mode 0755 instead of 0644 */
 #define AGENT_FILE_PARENTS 2u		  /* write: make the missing folders above it */
 
-struct json_object;
 int agent_file_read(const char *id, const char *path, char **ret, size_t *ret_len,
 		    struct al_error *err);
 /* Replaces the file whole (a new file renamed over it, where the rules let one be made beside

@@ -4,6 +4,7 @@
  * in a folder of the command's own in the session's /tmp, which its pid 1 makes and removes. */
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -12,6 +13,7 @@
 
 #include "agent/agent-internal.h"
 #include "common/fd-util.h"
+#include "common/json-util.h"
 
 static bool request_sets(const struct agent_request *req, const char *var)
 {
@@ -161,4 +163,64 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 	launcher_result_done(&res);
 	session_exec_done(&x);
 	return r < 0 ? r : kind;
+}
+
+/* key: v, or null when it is not known. */
+static int add_number(struct json_object *o, const char *key, bool known, int64_t v)
+{
+	if (!known)
+		return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+	return al_json_add(o, key, json_object_new_int64(v));
+}
+
+static int add_usage(struct json_object *o, const char *key, uint64_t v)
+{
+	return add_number(o, key, v != LAUNCHER_USAGE_UNKNOWN, (int64_t)v);
+}
+
+int agent_session_json(const struct launcher_session_info *info,
+		       const struct launcher_session_usage *u, struct json_object **ret)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	long long left = info->expires - (long long)time(NULL);
+	time_t t = (time_t)info->started;
+	char started[32];
+	struct tm tm;
+	int r;
+
+	if (!o)
+		return -ENOMEM;
+	if (!gmtime_r(&t, &tm) ||
+	    strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		started[0] = '\0';
+	r = al_json_add(o, "id", json_object_new_string(info->id));
+	if (r >= 0)
+		r = al_json_add(o, "pid", json_object_new_int(info->pid));
+	if (r >= 0)
+		r = add_number(o, "owner", info->owner > 0, info->owner);
+	if (r >= 0)
+		r = al_json_add(o, "started", json_object_new_string(started));
+	if (r >= 0)
+		r = al_json_add(o, "expires", json_object_new_int64(info->expires));
+	if (r >= 0)
+		r = add_number(o, "ttl_left_s", info->expires != 0, MAX(left, 0LL));
+	if (r >= 0)
+		r = al_json_add(o, "policy_hash", json_object_new_string(info->policy_hash));
+	if (r >= 0)
+		r = al_json_add(o, "workspace", json_object_new_string(info->workspace));
+	if (r >= 0)
+		r = add_usage(o, "cpu_usec", u->cpu_usec);
+	if (r >= 0)
+		r = add_usage(o, "memory_bytes", u->memory);
+	if (r >= 0)
+		r = add_usage(o, "memory_peak_bytes", u->memory_peak);
+	if (r >= 0)
+		r = add_usage(o, "workspace_bytes", u->workspace);
+	if (r >= 0)
+		r = al_json_add(o, "workspace_bytes_partial",
+				json_object_new_boolean(u->workspace_partial));
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(o);
+	return 0;
 }

@@ -426,61 +426,6 @@ static void format_bytes(char *buf, size_t size, uint64_t v)
 		(void)snprintf(buf, size, "%.1f%c", x, units[u]);
 }
 
-/* key: v, or null when it is not known. */
-static int add_number(struct json_object *o, const char *key, bool known, int64_t v)
-{
-	if (!known)
-		return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
-	return al_json_add(o, key, json_object_new_int64(v));
-}
-
-static int add_usage(struct json_object *o, const char *key, uint64_t v)
-{
-	return add_number(o, key, v != LAUNCHER_USAGE_UNKNOWN, (int64_t)v);
-}
-
-static int session_json(const struct launcher_session_info *info,
-			const struct launcher_session_usage *u, const char *started,
-			struct json_object **ret)
-{
-	_cleanup_json_ struct json_object *o = json_object_new_object();
-	long long left = info->expires - (long long)time(NULL);
-	int r;
-
-	if (!o)
-		return -ENOMEM;
-	r = al_json_add(o, "id", json_object_new_string(info->id));
-	if (r >= 0)
-		r = al_json_add(o, "pid", json_object_new_int(info->pid));
-	if (r >= 0)
-		r = add_number(o, "owner", info->owner > 0, info->owner);
-	if (r >= 0)
-		r = al_json_add(o, "started", json_object_new_string(started));
-	if (r >= 0)
-		r = al_json_add(o, "expires", json_object_new_int64(info->expires));
-	if (r >= 0)
-		r = add_number(o, "ttl_left_s", info->expires != 0, MAX(left, 0LL));
-	if (r >= 0)
-		r = al_json_add(o, "policy_hash", json_object_new_string(info->policy_hash));
-	if (r >= 0)
-		r = al_json_add(o, "workspace", json_object_new_string(info->workspace));
-	if (r >= 0)
-		r = add_usage(o, "cpu_usec", u->cpu_usec);
-	if (r >= 0)
-		r = add_usage(o, "memory_bytes", u->memory);
-	if (r >= 0)
-		r = add_usage(o, "memory_peak_bytes", u->memory_peak);
-	if (r >= 0)
-		r = add_usage(o, "workspace_bytes", u->workspace);
-	if (r >= 0)
-		r = al_json_add(o, "workspace_bytes_partial",
-				json_object_new_boolean(u->workspace_partial));
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(o);
-	return 0;
-}
-
 static void print_session(const struct launcher_session_info *info,
 			  const struct launcher_session_usage *u, const char *started)
 {
@@ -548,7 +493,7 @@ static int session_ls(int argc, char **argv)
 			print_session(&info, &u, started);
 			continue;
 		}
-		r = session_json(&info, &u, started, &o);
+		r = agent_session_json(&info, &u, &o);
 		if (r >= 0 && json_object_array_add(list, o) < 0) {
 			(void)json_object_put(o);
 			r = -ENOMEM;

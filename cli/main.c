@@ -31,6 +31,8 @@ static const struct verb {
     {"exec", cli_exec, "exec [--request FILE]", "Run one JSON request, print a JSON result"},
     {"session", cli_session, "session start|exec|ls|stop|checkpoint|restore ...",
      "Keep a sandbox across commands"},
+    {"serve", cli_serve, "serve [--socket PATH] [--listen HOST:PORT --token-file FILE] ...",
+     "Serve the agent API over HTTP (docs/API.md)"},
     {"capabilities", cli_capabilities, "capabilities [--json]",
      "What this machine can enforce, which languages"},
     {"fs", cli_fs, "fs [OPTIONS] ROOT MOUNTPOINT", "Mount ROOT through the workspace filesystem"},

@@ -291,6 +291,13 @@ int al_json_add(struct json_object *obj, const char *key, struct json_object *va
 	return 0;
 }
 
+int al_json_add_or_null(struct json_object *obj, const char *key, struct json_object *value)
+{
+	if (!value)
+		return json_object_object_add(obj, key, NULL) < 0 ? -ENOMEM : 0;
+	return al_json_add(obj, key, value);
+}
+
 int al_json_to_string(struct json_object *obj, char **ret)
 {
 	const char *s;

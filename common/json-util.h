@@ -25,5 +25,8 @@ int al_json_parse(const char *buf, size_t len, int max_depth, struct json_object
 /* Adds key:value to obj, taking the reference to value even on failure. */
 int al_json_add(struct json_object *obj, const char *key, struct json_object *value);
 
+/* As al_json_add(), but a NULL value is JSON's null (not a failure). */
+int al_json_add_or_null(struct json_object *obj, const char *key, struct json_object *value);
+
 /* Serializes obj compactly (no spaces, keys in insertion order) into a malloc'd string. */
 int al_json_to_string(struct json_object *obj, char **ret);

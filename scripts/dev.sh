@@ -29,6 +29,8 @@ packages=(
 	meson ninja-build pkg-config gcc clang
 	libfuse3-dev libseccomp-dev libsodium-dev libnl-3-dev libnl-route-3-dev libjson-c-dev
 	libssl-dev libcmocka-dev
+	# airlock serve's HTTP server (its header to build; the library is loaded when serve runs)
+	libmicrohttpd-dev
 	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
 	libclang-rt-14-dev clang-format
 	# libfuse 3.18 from Debian's source package where the system's is older (libfuse3 below):
