@@ -18,6 +18,7 @@ int cli_broker(int argc, char **argv);
 int cli_exec(int argc, char **argv);
 int cli_capabilities(int argc, char **argv);
 int cli_session(int argc, char **argv);
+int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 
 /* The options that say where credentials come from, shared by run and exec: put

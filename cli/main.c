@@ -33,6 +33,7 @@ static const struct verb {
      "Keep a sandbox across commands"},
     {"serve", cli_serve, "serve [--socket PATH] [--listen HOST:PORT --token-file FILE] ...",
      "Serve the agent API over HTTP (docs/API.md)"},
+    {"mcp", cli_mcp, "mcp [-p POLICY | --policy-dir DIR] ...", "Serve MCP on stdio (docs/MCP.md)"},
     {"capabilities", cli_capabilities, "capabilities [--json]",
      "What this machine can enforce, which languages"},
     {"fs", cli_fs, "fs [OPTIONS] ROOT MOUNTPOINT", "Mount ROOT through the workspace filesystem"},

@@ -16,7 +16,7 @@ root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 # shellcheck source=tests/lint/lib-files.sh
 . "$(dirname "$0")/lib-files.sh"
 
-modules="common policy fusefs netns broker launcher agent cli"
+modules="common policy fusefs netns broker launcher agent mcp cli"
 
 # The modules that a module may include from (STYLE.md section 4). fusefs and netns may reach
 # the broker, but only through broker/client.h (checked separately).
@@ -28,7 +28,8 @@ declare -A may_use=(
 	[broker]="common policy"
 	[launcher]="common policy fusefs netns broker"
 	[agent]="common policy fusefs netns broker launcher"
-	[cli]="common policy fusefs netns broker launcher agent"
+	[mcp]="common policy fusefs netns broker launcher agent"
+	[cli]="common policy fusefs netns broker launcher agent mcp"
 )
 
 # Third-party libraries: a pattern over the <...> include and the files allowed to use it.
@@ -60,7 +61,7 @@ declare -A lib_allowed=(
 	[libfuse]='fusefs/'
 	[libsodium]='broker/ policy/'
 	[openssl]='netns/tls.c'
-	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ cli/'
+	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ mcp/ cli/'
 )
 
 # Headers generated into the build folder that sources may include without a folder.
