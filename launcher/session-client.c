@@ -457,7 +457,7 @@ int launcher_session_policy(const char *id, struct policy **ret, struct al_error
 	return r;
 }
 
-/* The ppid field of /proc/PID/stat (read through the process's folder). */
+/* The ppid field of /proc/PID/stat (read through the process's folder), or -errno. */
 static pid_t proc_ppid(int proc_dir)
 {
 	_cleanup_free_ char *stat = NULL;
@@ -465,11 +465,11 @@ static pid_t proc_ppid(int proc_dir)
 	int ppid;
 
 	if (al_read_file_at(proc_dir, "stat", 4096, &stat, NULL) < 0)
-		return -1;
+		return -ESRCH;
 	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' included. */
 	paren = strrchr(stat, ')');
 	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
-		return -1;
+		return -EBADMSG;
 	return (pid_t)ppid;
 }
 

@@ -96,15 +96,24 @@ static void process_kill(struct serve_process *p)
 
 /* ---- text ---- */
 
-/* How many of b's n bytes are whole UTF-8 sequences (with cut, a sequence split between two reads
- * ends them, to be completed by the next), or -1 when they are not UTF-8. */
-static ssize_t utf8_whole(const unsigned char *b, size_t n, bool cut)
+enum utf8_scan {
+	UTF8_WHOLE,    /* all of it is text */
+	UTF8_CUT,      /* text, then the start of a sequence the next read may complete */
+	UTF8_NOT_TEXT, /* text, then a byte that is not */
+};
+
+/* Scans b's n bytes: *valid of them, from the start, are whole UTF-8 sequences. */
+static enum utf8_scan utf8_scan(const unsigned char *b, size_t n, size_t *valid)
 {
 	size_t i = 0, need;
 
-	while (i < n) {
-		unsigned c = b[i];
+	for (;;) {
+		unsigned c;
 
+		*valid = i;
+		if (i >= n)
+			return UTF8_WHOLE;
+		c = b[i];
 		if (c < 0x80) {
 			i++;
 			continue;
@@ -116,23 +125,19 @@ static ssize_t utf8_whole(const unsigned char *b, size_t n, bool cut)
 		else if (c >= 0xf0 && c <= 0xf4)
 			need = 3;
 		else
-			return -1;
-		if (i + need >= n) {
-			for (size_t j = i + 1; j < n; j++)
-				if ((b[j] & 0xc0) != 0x80)
-					return -1;
-			return cut ? (ssize_t)i : -1;
-		}
-		for (size_t j = 1; j <= need; j++)
+			return UTF8_NOT_TEXT;
+		for (size_t j = 1; j <= need; j++) {
+			if (i + j >= n)
+				return UTF8_CUT;
 			if ((b[i + j] & 0xc0) != 0x80)
-				return -1;
+				return UTF8_NOT_TEXT;
+		}
 		/* Overlong, a surrogate, or beyond U+10FFFF. */
 		if ((c == 0xe0 && b[i + 1] < 0xa0) || (c == 0xed && b[i + 1] > 0x9f) ||
 		    (c == 0xf0 && b[i + 1] < 0x90) || (c == 0xf4 && b[i + 1] > 0x8f))
-			return -1;
+			return UTF8_NOT_TEXT;
 		i += need + 1;
 	}
-	return (ssize_t)i;
 }
 
 static char *base64(const unsigned char *b, size_t n)
@@ -187,16 +192,18 @@ static void log_append(struct serve_process *p, struct json_object *o, const cha
 	(void)pthread_mutex_unlock(&p->lock);
 }
 
-static void log_output(struct serve_process *p, const char *type, const unsigned char *b, size_t n)
+/* An output event: "data" when text, else "data_base64". */
+static void log_output(struct serve_process *p, const char *type, const unsigned char *b, size_t n,
+		       bool text)
 {
 	struct json_object *o = json_object_new_object();
 	_cleanup_free_ char *b64 = NULL;
 
-	if (!o)
-		return;
+	if (!o || n == 0)
+		goto fail;
 	if (al_json_add(o, "type", json_object_new_string(type)) < 0)
 		goto fail;
-	if (utf8_whole(b, n, false) == (ssize_t)n) {
+	if (text) {
 		if (al_json_add(o, "data", json_object_new_string_len((const char *)b, (int)n)) < 0)
 			goto fail;
 	} else {
@@ -223,26 +230,33 @@ struct pipe_in {
 static bool pump_read(struct serve_process *p, struct pipe_in *in)
 {
 	ssize_t k = read(in->fd, in->buf + in->carry, CHUNK);
-	ssize_t whole;
-	size_t n;
+	size_t n, valid;
 
 	if (k < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
 	if (k <= 0) {
-		/* EIO: a pty whose other side is gone. */
-		if (in->carry)
-			log_output(p, in->type, in->buf, in->carry);
+		/* EIO: a pty whose other side is gone. What was held back never became text. */
+		log_output(p, in->type, in->buf, in->carry, false);
 		in->carry = 0;
 		return false;
 	}
 	n = in->carry + (size_t)k;
-	whole = utf8_whole(in->buf, n, true);
-	if (whole < 0)
-		whole = (ssize_t)n; /* not text: all of it, as base64 */
-	if (whole > 0)
-		log_output(p, in->type, in->buf, (size_t)whole);
-	in->carry = n - (size_t)whole;
-	memmove(in->buf, in->buf + whole, in->carry);
+	switch (utf8_scan(in->buf, n, &valid)) {
+	case UTF8_WHOLE:
+		log_output(p, in->type, in->buf, n, true);
+		in->carry = 0;
+		break;
+	case UTF8_CUT:
+		log_output(p, in->type, in->buf, valid, true);
+		in->carry = n - valid;
+		memmove(in->buf, in->buf + valid, in->carry);
+		break;
+	case UTF8_NOT_TEXT:
+		log_output(p, in->type, in->buf, valid, true);
+		log_output(p, in->type, in->buf + valid, n - valid, false);
+		in->carry = 0;
+		break;
+	}
 	return true;
 }
 

@@ -149,6 +149,12 @@ static int parse_create(struct serve_request *r, struct json_object *o, struct c
 			k = string_field(r, v, key, &c->req.policy_path);
 		else if (streq(key, "workspace"))
 			k = string_field(r, v, key, &c->req.workspace);
+		else if (streq(key, "memory") &&
+			 (!json_object_is_type(v, json_type_string) ||
+			  al_parse_size(json_object_get_string(v), &usec) < 0))
+			return serve_reply_error(r, 400, "invalid_request", key,
+						 "memory: a size (\"512Mi\")"),
+			       -EINVAL;
 		else if (streq(key, "memory"))
 			k = string_field(r, v, key, &c->req.memory);
 		else if (streq(key, "ttl") && json_object_is_type(v, json_type_int) &&
@@ -184,7 +190,15 @@ static const char *field_of(const char *msg)
 	return NULL;
 }
 
-/* `airlock session start` with the planned policy (a memfd as its stdin), owned by serve. */
+/* Replies 500 for error r: returns -EIO, the request answered. */
+static int failed(struct serve_request *r, int error, const char *msg)
+{
+	(void)serve_reply_errno(r, error, NULL, msg);
+	return -EIO;
+}
+
+/* `airlock session start` with the planned policy (a memfd as its stdin), owned by serve. Every
+ * failure is replied, and -EIO. */
 static int start_session(struct serve_request *r, const struct policy *p, const char *ttl,
 			 bool fresh, char *id, size_t size)
 {
@@ -196,12 +210,14 @@ static int start_session(struct serve_request *r, const struct policy *p, const 
 	int k, status;
 
 	k = policy_to_canonical_json(p, &canonical);
+	if (k >= 0) {
+		in = memfd_create("airlock-policy", MFD_CLOEXEC);
+		if (in < 0 || al_write_all(in, canonical, strlen(canonical)) < 0 ||
+		    lseek(in, 0, SEEK_SET) < 0)
+			k = -errno;
+	}
 	if (k < 0)
-		return serve_reply_errno(r, k, NULL, "Failed to write the policy");
-	in = memfd_create("airlock-policy", MFD_CLOEXEC);
-	if (in < 0 || al_write_all(in, canonical, strlen(canonical)) < 0 ||
-	    lseek(in, 0, SEEK_SET) < 0)
-		return serve_reply_errno(r, -errno, NULL, "Failed to pass the policy on");
+		return failed(r, k, "Failed to pass the policy on");
 	(void)snprintf(owner, sizeof(owner), "%d", (int)r->srv->pid);
 	args[n++] = (char *)"session";
 	args[n++] = (char *)"start";
@@ -220,7 +236,7 @@ static int start_session(struct serve_request *r, const struct policy *p, const 
 	args[n] = NULL;
 	k = serve_child_spawn(r->srv, args, in, SERVE_CHILD_STDOUT | SERVE_CHILD_STDERR, NULL, &c);
 	if (k < 0)
-		return serve_reply_errno(r, k, NULL, "Failed to start airlock");
+		return failed(r, k, "Failed to start airlock");
 	status = serve_child_collect(&c, 4096, NULL, NULL, &out, &len, &err);
 	if (status != 0 || !out) {
 		const char *msg = err ? err : "the session did not start";
@@ -300,16 +316,20 @@ out:
 static int list_sessions(struct serve_request *r)
 {
 	_cleanup_(al_json_putp) struct json_object *list = json_object_new_array();
-	char ids[64][LAUNCHER_SESSION_ID_MAX];
-	size_t n = 0;
+	_cleanup_free_ char(*ids)[LAUNCHER_SESSION_ID_MAX] = NULL;
+	size_t n = 0, max;
 
 	if (!list)
 		return -ENOMEM;
 	(void)pthread_mutex_lock(&r->srv->lock);
-	for (struct serve_session *x = r->srv->sessions; x && n < ELEMENTSOF(ids); x = x->next)
+	max = count_of(r->srv, r->client.key);
+	ids = calloc(max + 1, sizeof(*ids));
+	for (struct serve_session *x = r->srv->sessions; ids && x && n < max; x = x->next)
 		if (streq(x->client, r->client.key))
 			strcpy(ids[n++], x->id);
 	(void)pthread_mutex_unlock(&r->srv->lock);
+	if (!ids)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct launcher_session_info info;
 		struct launcher_session_usage u;

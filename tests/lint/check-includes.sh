@@ -16,7 +16,7 @@ root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 # shellcheck source=tests/lint/lib-files.sh
 . "$(dirname "$0")/lib-files.sh"
 
-modules="common policy fusefs netns broker launcher agent mcp cli"
+modules="common policy fusefs netns broker launcher agent mcp serve cli"
 
 # The modules that a module may include from (STYLE.md section 4). fusefs and netns may reach
 # the broker, but only through broker/client.h (checked separately).
@@ -29,7 +29,8 @@ declare -A may_use=(
 	[launcher]="common policy fusefs netns broker"
 	[agent]="common policy fusefs netns broker launcher"
 	[mcp]="common policy fusefs netns broker launcher agent"
-	[cli]="common policy fusefs netns broker launcher agent mcp"
+	[serve]="common policy fusefs netns broker launcher agent"
+	[cli]="common policy fusefs netns broker launcher agent mcp serve"
 )
 
 # Third-party libraries: a pattern over the <...> include and the files allowed to use it.
@@ -42,7 +43,7 @@ declare -A may_use=(
 #    rather than hand-escaping strings; agent/ reads exec requests and writes results (JSON is
 #    its whole interface).
 # An include of the adapter header counts as a use of its library (json-util.h is json-c).
-lib_names=(libseccomp libnl libfuse libsodium openssl json-c)
+lib_names=(libseccomp libnl libfuse libsodium openssl json-c libmicrohttpd)
 declare -A lib_pattern=(
 	[libseccomp]='^seccomp\.h$'
 	[libnl]='^netlink/'
@@ -50,6 +51,7 @@ declare -A lib_pattern=(
 	[libsodium]='^sodium(\.h$|/)'
 	[openssl]='^openssl/'
 	[json-c]='^json-c/|^json\.h$'
+	[libmicrohttpd]='^microhttpd\.h$'
 )
 declare -A lib_adapter=(
 	[json-c]='common/json-util.h'
@@ -61,7 +63,8 @@ declare -A lib_allowed=(
 	[libfuse]='fusefs/'
 	[libsodium]='broker/ policy/'
 	[openssl]='netns/tls.c'
-	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ mcp/ cli/'
+	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ mcp/ serve/ cli/'
+	[libmicrohttpd]='serve/http.c'
 )
 
 # Headers generated into the build folder that sources may include without a folder.
