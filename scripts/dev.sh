@@ -5,6 +5,8 @@
 # and also:
 #   scripts/dev.sh deps    only install the missing Debian packages
 #   scripts/dev.sh build   deps + build build/ (gcc, warnings are errors)
+#   scripts/dev.sh mcp-sdk the MCP TypeScript SDK (npm registry) into build-deps/npm, for the
+#                          tests of airlock mcp (they call it)
 #   scripts/dev.sh bench   build + bench/launch.sh (launch time against bubblewrap), bench/fs.sh
 #                          (the workspace filesystem against native ext4, bindfs and libfuse's
 #                          passthrough_hp over io_uring), bench/broker.sh (resolve latency
@@ -395,14 +397,31 @@ cmd_test()
 	fi
 }
 
+# The official Model Context Protocol TypeScript SDK, pinned, from the npm registry into
+# build-deps/npm: the client that tests/integration/test-mcp-*.sh drive airlock mcp with.
+mcp_sdk_version=1.32.2
+cmd_mcp_sdk()
+{
+	local dir=$deps_dir/npm
+	if grep -qs "\"version\": \"$mcp_sdk_version\"" \
+		"$dir/node_modules/@modelcontextprotocol/sdk/package.json"; then
+		return 0
+	fi
+	log "deps: installing @modelcontextprotocol/sdk@$mcp_sdk_version into $dir"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+		"@modelcontextprotocol/sdk@$mcp_sdk_version" >&2
+}
+
 usage()
 {
-	sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 case ${1:-} in
 deps) cmd_deps ;;
 build) cmd_build ;;
+mcp-sdk) cmd_mcp_sdk ;;
 demo) cmd_demo ;;
 test) cmd_test ;;
 bench) cmd_bench ;;
