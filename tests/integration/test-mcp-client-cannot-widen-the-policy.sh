@@ -27,6 +27,10 @@ write_policy "$IT_TMP/policies/strict.json" <<'EOF2'
 {"labels": ["strict"]}
 EOF2
 echo '{}' >"$IT_TMP/escape.json"
+# A folder exec itself would take as a workspace, and a policy it would run: only the server's
+# own check refuses them.
+mkdir -p "$IT_TMP/clientws"
+export CLIENT_WORKSPACE=$IT_TMP/clientws
 
 limits()
 {
@@ -72,8 +76,7 @@ for k in policy_object workspace session_workspace session_policy traversal; do
 done
 
 # --allow-request-workspace: a client's host folder, as with exec.
-mkdir -p "$IT_TMP/clientws"
-CLIENT_WORKSPACE=$IT_TMP/clientws limits allowed --policy-dir "$IT_TMP/policies" --allow-request-workspace
+limits allowed --policy-dir "$IT_TMP/policies" --allow-request-workspace
 assert_eq "false ran" "$(is_error allowed workspace) $(json_get "$IT_TMP/allowed.json" 'd["workspace"]["stdout"].strip()')" \
 	"--allow-request-workspace: the operator allowed a workspace"
 assert_eq true "$(is_error allowed policy_object)" "--allow-request-workspace: still no policy object"

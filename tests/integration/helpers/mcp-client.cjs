@@ -104,7 +104,7 @@ async function limits(client) {
 	seen.schema = { policy: 'policy' in props, workspace: 'workspace' in props };
 	const attempts = {
 		policy_name: ['run_code', { language: 'shell', code: 'echo ran', policy: 'strict.json' }],
-		policy_object: ['run_code', { language: 'shell', code: 'echo ran', policy: { network: { default: 'allow' } } }],
+		policy_object: ['run_code', { language: 'shell', code: 'echo ran', policy: { labels: ['from-the-client'] } }],
 		workspace: ['run_code', { language: 'shell', code: 'echo ran', workspace: process.env.CLIENT_WORKSPACE || '/etc' }],
 		session_workspace: ['session_start', { workspace: '/etc' }],
 		session_policy: ['session_start', { policy: { mounts: [{ source: '/', target: '/host', writable: true }] } }],
