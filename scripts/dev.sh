@@ -233,6 +233,7 @@ cmd_bench()
 	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
 	AIRLOCK=$repo/build/cli/airlock bench/proxy.sh
 	AIRLOCK=$repo/build/cli/airlock bench/exec.sh
+	AIRLOCK=$repo/build/cli/airlock bench/serve.sh
 	AIRLOCK=$repo/build/cli/airlock bench/agent.sh
 }
 
