@@ -96,70 +96,6 @@ static void process_kill(struct serve_process *p)
 
 /* ---- text ---- */
 
-enum utf8_scan {
-	UTF8_WHOLE,    /* all of it is text */
-	UTF8_CUT,      /* text, then the start of a sequence the next read may complete */
-	UTF8_NOT_TEXT, /* text, then a byte that is not */
-};
-
-/* Scans b's n bytes: *valid of them, from the start, are whole UTF-8 sequences. */
-static enum utf8_scan utf8_scan(const unsigned char *b, size_t n, size_t *valid)
-{
-	size_t i = 0, need;
-
-	for (;;) {
-		unsigned c;
-
-		*valid = i;
-		if (i >= n)
-			return UTF8_WHOLE;
-		c = b[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			need = 1;
-		else if (c >= 0xe0 && c <= 0xef)
-			need = 2;
-		else if (c >= 0xf0 && c <= 0xf4)
-			need = 3;
-		else
-			return UTF8_NOT_TEXT;
-		for (size_t j = 1; j <= need; j++) {
-			if (i + j >= n)
-				return UTF8_CUT;
-			if ((b[i + j] & 0xc0) != 0x80)
-				return UTF8_NOT_TEXT;
-		}
-		/* Overlong, a surrogate, or beyond U+10FFFF. */
-		if ((c == 0xe0 && b[i + 1] < 0xa0) || (c == 0xed && b[i + 1] > 0x9f) ||
-		    (c == 0xf0 && b[i + 1] < 0x90) || (c == 0xf4 && b[i + 1] > 0x8f))
-			return UTF8_NOT_TEXT;
-		i += need + 1;
-	}
-}
-
-static char *base64(const unsigned char *b, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)b[i] << 16 | (i + 1 < n ? (unsigned)b[i + 1] << 8 : 0) |
-			     (i + 2 < n ? b[i + 2] : 0);
-
-		*o++ = t[v >> 18 & 63];
-		*o++ = t[v >> 12 & 63];
-		*o++ = i + 1 < n ? t[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? t[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* ---- the log ---- */
 
 static void log_append(struct serve_process *p, struct json_object *o, const char *type)
@@ -207,7 +143,7 @@ static void log_output(struct serve_process *p, const char *type, const unsigned
 		if (al_json_add(o, "data", json_object_new_string_len((const char *)b, (int)n)) < 0)
 			goto fail;
 	} else {
-		b64 = base64(b, n);
+		b64 = serve_base64(b, n);
 		if (!b64 || al_json_add(o, "data_base64", json_object_new_string(b64)) < 0)
 			goto fail;
 	}
@@ -241,17 +177,17 @@ static bool pump_read(struct serve_process *p, struct pipe_in *in)
 		return false;
 	}
 	n = in->carry + (size_t)k;
-	switch (utf8_scan(in->buf, n, &valid)) {
-	case UTF8_WHOLE:
+	switch (serve_utf8_scan(in->buf, n, &valid)) {
+	case SERVE_UTF8_WHOLE:
 		log_output(p, in->type, in->buf, n, true);
 		in->carry = 0;
 		break;
-	case UTF8_CUT:
+	case SERVE_UTF8_CUT:
 		log_output(p, in->type, in->buf, valid, true);
 		in->carry = n - valid;
 		memmove(in->buf, in->buf + valid, in->carry);
 		break;
-	case UTF8_NOT_TEXT:
+	case SERVE_UTF8_NOT_TEXT:
 		log_output(p, in->type, in->buf, valid, true);
 		log_output(p, in->type, in->buf + valid, n - valid, false);
 		in->carry = 0;

@@ -145,6 +145,19 @@ int serve_child_wait(struct serve_child *c);
  * its wait status. */
 int serve_child_done(struct serve_child *c, bool wait);
 
+/* ---- text.c: output as JSON text ---- */
+
+enum serve_utf8 {
+	SERVE_UTF8_WHOLE,    /* all of it is text */
+	SERVE_UTF8_CUT,	     /* text, then the start of a sequence the next read may complete */
+	SERVE_UTF8_NOT_TEXT, /* text, then a byte that is not */
+};
+/* Scans b's n bytes: *valid of them, from the start, are whole UTF-8 sequences (no overlong
+ * form, surrogate, or code point beyond U+10FFFF). */
+enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid);
+/* Standard base64 with padding (malloc'd), or NULL. */
+char *serve_base64(const unsigned char *b, size_t n);
+
 /* ---- the endpoints ---- */
 
 int serve_exec(struct serve_request *r); /* POST /v1/exec */

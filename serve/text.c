@@ -1,0 +1,71 @@
+#define LOG_MODULE "serve"
+
+/* Output as JSON text: which bytes are UTF-8, and base64 for the rest. */
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "serve/serve-internal.h"
+
+enum utf8_scan {
+	UTF8_WHOLE,    /* all of it is text */
+	UTF8_CUT,      /* text, then the start of a sequence the next read may complete */
+	UTF8_NOT_TEXT, /* text, then a byte that is not */
+};
+
+enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
+{
+	size_t i = 0, need;
+
+	for (;;) {
+		unsigned c;
+
+		*valid = i;
+		if (i >= n)
+			return SERVE_UTF8_WHOLE;
+		c = b[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			need = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			need = 3;
+		else
+			return SERVE_UTF8_NOT_TEXT;
+		for (size_t j = 1; j <= need; j++) {
+			if (i + j >= n)
+				return SERVE_UTF8_CUT;
+			if ((b[i + j] & 0xc0) != 0x80)
+				return SERVE_UTF8_NOT_TEXT;
+		}
+		/* Overlong, a surrogate, or beyond U+10FFFF. */
+		if ((c == 0xe0 && b[i + 1] < 0xa0) || (c == 0xed && b[i + 1] > 0x9f) ||
+		    (c == 0xf0 && b[i + 1] < 0x90) || (c == 0xf4 && b[i + 1] > 0x8f))
+			return SERVE_UTF8_NOT_TEXT;
+		i += need + 1;
+	}
+}
+
+char *serve_base64(const unsigned char *b, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)b[i] << 16 | (i + 1 < n ? (unsigned)b[i + 1] << 8 : 0) |
+			     (i + 2 < n ? b[i + 2] : 0);
+
+		*o++ = t[v >> 18 & 63];
+		*o++ = t[v >> 12 & 63];
+		*o++ = i + 1 < n ? t[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
