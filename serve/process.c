@@ -888,9 +888,12 @@ static int signal_process(struct serve_request *r, struct serve_process *p)
 	/* The child passes it on to the command; KILL ends the child, and its session kills the
 	 * command. */
 	(void)pthread_mutex_lock(&p->lock);
-	if (p->child.pidfd >= 0)
-		(void)syscall(SYS_pidfd_send_signal, p->child.pidfd, signo, NULL, 0);
+	k = p->child.pidfd >= 0 && !p->child.reaped
+		? RET_NERRNO((int)syscall(SYS_pidfd_send_signal, p->child.pidfd, signo, NULL, 0))
+		: -ESRCH;
 	(void)pthread_mutex_unlock(&p->lock);
+	if (k < 0)
+		return serve_reply_error(r, 409, "conflict", NULL, "The process has ended");
 	return serve_reply_bytes(r, 204, NULL, "", 0);
 }
 

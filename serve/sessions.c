@@ -418,6 +418,8 @@ static int files(struct serve_request *r, const char *id, const char *what)
 	if (!what && streq(r->method, "GET")) {
 		path = path_arg(r, true);
 		k = agent_file_list(id, path, &o, &err);
+		if (k == -ENOTDIR)
+			return serve_reply_error(r, 409, "conflict", "path", "%s", err.msg);
 		if (k < 0)
 			return serve_reply_errno(r, k, "path", err.msg);
 		return serve_reply_json(r, 200, o);

@@ -125,6 +125,8 @@ api GET "/v1/sessions/$ID/files/content?path=src/link"
 assert_eq 403 "$CODE" "a symbolic link is not followed"
 api GET "/v1/sessions/$ID/files/content?path=src"
 assert_eq 409 "$CODE" "reading a folder is 409"
+api GET "/v1/sessions/$ID/files?path=src/deep/hello.txt"
+assert_eq "409 path" "$CODE $(get 'd["error"]["field"]')" "listing a file is 409"
 api DELETE "/v1/sessions/$ID/files?path=src/deep"
 assert_eq 409 "$CODE" "a folder that is not empty is not removed"
 api DELETE "/v1/sessions/$ID/files?path=src/deep/hello.txt"
@@ -194,6 +196,8 @@ assert_eq "30 100 | hello | got hello | 40 120 | ready exit 9" "$got" \
 	"the stream replays from the start: the first size, the input, the new size; SIGINT reached its handler"
 api POST "/v1/sessions/$ID/processes/$P/signal" -d '{"signal": "STOP"}'
 assert_eq "400 signal" "$CODE $(get 'd["error"]["field"]')" "a signal not on the list is 400"
+api POST "/v1/sessions/$ID/processes/$P/signal" -d '{"signal": "TERM"}'
+assert_eq 409 "$CODE" "signalling a process that ended is 409"
 api GET "/v1/sessions/$ID/processes/$P"
 assert_eq "200 false 9" "$CODE $(get 'd["running"]') $(get 'd["exit"]["exit_code"]')" "it is listed as ended"
 
