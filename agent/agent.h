@@ -126,8 +126,14 @@ int agent_session_policy(const struct agent_request *req, const struct agent_exe
 			 struct al_error *err);
 /* Runs req in persistent session id (launcher_session_exec()) and writes its result, as
  * agent_exec() does. Only command, python, javascript and shell: the code goes on the runtime's
- * command line; policy, workspace, memory and files are the session's. */
-int agent_session_exec(const char *id, const struct agent_request *req, FILE *out);
+ * command line; policy, workspace, memory and files are the session's. o: NULL for a command's
+ * own call. */
+struct agent_session_exec_options {
+	bool in_thread; /* as launcher_session_exec.in_thread, with cancel_fd */
+	int cancel_fd;
+};
+int agent_session_exec(const char *id, const struct agent_request *req,
+		       const struct agent_session_exec_options *o, FILE *out);
 /* agent_result_print() for a command of session id: labelled with its policy's labels. */
 int agent_session_result_print(FILE *out, const char *id, const struct launcher_result *res,
 			       unsigned flags);

@@ -125,7 +125,8 @@ static int plan(const char *id, struct session_exec *x)
 	return AGENT_ERROR_NONE;
 }
 
-int agent_session_exec(const char *id, const struct agent_request *req, FILE *out)
+int agent_session_exec(const char *id, const struct agent_request *req,
+		       const struct agent_session_exec_options *o, FILE *out)
 {
 	struct session_exec x = {.req = req, .in = -EBADF};
 	struct launcher_result res = {0};
@@ -147,9 +148,16 @@ int agent_session_exec(const char *id, const struct agent_request *req, FILE *ou
 		    .workspace_files = x.plan.workspace_files,
 		    .n_workspace_files = req->n_files,
 		    .prelude = x.plan.prelude,
+		    .in_thread = o && o->in_thread,
+		    .cancel_fd = o ? o->cancel_fd : -EBADF,
 		};
 
 		r = launcher_session_exec(id, &e, &res, &x.err);
+		if (r == -ECANCELED) {
+			launcher_result_done(&res);
+			session_exec_done(&x);
+			return r;
+		}
 		kind = r == -ENOENT && !res.exec_error ? AGENT_ERROR_INVALID_REQUEST
 		       : r < 0			       ? AGENT_ERROR_SETUP_FAILED
 						       : AGENT_ERROR_NONE;

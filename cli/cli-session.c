@@ -249,7 +249,7 @@ static int session_exec_request(const char *id, const char *path)
 
 	if (cli_read_request(path, &req) < 0)
 		return LAUNCHER_EXIT_FAILED;
-	r = agent_session_exec(id, req, stdout);
+	r = agent_session_exec(id, req, NULL, stdout);
 	if (r < 0)
 		return log_error_errno(r, "Failed to write the result: %m"), LAUNCHER_EXIT_FAILED;
 	return r == AGENT_ERROR_NONE ? 0 : LAUNCHER_EXIT_FAILED;

@@ -202,6 +202,11 @@ struct launcher_session_exec {
 	const struct launcher_file *workspace_files;
 	size_t n_workspace_files;
 	char *const *prelude; /* as launcher_options.prelude, or NULL */
+	/* For a caller that is one thread of a service: this process's signals are its own (none
+	 * is passed on to the command; not with terminal), and when cancel_fd's peer hangs up (a
+	 * client's connection: POLLRDHUP), the command is killed and -ECANCELED returned. */
+	bool in_thread;
+	int cancel_fd; /* with in_thread; < 0: none */
 };
 
 /* Runs x in session id and waits for its end: 0 with the result (exit_code, signal, timed_out,

@@ -208,7 +208,7 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 	int r;
 
 	for (;;) {
-		struct pollfd pfd[8];
+		struct pollfd pfd[9];
 		int n, timeout;
 
 		if (replied &&
@@ -225,6 +225,8 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 			timeout = replied ? timeout : LAUNCHER_TERMINAL_RECHECK_MSEC;
 		}
 		pfd[7] = (struct pollfd){.fd = io->sig_fd, .events = POLLIN};
+		pfd[8] = (struct pollfd){.fd = io->x->in_thread ? io->x->cancel_fd : -1,
+					 .events = POLLRDHUP};
 		n = poll(pfd, ELEMENTSOF(pfd), timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -240,6 +242,9 @@ static int pump(int sock, struct exec_io *io, struct launcher_session_reply *rep
 		launcher_terminal_pass_eof(&io->term, io->master, &io->in);
 		if (pfd[7].revents)
 			on_signal(io, sock, replied);
+		/* Closing the connection is what kills the command. */
+		if (pfd[8].revents)
+			return -ECANCELED;
 		if (pfd[0].revents) {
 			ssize_t k = al_recv_fds(sock, rep, sizeof(*rep), result_fd, 1);
 
@@ -339,7 +344,9 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	r = make_payload(x, &payload);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the request");
-	r = exec_signals_setup(&io, &req, &old_mask);
+	if (x->in_thread && x->terminal)
+		return al_error_set(err, -EINVAL, "A terminal is not for a thread of a service");
+	r = x->in_thread ? 0 : exec_signals_setup(&io, &req, &old_mask);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to set up the command's signals");
 	in = exec_stdin(&io, inp);
@@ -367,6 +374,10 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	launcher_stream_close(&io.out);
 	launcher_stream_close(&io.err);
 	launcher_stream_close(&io.in);
+	if (r == -ECANCELED) {
+		r = al_error_set(err, r, "The caller went away: the command was killed");
+		goto out;
+	}
 	if (r < 0) {
 		r = al_error_set_errno(err, r, "The session ended during the command");
 		goto out;

@@ -33,6 +33,7 @@
 
 #define CONNS_MAX 64
 #define CONN_IDLE_USEC (10 * 1000000ULL) /* a connection that asks nothing is closed */
+#define SWEEP_USEC 1000000ULL		 /* stale sessions are looked for this often at most */
 
 struct conn {
 	int fd;	   /* -EBADF: free (or gone, while its command or copy finishes) */
@@ -755,13 +756,31 @@ int launcher_session_probe(const char *dir)
 	return 0;
 }
 
+/* Whether a sweep is due: at most one a second in a process. A command's first session call
+ * always sweeps; a service (serve), which makes several calls for each of its requests, does not
+ * pay for one each time: a sweep reads the mount table and every airlock cgroup, and connects to
+ * every session. */
+static bool sweep_due(void)
+{
+	static uint64_t last; /* process-wide on purpose: serve's threads share it */
+	uint64_t now = launcher_now_usec(), seen = __atomic_load_n(&last, __ATOMIC_RELAXED);
+
+	if (seen && now - seen < SWEEP_USEC)
+		return false;
+	return __atomic_compare_exchange_n(&last, &seen, now, false, __ATOMIC_RELAXED,
+					   __ATOMIC_RELAXED);
+}
+
 void launcher_session_remove_stale(const char *base)
 {
-	DIR *d = opendir(base);
+	DIR *d;
 	char path[PATH_MAX];
 
+	if (!sweep_due())
+		return;
+	d = opendir(base);
 	/* A killed supervisor could not remove its cgroups either; its watcher does, unless it was
-	 * killed too. Every call looks: the call that removes the folder may come while the
+	 * killed too. Every sweep looks: the one that removes the folder may come while the
 	 * session's processes are still exiting, or before the dead supervisor is reaped. */
 	(void)launcher_cgroup_remove_stale();
 	if (!d)

@@ -171,17 +171,13 @@ static int push(char **args, size_t *n, size_t max, const char *x, const char *y
 	return 0;
 }
 
-/* The children's arguments: `exec` with the operator's options, or `session exec ID --request -`
- * (the session has its policy already). */
-static int exec_args(const struct serve *s, const char *id, char **args, size_t max)
+/* `airlock exec` with the operator's options. */
+static int exec_args(const struct serve *s, char **args, size_t max)
 {
 	const struct agent_exec_options *e = &s->o->exec;
 	size_t n = 0;
-	int k = 0;
+	int k;
 
-	if (id)
-		return push(args, &n, max, "session", "exec") ?: push(args, &n, max, id, NULL)
-								?: push(args, &n, max, "--request", "-");
 	k = push(args, &n, max, "exec", NULL);
 	if (k >= 0 && e->policy_path)
 		k = push(args, &n, max, "--policy", e->policy_path);
@@ -216,6 +212,46 @@ static int body_memfd(const struct serve_request *r)
 	return TAKE_FD(fd);
 }
 
+/* Replies the JSON result text (its status by its error kind). */
+static int reply_result(struct serve_request *r, const char *text, size_t len)
+{
+	_cleanup_(al_json_putp) struct json_object *o = NULL;
+
+	if (al_json_parse(text, len, 64, &o, NULL) < 0 || !json_object_is_type(o, json_type_object))
+		return serve_reply_error(r, 500, "failed", NULL, "The result is not JSON");
+	return serve_reply_json(r, exec_status(o), o);
+}
+
+/* A session's request runs in this thread: the session's pid 1 runs the command, and nothing of
+ * this process's is at stake (no signal is touched; a hang-up closes the control connection, which
+ * kills the command). */
+static int session_exec(struct serve_request *r, const char *session)
+{
+	_cleanup_(agent_request_freep) struct agent_request *req = NULL;
+	const struct agent_session_exec_options o = {.in_thread = true, .cancel_fd = r->conn_fd};
+	_cleanup_free_ char *text = NULL;
+	struct al_error err = {0};
+	size_t len = 0;
+	FILE *f;
+	int k;
+
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	k = agent_request_parse(r->body ? r->body : "", r->len, &req, &err);
+	if (k < 0)
+		k = agent_exec_print_error(f, AGENT_ERROR_INVALID_REQUEST, err.msg);
+	else
+		k = agent_session_exec(session, req, &o, f);
+	if (fclose(f) != 0 && k >= 0)
+		k = -errno;
+	if (k == -ECANCELED)
+		return -ECONNRESET;
+	if (k < 0)
+		return serve_reply_errno(r, k, NULL, "Failed to run the request");
+	return reply_result(r, text, len);
+}
+
 int serve_run_request(struct serve_request *r, const char *session)
 {
 	_cleanup_close_ int in = -EBADF;
@@ -226,7 +262,12 @@ int serve_run_request(struct serve_request *r, const char *session)
 		return serve_reply_error(r, 429, "too_many_requests", NULL,
 					 "This client has %u requests and streams running already",
 					 r->srv->o->max_streams);
-	k = exec_args(r->srv, session, args, ELEMENTSOF(args));
+	if (session) {
+		k = session_exec(r, session);
+		serve_stream_put(r->srv, &r->client);
+		return k;
+	}
+	k = exec_args(r->srv, args, ELEMENTSOF(args));
 	if (k >= 0)
 		k = in = body_memfd(r);
 	if (k >= 0)

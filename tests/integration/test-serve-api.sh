@@ -150,6 +150,19 @@ assert_eq "400 title" "$CODE $(get 'd["error"]["field"]')" "a bad checkpoint bod
 api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "cat src/state", "timeout": "30s"}'
 assert_eq "200 one" "$CODE $(get 'd["stdout"]')" "an exec request runs in the session"
 
+# a session's exec runs in serve's own thread: a client that hangs up still kills its command
+curl -s -m 2 --unix-socket "$SOCK" -X POST -d \
+	'{"language": "command", "argv": ["sleep", "302"], "timeout": 600}' \
+	"http://airlock/v1/sessions/$ID/exec" >/dev/null
+no_sleep_302()
+{
+	api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "ps -e -o args= | grep -c \"^sleep 302\" || true", "timeout": "30s"}'
+	[ "$(get 'd["stdout"].strip()')" = 0 ]
+}
+assert_true "a session exec whose client hung up is killed" wait_for 15 no_sleep_302
+api GET /v1/health
+assert_eq 200 "$CODE" "and serve goes on"
+
 # processes: streamed output, the exit event last
 curl -s -N --unix-socket "$SOCK" -X POST -d \
 	'{"argv": ["/bin/sh", "-c", "echo out; echo err >&2; printf \"\\377\"; exit 4"]}' \
