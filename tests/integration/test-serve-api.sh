@@ -69,9 +69,9 @@ assert_eq "413 too_large" "$CODE $(get 'd["error"]["code"]')" "a body over 16 Mi
 
 # an exec whose client hangs up is killed
 curl -s -m 2 --unix-socket "$SOCK" -X POST -d \
-	'{"language": "shell", "code": "echo marker-hangup; sleep 300", "timeout": "600s"}' \
+	'{"language": "shell", "code": "echo marker-hangup; sleep 3171", "timeout": "600s"}' \
 	http://airlock/v1/exec >/dev/null
-gone() { ! pgrep -f "sleep 300" >/dev/null && ! pgrep -f "^airlock exec" >/dev/null; }
+gone() { ! pgrep -f "sleep 3171" >/dev/null; }
 assert_true "an exec whose client hung up is killed" wait_for 15 gone
 
 # sessions
@@ -152,14 +152,14 @@ assert_eq "200 one" "$CODE $(get 'd["stdout"]')" "an exec request runs in the se
 
 # a session's exec runs in serve's own thread: a client that hangs up still kills its command
 curl -s -m 2 --unix-socket "$SOCK" -X POST -d \
-	'{"language": "command", "argv": ["sleep", "302"], "timeout": 600}' \
+	'{"language": "command", "argv": ["sleep", "3173"], "timeout": 600}' \
 	"http://airlock/v1/sessions/$ID/exec" >/dev/null
-no_sleep_302()
+no_sleep_3173()
 {
-	api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "ps -e -o args= | grep -c \"^sleep 302\" || true", "timeout": "30s"}'
+	api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "ps -e -o args= | grep -c \"^sleep 3173\" || true", "timeout": "30s"}'
 	[ "$(get 'd["stdout"].strip()')" = 0 ]
 }
-assert_true "a session exec whose client hung up is killed" wait_for 15 no_sleep_302
+assert_true "a session exec whose client hung up is killed" wait_for 15 no_sleep_3173
 api GET /v1/health
 assert_eq 200 "$CODE" "and serve goes on"
 
@@ -215,11 +215,11 @@ api GET "/v1/sessions/$ID/processes/$P"
 assert_eq "200 false 9" "$CODE $(get 'd["running"]') $(get 'd["exit"]["exit_code"]')" "it is listed as ended"
 
 # a stream that hangs up kills its process
-curl -s -m 2 --unix-socket "$SOCK" -X POST -d '{"argv": ["/bin/sh", "-c", "exec sleep 301"]}' \
+curl -s -m 2 --unix-socket "$SOCK" -X POST -d '{"argv": ["/bin/sh", "-c", "exec sleep 3172"]}' \
 	"http://airlock/v1/sessions/$ID/processes" >/dev/null
 no_sleep()
 {
-	api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "ps -e -o args= | grep -c \"^sleep 301\" || true", "timeout": "30s"}'
+	api POST "/v1/sessions/$ID/exec" -d '{"language": "shell", "code": "ps -e -o args= | grep -c \"^sleep 3172\" || true", "timeout": "30s"}'
 	[ "$(get 'd["stdout"].strip()')" = 0 ]
 }
 assert_true "a process whose stream hung up is killed" wait_for 15 no_sleep
