@@ -118,6 +118,12 @@ int agent_exec(const struct agent_request *req, const struct agent_exec_options 
  * agent_scratch_remove() (which frees it), or, once this process is dead, by the next one made. */
 int agent_scratch_make(char **ret, bool *ret_in_base, struct al_error *err);
 void agent_scratch_remove(char *scratch, bool in_base);
+/* Whether req gets a fresh workspace (agent_scratch_make()) rather than policy p's root: when it
+ * names no workspace and either brings no policy of its own under no operator's policy, or is not
+ * the operator's (o->policy_dir) and p's root is relative (it would name the working folder of
+ * the process that serves it, shared by every caller). */
+bool agent_fresh_workspace(const struct agent_request *req, const struct agent_exec_options *o,
+			   const struct policy *p);
 /* The policy a session for req would have (only its policy, workspace and memory count), as
  * agent_exec() would make it under o, admission checked: 0, or -errno with the error's kind and
  * err. */

@@ -240,6 +240,19 @@ static int make_scratch(struct exec *e)
 	return policy_set_workspace(e->policy, e->scratch, &e->err);
 }
 
+bool agent_fresh_workspace(const struct agent_request *req, const struct agent_exec_options *o,
+			   const struct policy *p)
+{
+	if (req->workspace)
+		return false;
+	if (!req->policy_json && !req->policy_path && !o->policy_path)
+		return true;
+	/* A relative root names the working folder of whoever runs this: for requests that are not
+	 * the operator's (a service's clients), the service's own folder, shared by every caller
+	 * and holding what the service keeps there. */
+	return o->policy_dir && p->workspace.root && p->workspace.root[0] != '/';
+}
+
 int agent_policy_source_check(const struct agent_request *req, const struct agent_exec_options *o,
 			      struct al_error *err)
 {
@@ -438,7 +451,7 @@ static int apply_request(struct exec *e, const struct agent_exec_options *o)
 		r = set_env(e, "AIRLOCK_INPUT", LAUNCHER_FILES_DIR "/" AGENT_INPUT_FILE);
 	if (r >= 0 && req->workspace)
 		r = policy_set_workspace(e->policy, req->workspace, &e->err);
-	else if (r >= 0 && !req->policy_json && !req->policy_path && !o->policy_path)
+	else if (r >= 0 && agent_fresh_workspace(req, o, e->base))
 		r = make_scratch(e);
 	if (r < 0)
 		return fail(e, AGENT_ERROR_INVALID_REQUEST, r);

@@ -39,6 +39,7 @@
 struct call {
 	struct json_object *id; /* the request's; NULL once cancelled (no answer then) */
 	struct mcp_call plan;
+	bool fresh; /* session_start: a fresh workspace (agent_fresh_workspace()) */
 	pid_t pid;
 	int pidfd, out, err;
 	char *obuf, *ebuf;
@@ -168,8 +169,7 @@ static int child_args(const struct server *s, const struct call *c, char *owner,
 								   ?: push(args, &n, max,
 									   c->plan.ttl);
 		/* Without a policy or workspace of its own, a session starts empty, as exec does */
-		if (r >= 0 && !c->plan.policy_name && !c->plan.policy_json && !c->plan.workspace &&
-		    !e->policy_path)
+		if (r >= 0 && c->fresh)
 			r = push(args, &n, max, "--fresh-workspace");
 		if (r >= 0 && e->admitted_path)
 			r = push(args, &n, max, "--admitted")
@@ -504,8 +504,9 @@ static void finish(struct server *s, struct call *c)
 /* ---- requests ---- */
 
 /* The request of a session's policy (only its policy, workspace and memory count). */
-static int session_policy_memfd(struct server *s, const struct mcp_call *p, struct al_error *err)
+static int session_policy_memfd(struct server *s, struct call *c, struct al_error *err)
 {
+	const struct mcp_call *p = &c->plan;
 	_cleanup_(policy_freep) struct policy *pol = NULL;
 	_cleanup_free_ char *canonical = NULL;
 	struct agent_request req = {
@@ -520,6 +521,7 @@ static int session_policy_memfd(struct server *s, const struct mcp_call *p, stru
 	r = agent_session_policy(&req, &s->o->exec, &pol, &kind, err);
 	if (r < 0)
 		return r;
+	c->fresh = agent_fresh_workspace(&req, &s->o->exec, pol);
 	r = policy_to_canonical_json(pol, &canonical);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the policy");
@@ -571,7 +573,7 @@ static void tools_call(struct server *s, struct json_object *id, struct json_obj
 	if (r >= 0 && c->plan.request)
 		r = in = data_memfd(c->plan.request, strlen(c->plan.request));
 	else if (r >= 0 && c->plan.tool == MCP_TOOL_SESSION_START)
-		r = in = session_policy_memfd(s, &c->plan, &err);
+		r = in = session_policy_memfd(s, c, &err);
 	if (r >= 0)
 		r = spawn(s, c, in);
 	if (r < 0) {

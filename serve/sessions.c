@@ -289,8 +289,7 @@ static int create_session(struct serve_request *r)
 		goto out;
 	}
 	/* Without a policy or a workspace of its own, a session starts empty, as exec does. */
-	fresh = !c.req.policy_json && !c.req.policy_path && !c.req.workspace &&
-		!r->srv->o->exec.policy_path;
+	fresh = agent_fresh_workspace(&c.req, &r->srv->o->exec, p);
 	k = start_session(r, p, c.ttl, fresh, id, sizeof(id));
 	if (k < 0)
 		goto out;

@@ -10,9 +10,13 @@ it_setup
 SOCK=$IT_TMP/serve.sock
 SERVE_PID=
 
+# serve runs in a folder of its own, holding a file no client may see.
+mkdir -p "$IT_TMP/cwd"
+echo "serve's own" >"$IT_TMP/cwd/private"
 serve_start()
 {
-	"$AIRLOCK" serve --socket "$SOCK" "$@" >"$IT_TMP/serve.out" 2>"$IT_TMP/serve.err" &
+	(cd "$IT_TMP/cwd" && exec "$AIRLOCK" serve --socket "$SOCK" "$@") >"$IT_TMP/serve.out" \
+		2>"$IT_TMP/serve.err" &
 	SERVE_PID=$!
 	wait_for 20 test -S "$SOCK" || it_fail "serve did not listen: $(cat "$IT_TMP/serve.err")"
 }
@@ -86,6 +90,19 @@ assert_eq 201 "$CODE" "a policy of the operator's folder is fine"
 OTHER=$(get 'd["id"]')
 api POST /v1/sessions -d '{"policy": "small.json"}'
 MINE=$(get 'd["id"]')
+# a relative root in the operator's folder would be serve's own folder: a client gets a fresh one
+write_policy "$IT_TMP/policies/relative.json" <<EOF2
+{"workspace": {"root": "."}}
+EOF2
+api --as 65534 POST /v1/sessions -d '{"policy": "relative.json"}'
+assert_eq 201 "$CODE" "a policy with a relative root starts a session"
+REL=$(get 'd["id"]')
+assert_match "^/run/airlock-exec/" "$(get 'd["workspace"]')" "in a fresh workspace, not serve's folder"
+api --as 65534 GET "/v1/sessions/$REL/files/content?path=private"
+assert_eq 404 "$CODE" "serve's own files are not in it"
+api --as 65534 DELETE "/v1/sessions/$REL"
+api --as 65534 POST /v1/exec -d '{"language": "shell", "code": "ls; pwd", "timeout": 30, "policy": "relative.json"}'
+assert_eq "200 /workspace" "$CODE $(get 'd["stdout"].strip()')" "an exec of it sees an empty workspace too"
 api GET "/v1/sessions/$OTHER"
 assert_eq 404 "$CODE" "one client does not see another's session"
 api GET "/v1/sessions/$OTHER/files"
