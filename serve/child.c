@@ -7,10 +7,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -52,6 +52,126 @@ static int open_pty(const struct serve_child_size *size, int *master, char *slav
 	return 0;
 }
 
+/* ---- the spawner ----
+ *
+ * Children are forked by one thread that lives as long as serve, with PR_SET_PDEATHSIG: the
+ * kernel sends it when the thread that forked a child ends, so a child of a connection's thread
+ * would die with the connection, and one of this thread dies with serve, even with a SIGKILL of
+ * serve (no `airlock exec` of a killed serve runs on to its timeout). */
+
+struct spawn_job {
+	char **argv;
+	bool terminal;
+	const char *slave;
+	int in, out, err, result; /* the child's ends: stdin (or -1: /dev/null), ... */
+	pid_t pid;
+	int error;
+	bool done;
+	struct spawn_job *next;
+};
+
+/* In the forked child of a thread of a threaded process: async-signal-safe calls only. */
+_noreturn_ static void child_exec(const struct spawn_job *j, pid_t parent)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	int fd;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(127);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);
+	(void)sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (j->terminal) {
+		/* A session of its own, whose controlling terminal the pty becomes (no O_NOCTTY).
+		 */
+		if (setsid() < 0 || (fd = open(j->slave, O_RDWR)) < 0 ||
+		    dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0 ||
+		    dup2(j->err >= 0 ? j->err : fd, STDERR_FILENO) < 0)
+			_exit(127);
+	} else {
+		(void)setpgid(0, 0);
+		fd = j->in >= 0 ? j->in : open("/dev/null", O_RDONLY);
+		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0)
+			_exit(127);
+		fd = j->out >= 0 ? j->out : open("/dev/null", O_WRONLY);
+		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+			_exit(127);
+		if (j->err >= 0 && dup2(j->err, STDERR_FILENO) < 0)
+			_exit(127);
+	}
+	/* dup2() onto itself keeps close-on-exec: cleared by hand then. */
+	if (j->result == 3 ? fcntl(3, F_SETFD, 0) < 0 : j->result >= 0 && dup2(j->result, 3) < 0)
+		_exit(127);
+	(void)execve("/proc/self/exe", j->argv, environ);
+	_exit(127);
+}
+
+static void *spawner(void *data)
+{
+	struct serve *s = data;
+
+	(void)pthread_mutex_lock(&s->spawn_lock);
+	for (;;) {
+		struct spawn_job *j;
+
+		while (!s->spawn_queue && !s->spawn_stop)
+			(void)pthread_cond_wait(&s->spawn_cond, &s->spawn_lock);
+		if (!s->spawn_queue)
+			break;
+		j = s->spawn_queue;
+		s->spawn_queue = j->next;
+		j->pid = fork();
+		if (j->pid == 0)
+			child_exec(j, s->pid);
+		j->error = j->pid < 0 ? -errno : 0;
+		j->done = true;
+		(void)pthread_cond_broadcast(&s->spawn_cond);
+	}
+	(void)pthread_mutex_unlock(&s->spawn_lock);
+	return NULL;
+}
+
+int serve_spawner_start(struct serve *s)
+{
+	(void)pthread_mutex_init(&s->spawn_lock, NULL);
+	(void)pthread_cond_init(&s->spawn_cond, NULL);
+	return -pthread_create(&s->spawn_thread, NULL, spawner, s);
+}
+
+void serve_spawner_stop(struct serve *s)
+{
+	(void)pthread_mutex_lock(&s->spawn_lock);
+	s->spawn_stop = true;
+	(void)pthread_cond_broadcast(&s->spawn_cond);
+	(void)pthread_mutex_unlock(&s->spawn_lock);
+	(void)pthread_join(s->spawn_thread, NULL);
+	(void)pthread_mutex_destroy(&s->spawn_lock);
+	(void)pthread_cond_destroy(&s->spawn_cond);
+}
+
+static int run_on_spawner(struct serve *s, struct spawn_job *j)
+{
+	(void)pthread_mutex_lock(&s->spawn_lock);
+	if (s->spawn_stop) {
+		(void)pthread_mutex_unlock(&s->spawn_lock);
+		return -ESHUTDOWN;
+	}
+	j->next = NULL;
+	for (struct spawn_job **q = &s->spawn_queue;; q = &(*q)->next)
+		if (!*q) {
+			*q = j;
+			break;
+		}
+	(void)pthread_cond_broadcast(&s->spawn_cond);
+	while (!j->done)
+		(void)pthread_cond_wait(&s->spawn_cond, &s->spawn_lock);
+	(void)pthread_mutex_unlock(&s->spawn_lock);
+	return j->error;
+}
+
 int serve_child_spawn(const struct serve *s, char *const *args, int stdin_fd, unsigned flags,
 		      const struct serve_child_size *size, struct serve_child *ret)
 {
@@ -64,12 +184,10 @@ int serve_child_spawn(const struct serve *s, char *const *args, int stdin_fd, un
 				.pty = -EBADF};
 	int in = -EBADF, out = -EBADF, err = -EBADF, result = -EBADF, r = 0;
 	_cleanup_free_ char **argv = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	char slave[64];
+	struct spawn_job job;
+	char slave[64] = "";
 	size_t n = 0;
 
-	(void)s;
 	while (args[n])
 		n++;
 	argv = calloc(n + 2, sizeof(*argv));
@@ -90,52 +208,17 @@ int serve_child_spawn(const struct serve *s, char *const *args, int stdin_fd, un
 	if (r < 0)
 		goto fail;
 
-	(void)posix_spawn_file_actions_init(&fa);
-	(void)posix_spawnattr_init(&attr);
-	if (flags & SERVE_CHILD_TERMINAL) {
-		/* A session of its own, whose controlling terminal the pty becomes: glibc calls
-		 * setsid() before the file actions, and the open has no O_NOCTTY. */
-		(void)posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-							  POSIX_SPAWN_SETSIGDEF);
-		(void)posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, slave, O_RDWR, 0);
-		(void)posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, STDOUT_FILENO);
-	} else {
-		(void)posix_spawnattr_setflags(
-		    &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-		if (in >= 0)
-			(void)posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
-		else if (stdin_fd >= 0)
-			(void)posix_spawn_file_actions_adddup2(&fa, stdin_fd, STDIN_FILENO);
-		else
-			(void)posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
-							       O_RDONLY, 0);
-		if (out >= 0)
-			(void)posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
-		else
-			(void)posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
-							       O_WRONLY, 0);
-	}
-	if (err >= 0)
-		(void)posix_spawn_file_actions_adddup2(&fa, err, STDERR_FILENO);
-	else if (flags & SERVE_CHILD_TERMINAL)
-		(void)posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, STDERR_FILENO);
-	if (result >= 0)
-		(void)posix_spawn_file_actions_adddup2(&fa, result, 3);
-	{
-		sigset_t none, all;
-
-		(void)sigemptyset(&none);
-		(void)sigfillset(&all);
-		(void)sigdelset(&all, SIGKILL);
-		(void)sigdelset(&all, SIGSTOP);
-		(void)posix_spawnattr_setsigmask(&attr, &none);
-		(void)posix_spawnattr_setsigdefault(&attr, &all);
-	}
-	r = -posix_spawn(&c.pid, "/proc/self/exe", &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	job = (struct spawn_job){.argv = argv,
+				 .terminal = flags & SERVE_CHILD_TERMINAL,
+				 .slave = slave,
+				 .in = in >= 0 ? in : stdin_fd,
+				 .out = out,
+				 .err = err,
+				 .result = result};
+	r = run_on_spawner((struct serve *)s, &job);
 	if (r < 0)
 		goto fail;
+	c.pid = job.pid;
 	c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
 	if (c.pidfd < 0) {
 		r = -errno;

@@ -27,6 +27,7 @@ struct serve_client {
 };
 
 struct serve_session;
+struct spawn_job;
 struct serve_process;
 
 struct serve {
@@ -38,6 +39,12 @@ struct serve {
 	struct serve_session *sessions; /* a list, under lock */
 	struct serve_process *processes;
 	unsigned next_process;
+	/* child.c's spawner: the thread that forks every child (PR_SET_PDEATHSIG). */
+	pthread_t spawn_thread;
+	pthread_mutex_t spawn_lock;
+	pthread_cond_t spawn_cond;
+	struct spawn_job *spawn_queue;
+	bool spawn_stop;
 	struct serve_usage {
 		char key[SERVE_CLIENT_KEY_MAX];
 		unsigned streams;
@@ -126,6 +133,10 @@ struct serve_child {
 	int status; /* its wait status, once reaped */
 };
 
+/* The thread that forks every child, so that each dies with serve (its parent-death signal is
+ * tied to that thread); stopped last. */
+int serve_spawner_start(struct serve *s);
+void serve_spawner_stop(struct serve *s);
 /* Spawns this airlock binary with args (argv[0] is set), stdin from stdin_fd (borrowed; < 0:
  * /dev/null, unless SERVE_CHILD_STDIN) and the pipes flags asks for. */
 struct serve_child_size {

@@ -415,6 +415,9 @@ int serve_main(const struct serve_options *o, struct al_error *err)
 	if (sig_fd < 0)
 		return al_error_set_errno(err, -errno, "Failed to create a signalfd");
 	(void)pthread_mutex_init(&s.lock, NULL);
+	k = serve_spawner_start(&s);
+	if (k < 0)
+		return al_error_set_errno(err, k, "Failed to start a thread");
 	k = al_unix_listen(path, o->allow_uids, o->n_allow_uids, "serve socket", &unix_l, err);
 	if (k >= 0 && o->listen)
 		k = listen_tcp(o->listen, &tcp_fd, err);
@@ -449,6 +452,7 @@ int serve_main(const struct serve_options *o, struct al_error *err)
 	serve_http_stop(td, false);
 	serve_http_stop(ud, false);
 	serve_sessions_stop_all(&s);
+	serve_spawner_stop(&s);
 	al_unix_listener_close(&unix_l);
 	(void)al_close(tcp_fd);
 	(void)al_close(sig_fd);

@@ -238,9 +238,16 @@ assert_true "SIGTERM: their fresh workspaces removed" wait_for 10 test ! -e "$FR
 serve_start
 api POST /v1/sessions -d '{}'
 ID3=$(get 'd["id"]')
+curl -s -m 30 --unix-socket "$SOCK" -X POST -o /dev/null \
+	-d '{"language": "shell", "code": "echo started; sleep 3174", "timeout": 600}' http://airlock/v1/exec &
+CURL_PID=$!
+wait_for 20 pgrep -f "sleep 3174"
 kill -KILL "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 assert_true "SIGKILL: the session ends with serve" wait_for 20 test ! -e "/var/lib/airlock/sessions/$ID3"
+sleep_gone() { ! pgrep -f "sleep 3174" >/dev/null; }
+assert_true "SIGKILL: an exec under way ends with serve (its child's parent-death signal)" wait_for 20 sleep_gone
+wait "$CURL_PID" 2>/dev/null
 rm -f "$SOCK"
 
 it_finish
