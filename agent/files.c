@@ -23,6 +23,7 @@
 #include "common/fd-util.h"
 #include "common/json-util.h"
 #include "common/macro.h"
+#include "common/text-util.h"
 
 #define RESOLVE_WORKSPACE                                                                          \
 	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -41,7 +42,7 @@ static int open_beneath(int dir, const char *path, int flags, mode_t mode)
 /* The message for an access to path that failed with r. */
 static int file_error(struct al_error *err, int r, const char *path)
 {
-	const char *p = *path ? path : "/";
+	const char *p = AL_QUOTE(*path ? path : "/");
 
 	switch (r) {
 	case -ELOOP:
@@ -65,8 +66,8 @@ static int open_workspace(const char *id, const char *path, bool folder, int *re
 {
 	if (!path || (!(folder && *path == '\0') && !agent_path_is_relative(path)))
 		return al_error_set(err, -EINVAL,
-				    "\"%s\" is not a workspace path (relative, no \".\" or \"..\")",
-				    path ? path : "");
+				    "%s is not a workspace path (relative, no \".\" or \"..\")",
+				    AL_QUOTE(path ? path : ""));
 	return launcher_session_workspace(id, ret, err);
 }
 
@@ -86,15 +87,16 @@ int agent_file_read(const char *id, const char *path, char **ret, size_t *ret_le
 	if (fstat(fd, &st) < 0)
 		return file_error(err, -errno, path);
 	if (S_ISDIR(st.st_mode))
-		return al_error_set(err, -EISDIR, "%s: is a folder", path);
+		return al_error_set(err, -EISDIR, "%s: is a folder", AL_QUOTE(path));
 	if (!S_ISREG(st.st_mode))
-		return al_error_set(err, -EINVAL, "%s: is not a regular file", path);
+		return al_error_set(err, -EINVAL, "%s: is not a regular file", AL_QUOTE(path));
 	if (st.st_size > AGENT_FILE_MAX)
-		return al_error_set(err, -EFBIG, "%s: larger than %d MiB", path,
+		return al_error_set(err, -EFBIG, "%s: larger than %d MiB", AL_QUOTE(path),
 				    AGENT_FILE_MAX >> 20);
 	r = al_read_fd(fd, AGENT_FILE_MAX, ret, ret_len);
 	if (r == -EFBIG)
-		return al_error_set(err, r, "%s: larger than %d MiB", path, AGENT_FILE_MAX >> 20);
+		return al_error_set(err, r, "%s: larger than %d MiB", AL_QUOTE(path),
+				    AGENT_FILE_MAX >> 20);
 	return r < 0 ? file_error(err, r, path) : 0;
 }
 
@@ -153,7 +155,7 @@ int agent_file_write(const char *id, const char *path, const void *data, size_t 
 	int r;
 
 	if (len > AGENT_FILE_MAX)
-		return al_error_set(err, -EFBIG, "%s: larger than %d MiB", path,
+		return al_error_set(err, -EFBIG, "%s: larger than %d MiB", AL_QUOTE(path),
 				    AGENT_FILE_MAX >> 20);
 	r = open_workspace(id, path, false, &ws, err);
 	if (r < 0)
@@ -165,7 +167,7 @@ int agent_file_write(const char *id, const char *path, const void *data, size_t 
 		return al_error_set_errno(err, -errno, "No randomness");
 	/* .NAME.airlock-XXXXXXXX beside it; a name the rules refuse is written in place. */
 	if ((size_t)snprintf(tmp, sizeof(tmp), ".%.200s.airlock-%08x", name, salt) >= sizeof(tmp))
-		return al_error_set(err, -ENAMETOOLONG, "%s: name too long", path);
+		return al_error_set(err, -ENAMETOOLONG, "%s: name too long", AL_QUOTE(path));
 	fd = RET_NERRNO(
 	    openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd >= 0) {
@@ -192,6 +194,35 @@ static const char *type_name(mode_t m)
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
 }
 
+/* A name as JSON text: itself when it is UTF-8; else each byte that is not as U+FFFD, and
+ * "name_base64" gives the bytes (a name the sandbox made is any bytes but '/' and NUL). */
+static int add_name(struct json_object *o, const char *name)
+{
+	const unsigned char *b = (const unsigned char *)name;
+	size_t n = strlen(name), valid, len = 0;
+	_cleanup_free_ char *text = malloc(n * 3 + 1), *b64 = NULL;
+
+	if (!text)
+		return -ENOMEM;
+	for (size_t i = 0; i < n;) {
+		enum al_utf8 k = al_utf8_scan(b + i, n - i, &valid);
+
+		memcpy(text + len, b + i, valid);
+		len += valid, i += valid;
+		if (k == AL_UTF8_WHOLE)
+			break;
+		memcpy(text + len, "\xef\xbf\xbd", 3);
+		len += 3, i++;
+	}
+	text[len] = '\0';
+	if (al_json_add(o, "name", json_object_new_string(text)) < 0)
+		return -ENOMEM;
+	if (len == n && memcmp(text, name, n) == 0)
+		return 0;
+	b64 = al_base64_encode(b, n);
+	return b64 ? al_json_add(o, "name_base64", json_object_new_string(b64)) : -ENOMEM;
+}
+
 static struct json_object *stat_json(const char *name, const struct stat *st)
 {
 	_cleanup_(al_json_putp) struct json_object *o = json_object_new_object();
@@ -202,7 +233,7 @@ static struct json_object *stat_json(const char *name, const struct stat *st)
 	if (!gmtime_r(&st->st_mtim.tv_sec, &tm) ||
 	    strftime(mtime, sizeof(mtime), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		mtime[0] = '\0';
-	if (!o || al_json_add(o, "name", json_object_new_string(name)) < 0 ||
+	if (!o || add_name(o, name) < 0 ||
 	    al_json_add(o, "type", json_object_new_string(type_name(st->st_mode))) < 0 ||
 	    al_json_add(o, "size", json_object_new_int64((int64_t)st->st_size)) < 0 ||
 	    al_json_add(o, "mode", json_object_new_string(mode)) < 0 ||
@@ -260,7 +291,7 @@ int agent_file_list(const char *id, const char *path, struct json_object **ret,
 		return r;
 	fd = open_beneath(ws, path, O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -ENOTDIR)
-		return al_error_set(err, fd, "%s: is not a folder", path);
+		return al_error_set(err, fd, "%s: is not a folder", AL_QUOTE(path));
 	if (fd < 0)
 		return file_error(err, fd, path);
 	d = fdopendir(fd);
@@ -277,7 +308,7 @@ int agent_file_list(const char *id, const char *path, struct json_object **ret,
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (json_object_array_length(list) >= AGENT_FILES_MAX * 64) {
-			r = al_error_set(err, -E2BIG, "%s: more than %d entries", path,
+			r = al_error_set(err, -E2BIG, "%s: more than %d entries", AL_QUOTE(path),
 					 AGENT_FILES_MAX * 64);
 			break;
 		}
@@ -311,7 +342,8 @@ int agent_file_remove(const char *id, const char *path, struct al_error *err)
 		return file_error(err, -errno, path);
 	if (unlinkat(dir, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
 		return errno == ENOTEMPTY || errno == EEXIST
-			   ? al_error_set(err, -ENOTEMPTY, "%s: the folder is not empty", path)
+			   ? al_error_set(err, -ENOTEMPTY, "%s: the folder is not empty",
+					  AL_QUOTE(path))
 			   : file_error(err, -errno, path);
 	return 0;
 }

@@ -113,6 +113,8 @@ static int parse_language(struct agent_request *r, struct json_object *v, struct
 
 	if (!s)
 		return al_error_set(err, -EINVAL, "language: must be a string");
+	if ((size_t)json_object_get_string_len(v) != strlen(s))
+		return al_error_set(err, -EINVAL, "language: contains a NUL byte");
 	if (agent_language_from_string(s, &r->language) < 0)
 		return al_error_set(
 		    err, -EINVAL,

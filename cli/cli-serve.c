@@ -114,6 +114,7 @@ int cli_serve(int argc, char **argv)
 	    .max_streams = SERVE_MAX_STREAMS_DEFAULT,
 	    .max_sessions = SERVE_MAX_SESSIONS_DEFAULT,
 	    .max_connections = SERVE_MAX_CONNECTIONS_DEFAULT,
+	    .max_client_connections = SERVE_MAX_CLIENT_CONNECTIONS_DEFAULT,
 	};
 	/* The broker options, passed on to every child as given. */
 	char *broker_argv[16];

@@ -33,6 +33,7 @@ static struct {
 	__typeof__(MHD_destroy_response) *destroy_response;
 	__typeof__(MHD_get_connection_info) *get_connection_info;
 	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+	__typeof__(MHD_lookup_connection_value_n) *lookup_connection_value_n;
 	__typeof__(MHD_queue_response) *queue_response;
 	__typeof__(MHD_start_daemon) *start_daemon;
 	__typeof__(MHD_quiesce_daemon) *quiesce_daemon;
@@ -54,6 +55,7 @@ int serve_http_load(struct al_error *err)
 	    SYMBOL(destroy_response),
 	    SYMBOL(get_connection_info),
 	    SYMBOL(lookup_connection_value),
+	    SYMBOL(lookup_connection_value_n),
 	    SYMBOL(queue_response),
 	    SYMBOL(start_daemon),
 	    SYMBOL(quiesce_daemon),
@@ -252,6 +254,43 @@ int serve_reply_stream(struct serve_request *r, unsigned status, const char *typ
 	return queue(r, status, resp, type);
 }
 
+/* Whether a string anywhere in o holds a NUL byte (json-c keeps it; C strings would be cut at
+ * it, so that what is checked and what is used could differ). */
+static bool holds_nul(struct json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		return (size_t)json_object_get_string_len(o) != strlen(json_object_get_string(o));
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			if (holds_nul(json_object_array_get_idx(o, i)))
+				return true;
+		return false;
+	case json_type_object: {
+		json_object_object_foreach(o, key, v)
+		{
+			(void)key;
+			if (holds_nul(v))
+				return true;
+		}
+		return false;
+	}
+	default:
+		return false;
+	}
+}
+
+bool serve_query_holds_nul(struct serve_request *r, const char *name)
+{
+	size_t len = 0;
+	const char *v = NULL;
+
+	if (mhd.lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v,
+					  &len) != MHD_YES)
+		return false;
+	return v && strlen(v) != len;
+}
+
 int serve_body_object(struct serve_request *r, struct json_object **ret)
 {
 	struct al_error err = {0};
@@ -262,6 +301,13 @@ int serve_body_object(struct serve_request *r, struct json_object **ret)
 		return serve_reply_error(r, 400, "invalid_request", NULL,
 					 "The body is not JSON: %s", err.msg),
 		       -EINVAL;
+	if (holds_nul(*ret)) {
+		json_object_put(*ret);
+		*ret = NULL;
+		return serve_reply_error(r, 400, "invalid_request", NULL,
+					 "A string of the body holds a NUL byte (\\u0000)"),
+		       -EINVAL;
+	}
 	if (!json_object_is_type(*ret, json_type_object)) {
 		json_object_put(*ret);
 		*ret = NULL;
@@ -469,6 +515,71 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	*state = NULL;
 }
 
+/* Connections per client of the Unix socket: one uid cannot take them all (a slow client holds
+ * a thread each). TCP's are bounded per address by libmicrohttpd itself. */
+struct conn_owner {
+	uid_t uid;
+};
+
+static unsigned *uid_connections(struct serve *s, uid_t uid, bool add)
+{
+	for (size_t i = 0; i < ELEMENTSOF(s->conns); i++)
+		if (s->conns[i].n > 0 && s->conns[i].uid == uid)
+			return &s->conns[i].n;
+	for (size_t i = 0; add && i < ELEMENTSOF(s->conns); i++)
+		if (s->conns[i].n == 0) {
+			s->conns[i].uid = uid;
+			return &s->conns[i].n;
+		}
+	return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const struct listener *l = cls;
+	struct serve *s = l->srv;
+	struct conn_owner *owner = *context;
+	const union MHD_ConnectionInfo *info;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	unsigned *n;
+	int fd;
+
+	if (l->tcp)
+		return;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!owner)
+			return;
+		(void)pthread_mutex_lock(&s->lock);
+		n = uid_connections(s, owner->uid, false);
+		if (n)
+			(*n)--;
+		(void)pthread_mutex_unlock(&s->lock);
+		free(owner);
+		*context = NULL;
+		return;
+	}
+	info = mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	fd = info ? info->connect_fd : -1;
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return;
+	owner = malloc(sizeof(*owner));
+	(void)pthread_mutex_lock(&s->lock);
+	n = uid_connections(s, cred.uid, true);
+	if (owner && n && *n < s->o->max_client_connections) {
+		(*n)++;
+		owner->uid = cred.uid;
+		*context = TAKE_PTR(owner);
+	}
+	(void)pthread_mutex_unlock(&s->lock);
+	if (!*context) {
+		/* Over its share: the connection is ended before a request is read. */
+		free(owner);
+		(void)shutdown(fd, SHUT_RDWR);
+	}
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -487,13 +598,15 @@ struct MHD_Daemon *serve_http_start(struct serve *s, int listen_fd, bool tcp)
 	if (!l)
 		return NULL;
 	*l = (struct listener){.srv = s, .tcp = tcp};
-	d = mhd.start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				 MHD_USE_ERROR_LOG | MHD_USE_ITC,
-			     0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-			     MHD_OPTION_CONNECTION_LIMIT, s->o->max_connections,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-			     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+	d = mhd.start_daemon(
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+		MHD_USE_ITC,
+	    0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+	    MHD_OPTION_CONNECTION_LIMIT, s->o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    tcp ? s->o->max_client_connections : 0U, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_END);
 	if (!d)
 		free(l);
 	return d;

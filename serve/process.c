@@ -26,6 +26,7 @@
 #include "common/json-util.h"
 #include "common/log.h"
 #include "common/parse-util.h"
+#include "common/text-util.h"
 #include "launcher/launcher.h"
 #include "serve/serve-internal.h"
 
@@ -143,7 +144,7 @@ static void log_output(struct serve_process *p, const char *type, const unsigned
 		if (al_json_add(o, "data", json_object_new_string_len((const char *)b, (int)n)) < 0)
 			goto fail;
 	} else {
-		b64 = serve_base64(b, n);
+		b64 = al_base64_encode(b, n);
 		if (!b64 || al_json_add(o, "data_base64", json_object_new_string(b64)) < 0)
 			goto fail;
 	}
@@ -177,17 +178,17 @@ static bool pump_read(struct serve_process *p, struct pipe_in *in)
 		return false;
 	}
 	n = in->carry + (size_t)k;
-	switch (serve_utf8_scan(in->buf, n, &valid)) {
-	case SERVE_UTF8_WHOLE:
+	switch (al_utf8_scan(in->buf, n, &valid)) {
+	case AL_UTF8_WHOLE:
 		log_output(p, in->type, in->buf, n, true);
 		in->carry = 0;
 		break;
-	case SERVE_UTF8_CUT:
+	case AL_UTF8_CUT:
 		log_output(p, in->type, in->buf, valid, true);
 		in->carry = n - valid;
 		memmove(in->buf, in->buf + valid, in->carry);
 		break;
-	case SERVE_UTF8_NOT_TEXT:
+	case AL_UTF8_NOT_TEXT:
 		log_output(p, in->type, in->buf, valid, true);
 		log_output(p, in->type, in->buf + valid, n - valid, false);
 		in->carry = 0;
@@ -217,10 +218,17 @@ static struct json_object *exit_event(const char *result, size_t len, int status
 		}
 		return o;
 	}
-	if (al_json_add(o, "error", json_object_new_string("the command did not run")) < 0 ||
+	/* No result: it could not run, or its airlock was killed (a hang-up, DELETE, KILL). */
+	if (al_json_add(o, "error",
+			json_object_new_string(WIFSIGNALED(status) ? "killed before its result came"
+								   : "the command did not run")) <
+		0 ||
 	    al_json_add_or_null(o, "exit_code",
 				WIFEXITED(status) ? json_object_new_int(WEXITSTATUS(status))
-						  : NULL) < 0)
+						  : NULL) < 0 ||
+	    al_json_add_or_null(o, "signal",
+				WIFSIGNALED(status) ? json_object_new_int(WTERMSIG(status))
+						    : NULL) < 0)
 		goto fail;
 	return o;
 fail:
@@ -809,9 +817,41 @@ static int stdin_dup(struct serve_process *p)
 	return fd;
 }
 
+#define STDIN_WAIT_USEC (30 * 1000000ULL) /* for a process to read what is written to it */
+
+/* Writes b to fd while the process reads it: -ETIMEDOUT after STDIN_WAIT_USEC without room,
+ * -ECONNRESET when the client hangs up meanwhile. *done: the bytes written. */
+static int write_waiting(struct serve_request *r, int fd, const char *b, size_t n, size_t *done)
+{
+	uint64_t deadline = now_usec() + STDIN_WAIT_USEC;
+
+	*done = 0;
+	if (al_fd_nonblock(fd, true) < 0)
+		return -errno;
+	while (*done < n) {
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		ssize_t k = write(fd, b + *done, n - *done);
+
+		if (k > 0) {
+			*done += (size_t)k;
+			deadline = now_usec() + STDIN_WAIT_USEC;
+			continue;
+		}
+		if (k < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (serve_client_gone(r))
+			return -ECONNRESET;
+		if (now_usec() >= deadline)
+			return -ETIMEDOUT;
+		(void)poll(&pfd, 1, WAIT_MSEC);
+	}
+	return 0;
+}
+
 static int write_stdin(struct serve_request *r, struct serve_process *p)
 {
 	_cleanup_close_ int fd = stdin_dup(p);
+	size_t done = 0;
 	bool eof;
 	int k;
 
@@ -821,7 +861,15 @@ static int write_stdin(struct serve_request *r, struct serve_process *p)
 		return serve_reply_error(r, 409, "conflict", NULL,
 					 "The process's stdin is closed (or was not asked for: "
 					 "\"stdin\": true)");
-	k = al_write_all(fd, r->body ? r->body : "", r->len);
+	k = write_waiting(r, fd, r->body ? r->body : "", r->len, &done);
+	if (k == -ECONNRESET)
+		return k;
+	if (k == -ETIMEDOUT)
+		return serve_reply_error(
+		    r, 409, "conflict", NULL,
+		    "The process has not read its stdin for %llu s: %zu of %zu "
+		    "bytes written",
+		    STDIN_WAIT_USEC / 1000000, done, r->len);
 	if (k < 0)
 		return serve_reply_errno(r, k == -EPIPE ? -EBUSY : k, NULL,
 					 "The process no longer reads its stdin");

@@ -45,6 +45,10 @@ struct serve {
 	pthread_cond_t spawn_cond;
 	struct spawn_job *spawn_queue;
 	bool spawn_stop;
+	struct {
+		uid_t uid;
+		unsigned n;
+	} conns[64]; /* the Unix socket's connections per uid, under lock */
 	struct serve_usage {
 		char key[SERVE_CLIENT_KEY_MAX];
 		unsigned streams;
@@ -78,6 +82,8 @@ struct serve_request {
 const char *serve_header(struct serve_request *r, const char *name);
 /* The query argument name, or NULL. */
 const char *serve_query(struct serve_request *r, const char *name);
+/* Whether the query argument name holds a NUL byte (%00). */
+bool serve_query_holds_nul(struct serve_request *r, const char *name);
 /* A query flag: absent false, "true"/"1" true; anything else is a 400 (-EINVAL, replied). */
 int serve_query_bool(struct serve_request *r, const char *name, bool *ret);
 /* The client hung up (the connection's peer closed its side). */
@@ -156,19 +162,6 @@ int serve_child_wait(struct serve_child *c);
  * its wait status. */
 int serve_child_done(struct serve_child *c, bool wait);
 
-/* ---- text.c: output as JSON text ---- */
-
-enum serve_utf8 {
-	SERVE_UTF8_WHOLE,    /* all of it is text */
-	SERVE_UTF8_CUT,	     /* text, then the start of a sequence the next read may complete */
-	SERVE_UTF8_NOT_TEXT, /* text, then a byte that is not */
-};
-/* Scans b's n bytes: *valid of them, from the start, are whole UTF-8 sequences (no overlong
- * form, surrogate, or code point beyond U+10FFFF). */
-enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid);
-/* Standard base64 with padding (malloc'd), or NULL. */
-char *serve_base64(const unsigned char *b, size_t n);
-
 /* ---- the endpoints ---- */
 
 int serve_exec(struct serve_request *r); /* POST /v1/exec */
@@ -185,6 +178,8 @@ int serve_session_find(struct serve_request *r, const char *id);
 /* Stops every session serve started (on the way out). */
 void serve_sessions_stop_all(struct serve *s);
 size_t serve_sessions_count(struct serve *s);
+/* Forgets the sessions that ended (their TTL, a stop from elsewhere), and their processes. */
+void serve_sessions_prune(struct serve *s);
 
 /* process.c: /v1/sessions/ID/processes[/PID[/stdin|/signal|/resize|/output]] */
 int serve_processes(struct serve_request *r, const char *session);

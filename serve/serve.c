@@ -91,6 +91,7 @@ int serve_health(struct serve_request *r)
 	_cleanup_(al_json_putp) struct json_object *o = json_object_new_object();
 	struct serve *s = r->srv;
 
+	serve_sessions_prune(s);
 	if (!o || al_json_add(o, "status", json_object_new_string("ok")) < 0 ||
 	    al_json_add(o, "version", json_object_new_string(AIRLOCK_VERSION)) < 0 ||
 	    al_json_add(o, "api", json_object_new_string("v1")) < 0 ||
@@ -293,13 +294,19 @@ static int read_token(const char *path, char **ret, struct al_error *err)
 	size_t len = 0;
 	int k;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return al_error_set_errno(err, -errno, "--token-file %s", path);
 	if (fstat(fd, &st) < 0)
 		return al_error_set_errno(err, -errno, "--token-file %s", path);
 	if (!S_ISREG(st.st_mode))
 		return al_error_set(err, -EINVAL, "--token-file %s: not a regular file", path);
+	if (st.st_uid != geteuid())
+		return al_error_set(
+		    err, -EPERM,
+		    "--token-file %s: owned by uid %u, not by this user: whoever owns "
+		    "it chooses the token",
+		    path, (unsigned)st.st_uid);
 	if (st.st_mode & 077)
 		return al_error_set(err, -EPERM,
 				    "--token-file %s: readable or writable by others (mode %04o): "

@@ -25,16 +25,18 @@ struct serve_options {
 	/* What a request may bring, as for `airlock exec` (policy, policy_dir, allow, admitted,
 	 * upstream_ca). The broker options are passed on as given (argv form). */
 	struct agent_exec_options exec;
-	char **broker_argv;	  /* NULL-terminated options for the children, or NULL */
-	size_t max_request;	  /* bytes of one request body (files: AGENT_FILE_MAX) */
-	unsigned max_streams;	  /* per client: execs and process streams at once */
-	unsigned max_sessions;	  /* per client */
-	unsigned max_connections; /* per listener */
+	char **broker_argv;		 /* NULL-terminated options for the children, or NULL */
+	size_t max_request;		 /* bytes of one request body (files: AGENT_FILE_MAX) */
+	unsigned max_streams;		 /* per client: execs and process streams at once */
+	unsigned max_sessions;		 /* per client */
+	unsigned max_connections;	 /* per listener */
+	unsigned max_client_connections; /* per uid on the socket, per address on TCP */
 };
 
 #define SERVE_MAX_STREAMS_DEFAULT 32
 #define SERVE_MAX_SESSIONS_DEFAULT 16
 #define SERVE_MAX_CONNECTIONS_DEFAULT 256
+#define SERVE_MAX_CLIENT_CONNECTIONS_DEFAULT 64
 
 /* root: /run/airlock/serve.sock; others: $XDG_RUNTIME_DIR/airlock/serve.sock. */
 int serve_default_socket(char *buf, size_t size);

@@ -84,6 +84,30 @@ int serve_session_find(struct serve_request *r, const char *id)
 	return 0;
 }
 
+void serve_sessions_prune(struct serve *s)
+{
+	char(*ids)[LAUNCHER_SESSION_ID_MAX] = NULL;
+	size_t n = 0, max = serve_sessions_count(s);
+
+	ids = calloc(max + 1, sizeof(*ids));
+	if (!ids)
+		return;
+	(void)pthread_mutex_lock(&s->lock);
+	for (struct serve_session *x = s->sessions; x && n < max; x = x->next)
+		strcpy(ids[n++], x->id);
+	(void)pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct launcher_session_info info;
+
+		/* Its TTL passed, or it ended some other way. */
+		if (launcher_session_info_of(ids[i], &info, NULL) < 0) {
+			serve_processes_end(s, ids[i]);
+			forget(s, ids[i]);
+		}
+	}
+	free(ids);
+}
+
 void serve_sessions_stop_all(struct serve *s)
 {
 	struct serve_session *x;
@@ -272,6 +296,7 @@ static int create_session(struct serve_request *r)
 		k = parse_create(r, body, &c);
 	if (k < 0)
 		goto out;
+	serve_sessions_prune(r->srv);
 	(void)pthread_mutex_lock(&r->srv->lock);
 	k = count_of(r->srv, r->client.key) >= r->srv->o->max_sessions ? -EUSERS : 0;
 	(void)pthread_mutex_unlock(&r->srv->lock);
@@ -396,6 +421,11 @@ static const char *path_arg(struct serve_request *r, bool folder)
 {
 	const char *p = serve_query(r, "path");
 
+	if (serve_query_holds_nul(r, "path")) {
+		(void)serve_reply_error(r, 400, "invalid_request", "path",
+					"path: holds a NUL byte (%%00)");
+		return NULL;
+	}
 	if (!p && folder)
 		return "";
 	if (!p)
@@ -416,6 +446,8 @@ static int files(struct serve_request *r, const char *id, const char *what)
 
 	if (!what && streq(r->method, "GET")) {
 		path = path_arg(r, true);
+		if (!path)
+			return 0;
 		k = agent_file_list(id, path, &o, &err);
 		if (k == -ENOTDIR)
 			return serve_reply_error(r, 409, "conflict", "path", "%s", err.msg);
@@ -434,6 +466,8 @@ static int files(struct serve_request *r, const char *id, const char *what)
 	}
 	if (what && streq(what, "stat") && streq(r->method, "GET")) {
 		path = path_arg(r, true);
+		if (!path)
+			return 0;
 		k = agent_file_stat(id, path, &o, &err);
 		if (k < 0)
 			return serve_reply_errno(r, k, "path", err.msg);

@@ -211,6 +211,15 @@ api POST "/v1/sessions/$ID/processes/$P/signal" -d '{"signal": "STOP"}'
 assert_eq "400 signal" "$CODE $(get 'd["error"]["field"]')" "a signal not on the list is 400"
 api POST "/v1/sessions/$ID/processes/$P/signal" -d '{"signal": "TERM"}'
 assert_eq 409 "$CODE" "signalling a process that ended is 409"
+api POST "/v1/sessions/$ID/processes" -d '{"argv": ["sleep", "3175"], "detach": true}'
+P2=$(get 'd["id"]')
+api POST "/v1/sessions/$ID/processes/$P2/signal" -d '{"signal": "KILL"}'
+assert_eq 204 "$CODE" "KILL is a signal too"
+curl -s -m 20 --unix-socket "$SOCK" "http://airlock/v1/sessions/$ID/processes/$P2/output" >"$IT_TMP/killed"
+assert_eq "exit killed before its result came 9" "$(/usr/bin/python3 -c '
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1])][-1]
+print(e["type"], e["error"], e["signal"])' "$IT_TMP/killed")" "a process killed outright says so in its exit event"
 api GET "/v1/sessions/$ID/processes/$P"
 assert_eq "200 false 9" "$CODE $(get 'd["running"]') $(get 'd["exit"]["exit_code"]')" "it is listed as ended"
 

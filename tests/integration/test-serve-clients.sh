@@ -60,11 +60,16 @@ chmod 644 "$IT_TMP/token"
 al_run serve --socket "$SOCK" --listen 127.0.0.1:0 --token-file "$IT_TMP/token" --policy-dir "$IT_TMP"
 assert_eq 125 "$AL_RC" "a token file others may read is refused"
 assert_contains "$AL_ERR" "chmod 600" "the refusal says how to fix it"
+cp "$IT_TMP/token" "$IT_TMP/token-other"
+chmod 600 "$IT_TMP/token-other"
+chown 65534 "$IT_TMP/token-other"
+al_run serve --socket "$SOCK" --listen 127.0.0.1:0 --token-file "$IT_TMP/token-other" --policy-dir "$IT_TMP"
+assert_eq 125 "$AL_RC" "a token file another user owns is refused"
+assert_contains "$AL_ERR" "owned by uid 65534" "the refusal names its owner"
 assert_false "nothing listened" test -e "$SOCK"
 
 # another uid, with the operator's policy folder
 mkdir -p "$IT_TMP/policies" "$IT_TMP/ws-other"
-chown 65534 "$IT_TMP/ws-other"
 write_policy "$IT_TMP/policies/small.json" <<EOF2
 {"workspace": {"root": "$IT_TMP/ws-other"}}
 EOF2
@@ -121,11 +126,57 @@ assert_eq 200 "$CODE" "TCP with the token is served"
 tcp -H "Authorization: Bearer a-token-of-enough-length" "http://127.0.0.1:$PORT/v1/sessions/$MINE"
 assert_eq 404 "$CODE" "the token's client is another client"
 
+# a NUL byte is refused, never cut
+api --as 65534 POST /v1/sessions -d '{"policy": "small.json\u0000zz"}'
+assert_eq 400 "$CODE" "a NUL in a body's string is 400"
+api --as 65534 POST /v1/exec -d '{"language": "shell\u0000x", "code": "true", "timeout": 5, "policy": "small.json"}'
+assert_eq 400 "$CODE" "a NUL in an exec request's language is 400"
+api --as 65534 GET "/v1/sessions/$OTHER/files?path=a%00b"
+assert_eq "400 path" "$CODE $(get 'd["error"]["field"]')" "a NUL in the path is 400"
+
+# a file name that is not UTF-8 still lists as JSON
+api --as 65534 POST "/v1/sessions/$OTHER/exec" -d '{"language": "python", "code": "open(b\"bad\\xffname\", \"w\")", "timeout": 30}'
+assert_eq "200 0" "$CODE $(get 'd["exit_code"]')" "a sandboxed process makes a name that is not UTF-8"
+api --as 65534 GET "/v1/sessions/$OTHER/files"
+assert_eq "200 YmFk/25hbWU=" "$CODE $(get '[e.get("name_base64") for e in d if "name_base64" in e][0]')" \
+	"a name that is not UTF-8 is listed, its bytes in name_base64"
+
+# one uid's slow connections leave room for the others: past 64 of them, the socket closes its
+# new ones before a request is read
+setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 - "$SOCK" 70 "$PUB/closed" <<'EOF2' &
+import socket, sys, time
+conns = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.send(b"GET /v1/health HTTP/1.1\r\n")
+    conns.append(s)
+time.sleep(2)
+closed = 0
+for s in conns:
+    try:
+        closed += s.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        pass
+open(sys.argv[3], "w").write(str(closed))
+time.sleep(6)
+EOF2
+FLOOD=$!
+wait_for 20 test -s "$PUB/closed"
+assert_eq 6 "$(cat "$PUB/closed")" "one uid holds 64 connections at most: the 6 over it are closed"
+api GET /v1/health
+assert_eq 200 "$CODE" "another uid is served meanwhile"
+kill "$FLOOD" 2>/dev/null
+wait "$FLOOD" 2>/dev/null
+
 # limits
-api POST /v1/sessions -d '{"policy": "small.json"}'
+api POST /v1/sessions -d '{"policy": "small.json", "ttl": "3s"}'
 assert_eq 201 "$CODE" "a second session"
 api POST /v1/sessions -d '{"policy": "small.json"}'
 assert_eq "429 too_many_sessions" "$CODE $(get 'd["error"]["code"]')" "a third is over --max-sessions"
+sleep 4
+api POST /v1/sessions -d '{"policy": "small.json"}'
+assert_eq 201 "$CODE" "a session whose TTL passed no longer counts"
 pids=()
 for i in 1 2; do
 	curl -s -m 30 --unix-socket "$SOCK" -X POST -o /dev/null \

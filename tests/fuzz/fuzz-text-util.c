@@ -1,19 +1,21 @@
-/* Fuzz target: process output as serve turns it into events. The first byte picks where the
- * output is split into reads; each read goes through serve_utf8_scan() as serve's pump does
+/* Fuzz target: common/text-util.c as serve turns process output into events. The first byte picks
+ * where the output is split into reads; each read goes through al_utf8_scan() as serve's pump does
  * (text first, a cut sequence carried into the next read, the rest as base64). Checks that the
  * events give back the output byte for byte, that what is called text re-scans as whole UTF-8,
  * that a carry is at most 3 bytes, and that base64 is the standard encoding's length. */
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/serve-internal.h"
+#include "common/text-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Decodes what serve_base64() made, appending to out. */
+/* Decodes what al_base64_encode() made, appending to out. */
 static size_t unbase64(const char *s, uint8_t *out)
 {
 	size_t n = 0, len = strlen(s);
@@ -48,12 +50,12 @@ static void emit(const uint8_t *b, size_t n, bool text, uint8_t *out, size_t *le
 	if (n == 0)
 		return;
 	if (text) {
-		if (serve_utf8_scan(b, n, &valid) != SERVE_UTF8_WHOLE || valid != n)
+		if (al_utf8_scan(b, n, &valid) != AL_UTF8_WHOLE || valid != n)
 			abort();
 		memcpy(out + *len, b, n);
 		*len += n;
 	} else {
-		char *s = serve_base64(b, n);
+		char *s = al_base64_encode(b, n);
 
 		if (!s || strlen(s) != (n + 2) / 3 * 4)
 			abort();
@@ -78,21 +80,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t k = size - off < step ? size - off : step, n = carry + k;
 
 		memcpy(buf + carry, data + off, k);
-		switch (serve_utf8_scan(buf, n, &valid)) {
-		case SERVE_UTF8_WHOLE:
+		switch (al_utf8_scan(buf, n, &valid)) {
+		case AL_UTF8_WHOLE:
 			if (valid != n)
 				abort();
 			emit(buf, n, true, out, &len);
 			carry = 0;
 			break;
-		case SERVE_UTF8_CUT:
+		case AL_UTF8_CUT:
 			if (n - valid > 3 || n - valid == 0)
 				abort();
 			emit(buf, valid, true, out, &len);
 			carry = n - valid;
 			memmove(buf, buf + valid, carry);
 			break;
-		case SERVE_UTF8_NOT_TEXT:
+		case AL_UTF8_NOT_TEXT:
 			if (valid >= n)
 				abort();
 			emit(buf, valid, true, out, &len);

@@ -1,19 +1,11 @@
-#define LOG_MODULE "serve"
-
-/* Output as JSON text: which bytes are UTF-8, and base64 for the rest. */
+/* UTF-8 and base64: bytes that may or may not be text, on their way into JSON. */
 
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "serve/serve-internal.h"
+#include "common/text-util.h"
 
-enum utf8_scan {
-	UTF8_WHOLE,    /* all of it is text */
-	UTF8_CUT,      /* text, then the start of a sequence the next read may complete */
-	UTF8_NOT_TEXT, /* text, then a byte that is not */
-};
-
-enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
+enum al_utf8 al_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
 {
 	size_t i = 0, need;
 
@@ -22,7 +14,7 @@ enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
 
 		*valid = i;
 		if (i >= n)
-			return SERVE_UTF8_WHOLE;
+			return AL_UTF8_WHOLE;
 		c = b[i];
 		if (c < 0x80) {
 			i++;
@@ -35,22 +27,22 @@ enum serve_utf8 serve_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
 		else if (c >= 0xf0 && c <= 0xf4)
 			need = 3;
 		else
-			return SERVE_UTF8_NOT_TEXT;
+			return AL_UTF8_NOT_TEXT;
 		for (size_t j = 1; j <= need; j++) {
 			if (i + j >= n)
-				return SERVE_UTF8_CUT;
+				return AL_UTF8_CUT;
 			if ((b[i + j] & 0xc0) != 0x80)
-				return SERVE_UTF8_NOT_TEXT;
+				return AL_UTF8_NOT_TEXT;
 		}
 		/* Overlong, a surrogate, or beyond U+10FFFF. */
 		if ((c == 0xe0 && b[i + 1] < 0xa0) || (c == 0xed && b[i + 1] > 0x9f) ||
 		    (c == 0xf0 && b[i + 1] < 0x90) || (c == 0xf4 && b[i + 1] > 0x8f))
-			return SERVE_UTF8_NOT_TEXT;
+			return AL_UTF8_NOT_TEXT;
 		i += need + 1;
 	}
 }
 
-char *serve_base64(const unsigned char *b, size_t n)
+char *al_base64_encode(const unsigned char *b, size_t n)
 {
 	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;

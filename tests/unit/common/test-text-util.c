@@ -7,11 +7,11 @@
 
 #include <cmocka.h>
 
-#include "serve/serve-internal.h"
+#include "common/text-util.h"
 
-static enum serve_utf8 scan(const char *s, size_t n, size_t *valid)
+static enum al_utf8 scan(const char *s, size_t n, size_t *valid)
 {
-	return serve_utf8_scan((const unsigned char *)s, n, valid);
+	return al_utf8_scan((const unsigned char *)s, n, valid);
 }
 
 static void test_text_is_whole(void **state)
@@ -20,9 +20,9 @@ static void test_text_is_whole(void **state)
 	size_t valid = 0;
 
 	(void)state;
-	assert_int_equal(scan(s, strlen(s), &valid), SERVE_UTF8_WHOLE);
+	assert_int_equal(scan(s, strlen(s), &valid), AL_UTF8_WHOLE);
 	assert_int_equal(valid, strlen(s));
-	assert_int_equal(scan("", 0, &valid), SERVE_UTF8_WHOLE);
+	assert_int_equal(scan("", 0, &valid), AL_UTF8_WHOLE);
 	assert_int_equal(valid, 0);
 }
 
@@ -34,10 +34,10 @@ static void test_a_split_sequence_is_cut_before_it(void **state)
 
 	(void)state;
 	for (size_t n = 3; n < strlen(s); n++) {
-		assert_int_equal(scan(s, n, &valid), SERVE_UTF8_CUT);
+		assert_int_equal(scan(s, n, &valid), AL_UTF8_CUT);
 		assert_int_equal(valid, 2);
 	}
-	assert_int_equal(scan("x\xc3", 2, &valid), SERVE_UTF8_CUT);
+	assert_int_equal(scan("x\xc3", 2, &valid), AL_UTF8_CUT);
 	assert_int_equal(valid, 1);
 }
 
@@ -60,11 +60,11 @@ static void test_bytes_that_are_not_text_end_it(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		valid = 99;
-		assert_int_equal(scan(cases[i].s, cases[i].n, &valid), SERVE_UTF8_NOT_TEXT);
+		assert_int_equal(scan(cases[i].s, cases[i].n, &valid), AL_UTF8_NOT_TEXT);
 		assert_int_equal(valid, cases[i].valid);
 	}
 	/* The last: "\xe2\x82" is a valid start of "€", cut after 2 of 3 bytes. */
-	assert_int_equal(scan("ok\xe2\x82", 4, &valid), SERVE_UTF8_CUT);
+	assert_int_equal(scan("ok\xe2\x82", 4, &valid), AL_UTF8_CUT);
 	assert_int_equal(valid, 2);
 }
 
@@ -77,12 +77,12 @@ static void test_base64(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 7; i++) {
-		b = serve_base64((const unsigned char *)in[i], strlen(in[i]));
+		b = al_base64_encode((const unsigned char *)in[i], strlen(in[i]));
 		assert_non_null(b);
 		assert_string_equal(b, out[i]);
 		free(b);
 	}
-	b = serve_base64((const unsigned char *)"\xff", 1);
+	b = al_base64_encode((const unsigned char *)"\xff", 1);
 	assert_string_equal(b, "/w==");
 	free(b);
 }
