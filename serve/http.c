@@ -423,16 +423,11 @@ static size_t body_limit(const struct serve_request *r)
 	return r->srv->o->max_request;
 }
 
-struct listener {
-	struct serve *srv;
-	bool tcp;
-};
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_size, void **state)
 {
-	const struct listener *l = cls;
+	const struct serve_listener *l = cls;
 	struct serve_request *r = *state;
 	const union MHD_ConnectionInfo *info;
 	const char *length;
@@ -537,7 +532,7 @@ static unsigned *uid_connections(struct serve *s, uid_t uid, bool add)
 static void on_connection(void *cls, struct MHD_Connection *conn, void **context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	const struct listener *l = cls;
+	const struct serve_listener *l = cls;
 	struct serve *s = l->srv;
 	struct conn_owner *owner = *context;
 	const union MHD_ConnectionInfo *info;
@@ -580,7 +575,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **context
 	}
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+_printf_(2, 0) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 
@@ -592,12 +587,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 struct MHD_Daemon *serve_http_start(struct serve *s, int listen_fd, bool tcp)
 {
-	struct listener *l = calloc(1, sizeof(*l));
+	struct serve_listener *l = &s->listeners[tcp];
 	struct MHD_Daemon *d;
 
-	if (!l)
-		return NULL;
-	*l = (struct listener){.srv = s, .tcp = tcp};
+	*l = (struct serve_listener){.srv = s, .tcp = tcp};
 	d = mhd.start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 		MHD_USE_ITC,
@@ -607,7 +600,5 @@ struct MHD_Daemon *serve_http_start(struct serve *s, int listen_fd, bool tcp)
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    tcp ? s->o->max_client_connections : 0U, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_END);
-	if (!d)
-		free(l);
 	return d;
 }

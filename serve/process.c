@@ -95,13 +95,12 @@ static void process_kill(struct serve_process *p)
 	(void)pthread_mutex_unlock(&p->lock);
 }
 
-/* ---- text ---- */
-
 /* ---- the log ---- */
 
-static void log_append(struct serve_process *p, struct json_object *o, const char *type)
+/* Appends event (taken). */
+static void log_append(struct serve_process *p, struct json_object *event, const char *type)
 {
-	_cleanup_(al_json_putp) struct json_object *owned = o;
+	_cleanup_(al_json_putp) struct json_object *o = event;
 	char *text = NULL;
 	struct event *e;
 

@@ -30,8 +30,15 @@ struct serve_session;
 struct spawn_job;
 struct serve_process;
 
+/* A listener's own: its daemon's closure. */
+struct serve_listener {
+	struct serve *srv;
+	bool tcp;
+};
+
 struct serve {
 	const struct serve_options *o;
+	struct serve_listener listeners[2]; /* the Unix socket's, TCP's */
 	pid_t pid;
 	uint64_t started_usec;
 	char *token; /* NULL without TCP */

@@ -66,7 +66,7 @@ static void emit(const uint8_t *b, size_t n, bool text, uint8_t *out, size_t *le
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t buf[4096 + 4], *out;
+	uint8_t buf[4096 + 4] = {0}, *out;
 	size_t step, carry = 0, len = 0, valid;
 
 	if (size < 1 || size > 65536)
