@@ -15,20 +15,11 @@
 
 enum {
 	ARG_REQUEST = 0x100,
-	ARG_ADMITTED,
-	ARG_UPSTREAM_CA,
 	ARG_JSON,
-	ARG_POLICY_DIR,
-	ARG_ALLOW_REQUEST_POLICY,
-	ARG_ALLOW_REQUEST_WORKSPACE,
 };
 
 static const char *arg_request;
-static const char *arg_policy;
-static const char *arg_policy_dir;
-static unsigned arg_allow; /* enum agent_exec_allow */
-static const char *arg_admitted;
-static const char *arg_upstream_ca;
+static struct agent_exec_options arg_exec; /* all but the broker */
 static struct broker_client_options arg_broker;
 static char *arg_broker_path;
 
@@ -74,12 +65,7 @@ static int parse_argv(int argc, char **argv)
 {
 	static const struct option options[] = {
 	    {"request", required_argument, NULL, ARG_REQUEST},
-	    {"policy", required_argument, NULL, 'p'},
-	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
-	    {"allow-request-policy", no_argument, NULL, ARG_ALLOW_REQUEST_POLICY},
-	    {"allow-request-workspace", no_argument, NULL, ARG_ALLOW_REQUEST_WORKSPACE},
-	    {"admitted", required_argument, NULL, ARG_ADMITTED},
-	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
+	    CLI_EXEC_OPTIONS,
 	    CLI_BROKER_OPTIONS,
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -90,29 +76,11 @@ static int parse_argv(int argc, char **argv)
 		r = cli_broker_option(c, optarg, &arg_broker, &arg_broker_path);
 		if (r < 0)
 			return r;
-		if (r > 0)
+		if (r > 0 || cli_exec_option(c, optarg, &arg_exec))
 			continue;
 		switch (c) {
 		case ARG_REQUEST:
 			arg_request = optarg;
-			break;
-		case 'p':
-			arg_policy = optarg;
-			break;
-		case ARG_POLICY_DIR:
-			arg_policy_dir = optarg;
-			break;
-		case ARG_ALLOW_REQUEST_POLICY:
-			arg_allow |= AGENT_EXEC_ALLOW_REQUEST_POLICY;
-			break;
-		case ARG_ALLOW_REQUEST_WORKSPACE:
-			arg_allow |= AGENT_EXEC_ALLOW_REQUEST_WORKSPACE;
-			break;
-		case ARG_ADMITTED:
-			arg_admitted = optarg;
-			break;
-		case ARG_UPSTREAM_CA:
-			arg_upstream_ca = optarg;
 			break;
 		case 'h':
 			help();
@@ -124,14 +92,47 @@ static int parse_argv(int argc, char **argv)
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"; the request is JSON",
 				       argv[optind]);
+	if (cli_exec_options_check(&arg_exec) < 0)
+		return -EINVAL;
+	return 1;
+}
+
+bool cli_exec_option(int c, const char *arg, struct agent_exec_options *o)
+{
+	switch (c) {
+	case 'p':
+		o->policy_path = arg;
+		return true;
+	case CLI_ARG_POLICY_DIR:
+		o->policy_dir = arg;
+		return true;
+	case CLI_ARG_ALLOW_REQUEST_POLICY:
+		o->allow |= AGENT_EXEC_ALLOW_REQUEST_POLICY;
+		return true;
+	case CLI_ARG_ALLOW_REQUEST_WORKSPACE:
+		o->allow |= AGENT_EXEC_ALLOW_REQUEST_WORKSPACE;
+		return true;
+	case CLI_ARG_ADMITTED:
+		o->admitted_path = arg;
+		return true;
+	case CLI_ARG_UPSTREAM_CA:
+		o->upstream_ca = arg;
+		return true;
+	default:
+		return false;
+	}
+}
+
+int cli_exec_options_check(const struct agent_exec_options *o)
+{
 	/* Without --policy-dir they would mean nothing: with --policy nothing is the request's,
 	 * without either everything is (the operator's own requests). */
-	if (arg_allow && !arg_policy_dir)
+	if (o->allow && !o->policy_dir)
 		return log_error_errno(-EINVAL, "--allow-request-policy and "
 						"--allow-request-workspace go with --policy-dir");
-	if (arg_policy && arg_policy_dir)
+	if (o->policy_path && o->policy_dir)
 		return log_error_errno(-EINVAL, "--policy and --policy-dir exclude each other");
-	return 1;
+	return 0;
 }
 
 static int read_request(const char *path, char **ret, size_t *ret_len, struct al_error *err)
@@ -186,11 +187,11 @@ int cli_exec(int argc, char **argv)
 	if (cli_read_request(arg_request, &req) < 0)
 		return LAUNCHER_EXIT_FAILED;
 	o = (struct agent_exec_options){
-	    .policy_path = arg_policy,
-	    .policy_dir = arg_policy_dir,
-	    .allow = arg_allow,
-	    .admitted_path = arg_admitted,
-	    .upstream_ca = arg_upstream_ca,
+	    .policy_path = arg_exec.policy_path,
+	    .policy_dir = arg_exec.policy_dir,
+	    .allow = arg_exec.allow,
+	    .admitted_path = arg_exec.admitted_path,
+	    .upstream_ca = arg_exec.upstream_ca,
 	    .broker = &arg_broker,
 	};
 	r = agent_exec(req, &o, stdout, &err);

@@ -17,12 +17,7 @@
 #define LIMIT_MAX 64
 
 enum {
-	ARG_POLICY_DIR = 0x100,
-	ARG_ALLOW_REQUEST_POLICY,
-	ARG_ALLOW_REQUEST_WORKSPACE,
-	ARG_ADMITTED,
-	ARG_UPSTREAM_CA,
-	ARG_MAX_CALLS,
+	ARG_MAX_CALLS = 0x100,
 	ARG_MAX_SESSIONS,
 };
 
@@ -98,12 +93,7 @@ static int add_broker_arg(int c, const char *arg, size_t *n)
 static int parse_argv(int argc, char **argv)
 {
 	static const struct option options[] = {
-	    {"policy", required_argument, NULL, 'p'},
-	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
-	    {"allow-request-policy", no_argument, NULL, ARG_ALLOW_REQUEST_POLICY},
-	    {"allow-request-workspace", no_argument, NULL, ARG_ALLOW_REQUEST_WORKSPACE},
-	    {"admitted", required_argument, NULL, ARG_ADMITTED},
-	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
+	    CLI_EXEC_OPTIONS,
 	    {"max-calls", required_argument, NULL, ARG_MAX_CALLS},
 	    {"max-sessions", required_argument, NULL, ARG_MAX_SESSIONS},
 	    CLI_BROKER_OPTIONS,
@@ -120,27 +110,10 @@ static int parse_argv(int argc, char **argv)
 			r = add_broker_arg(c, optarg, &n_broker);
 		if (r < 0)
 			return r;
-		if (r > 0 || (c >= CLI_ARG_BROKER && c <= CLI_ARG_KEY_FILE))
+		if (r > 0 || (c >= CLI_ARG_BROKER && c <= CLI_ARG_KEY_FILE) ||
+		    cli_exec_option(c, optarg, e))
 			continue;
 		switch (c) {
-		case 'p':
-			e->policy_path = optarg;
-			break;
-		case ARG_POLICY_DIR:
-			e->policy_dir = optarg;
-			break;
-		case ARG_ALLOW_REQUEST_POLICY:
-			e->allow |= AGENT_EXEC_ALLOW_REQUEST_POLICY;
-			break;
-		case ARG_ALLOW_REQUEST_WORKSPACE:
-			e->allow |= AGENT_EXEC_ALLOW_REQUEST_WORKSPACE;
-			break;
-		case ARG_ADMITTED:
-			e->admitted_path = optarg;
-			break;
-		case ARG_UPSTREAM_CA:
-			e->upstream_ca = optarg;
-			break;
 		case ARG_MAX_CALLS:
 			r = parse_limit("--max-calls", optarg, &arg_o.max_calls);
 			break;
@@ -158,11 +131,8 @@ static int parse_argv(int argc, char **argv)
 	}
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "Unexpected argument \"%s\"", argv[optind]);
-	if (e->allow && !e->policy_dir)
-		return log_error_errno(-EINVAL, "--allow-request-policy and "
-						"--allow-request-workspace go with --policy-dir");
-	if (e->policy_path && e->policy_dir)
-		return log_error_errno(-EINVAL, "--policy and --policy-dir exclude each other");
+	if (cli_exec_options_check(e) < 0)
+		return -EINVAL;
 	if (e->policy_path && access(e->policy_path, R_OK) < 0)
 		return log_error_errno(-errno, "--policy: %s: %m", e->policy_path);
 	arg_o.broker_argv = n_broker ? arg_broker_argv : NULL;

@@ -17,11 +17,6 @@ enum {
 	ARG_LISTEN,
 	ARG_TOKEN_FILE,
 	ARG_ALLOW_UID,
-	ARG_POLICY_DIR,
-	ARG_ALLOW_REQUEST_POLICY,
-	ARG_ALLOW_REQUEST_WORKSPACE,
-	ARG_ADMITTED,
-	ARG_UPSTREAM_CA,
 	ARG_MAX_REQUEST,
 	ARG_MAX_STREAMS,
 	ARG_MAX_SESSIONS,
@@ -96,12 +91,7 @@ int cli_serve(int argc, char **argv)
 	    {"listen", required_argument, NULL, ARG_LISTEN},
 	    {"token-file", required_argument, NULL, ARG_TOKEN_FILE},
 	    {"allow-uid", required_argument, NULL, ARG_ALLOW_UID},
-	    {"policy", required_argument, NULL, 'p'},
-	    {"policy-dir", required_argument, NULL, ARG_POLICY_DIR},
-	    {"allow-request-policy", no_argument, NULL, ARG_ALLOW_REQUEST_POLICY},
-	    {"allow-request-workspace", no_argument, NULL, ARG_ALLOW_REQUEST_WORKSPACE},
-	    {"admitted", required_argument, NULL, ARG_ADMITTED},
-	    {"upstream-ca", required_argument, NULL, ARG_UPSTREAM_CA},
+	    CLI_EXEC_OPTIONS,
 	    {"max-request", required_argument, NULL, ARG_MAX_REQUEST},
 	    {"max-streams", required_argument, NULL, ARG_MAX_STREAMS},
 	    {"max-sessions", required_argument, NULL, ARG_MAX_SESSIONS},
@@ -124,6 +114,8 @@ int cli_serve(int argc, char **argv)
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0) {
+		if (cli_exec_option(c, optarg, &o.exec))
+			continue;
 		switch (c) {
 		case ARG_SOCKET:
 			o.socket_path = optarg;
@@ -142,24 +134,6 @@ int cli_serve(int argc, char **argv)
 				return log_error("--allow-uid: no user \"%s\"", optarg),
 				       CLI_EXIT_FAILURE;
 			o.n_allow_uids++;
-			break;
-		case 'p':
-			o.exec.policy_path = optarg;
-			break;
-		case ARG_POLICY_DIR:
-			o.exec.policy_dir = optarg;
-			break;
-		case ARG_ALLOW_REQUEST_POLICY:
-			o.exec.allow |= AGENT_EXEC_ALLOW_REQUEST_POLICY;
-			break;
-		case ARG_ALLOW_REQUEST_WORKSPACE:
-			o.exec.allow |= AGENT_EXEC_ALLOW_REQUEST_WORKSPACE;
-			break;
-		case ARG_ADMITTED:
-			o.exec.admitted_path = optarg;
-			break;
-		case ARG_UPSTREAM_CA:
-			o.exec.upstream_ca = optarg;
 			break;
 		case ARG_MAX_REQUEST:
 			if (al_parse_size(optarg, &size) < 0 || size == 0 ||
@@ -204,6 +178,8 @@ int cli_serve(int argc, char **argv)
 	if (optind < argc)
 		return log_error("serve: unexpected argument \"%s\"", argv[optind]),
 		       CLI_EXIT_FAILURE;
+	if (cli_exec_options_check(&o.exec) < 0)
+		return CLI_EXIT_FAILURE;
 	o.broker_argv = n_broker ? broker_argv : NULL;
 	r = serve_main(&o, &err);
 	if (r < 0)

@@ -42,6 +42,32 @@ enum {
  * sets $AIRLOCK_BROKER for the sandbox's own airlock calls. */
 int cli_broker_option(int c, const char *arg, struct broker_client_options *o, char **owned);
 
+/* The operator's options that decide what a request may bring, shared by exec, mcp and serve:
+ * put CLI_EXEC_OPTIONS in the getopt table ("p:" in the short options) and hand each option to
+ * cli_exec_option(); check the whole with cli_exec_options_check() after the loop. */
+enum {
+	CLI_ARG_POLICY_DIR = 0x280,
+	CLI_ARG_ALLOW_REQUEST_POLICY,
+	CLI_ARG_ALLOW_REQUEST_WORKSPACE,
+	CLI_ARG_ADMITTED,
+	CLI_ARG_UPSTREAM_CA,
+};
+#define CLI_EXEC_OPTIONS                                                                           \
+	{"policy", required_argument, NULL, 'p'},                                                  \
+	    {"policy-dir", required_argument, NULL, CLI_ARG_POLICY_DIR},                           \
+	    {"allow-request-policy", no_argument, NULL, CLI_ARG_ALLOW_REQUEST_POLICY},             \
+	    {"allow-request-workspace", no_argument, NULL, CLI_ARG_ALLOW_REQUEST_WORKSPACE},       \
+	    {"admitted", required_argument, NULL, CLI_ARG_ADMITTED},                               \
+	{                                                                                          \
+		"upstream-ca", required_argument, NULL, CLI_ARG_UPSTREAM_CA                        \
+	}
+
+struct agent_exec_options;
+/* Applies option c (with arg) to o: true when it was one of CLI_EXEC_OPTIONS. */
+bool cli_exec_option(int c, const char *arg, struct agent_exec_options *o);
+/* --allow-request-* only with --policy-dir, and not --policy with it: -EINVAL (logged). */
+int cli_exec_options_check(const struct agent_exec_options *o);
+
 struct agent_request;
 /* Reads and parses an exec request from path ("-" or NULL: stdin, which may not be a terminal).
  * A request that cannot be read or parsed is logged and answered on stdout with an
