@@ -108,6 +108,14 @@ struct agent_exec_options {
 	const struct broker_client_options *broker; /* NULL: the defaults */
 };
 
+/* Appends a to args (*n of max used; a NULL kept after them): -E2BIG when it does not fit. The
+ * strings are borrowed. */
+int agent_argv_push(char **args, size_t *n, size_t max, const char *a);
+/* Appends the options of `airlock exec` that give a child airlock o (--policy, --policy-dir,
+ * --allow-request-*, --admitted, --upstream-ca), then broker_argv (NULL-terminated, or NULL). */
+int agent_exec_options_argv(const struct agent_exec_options *o, char *const *broker_argv,
+			    char **args, size_t *n, size_t max);
+
 /* Runs req and writes one JSON result object (a line) to out. Returns the error kind of the
  * result (AGENT_ERROR_NONE when the program ran, whatever its exit code), or -errno when not
  * even a result could be written. When the result is an error, err (may be NULL) gets its

@@ -553,6 +553,41 @@ int agent_session_policy(const struct agent_request *req, const struct agent_exe
 	return r < 0 ? r : 0;
 }
 
+int agent_argv_push(char **args, size_t *n, size_t max, const char *a)
+{
+	if (*n + 2 > max)
+		return -E2BIG;
+	args[(*n)++] = (char *)a;
+	args[*n] = NULL;
+	return 0;
+}
+
+int agent_exec_options_argv(const struct agent_exec_options *o, char *const *broker_argv,
+			    char **args, size_t *n, size_t max)
+{
+	int r = 0;
+
+	if (o->policy_path)
+		r = agent_argv_push(args, n, max, "--policy")
+			?: agent_argv_push(args, n, max, o->policy_path);
+	if (r >= 0 && o->policy_dir)
+		r = agent_argv_push(args, n, max, "--policy-dir")
+			?: agent_argv_push(args, n, max, o->policy_dir);
+	if (r >= 0 && (o->allow & AGENT_EXEC_ALLOW_REQUEST_POLICY))
+		r = agent_argv_push(args, n, max, "--allow-request-policy");
+	if (r >= 0 && (o->allow & AGENT_EXEC_ALLOW_REQUEST_WORKSPACE))
+		r = agent_argv_push(args, n, max, "--allow-request-workspace");
+	if (r >= 0 && o->admitted_path)
+		r = agent_argv_push(args, n, max, "--admitted")
+			?: agent_argv_push(args, n, max, o->admitted_path);
+	if (r >= 0 && o->upstream_ca)
+		r = agent_argv_push(args, n, max, "--upstream-ca")
+			?: agent_argv_push(args, n, max, o->upstream_ca);
+	for (char *const *b = broker_argv; r >= 0 && b && *b; b++)
+		r = agent_argv_push(args, n, max, *b);
+	return r;
+}
+
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
 	       struct al_error *err)
 {

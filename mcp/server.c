@@ -134,15 +134,6 @@ static void session_forget(struct server *s, const char *id)
 
 /* ---- children ---- */
 
-static int push(char **args, size_t *n, size_t max, const char *a)
-{
-	if (*n + 2 > max)
-		return -E2BIG;
-	args[(*n)++] = (char *)a;
-	args[*n] = NULL;
-	return 0;
-}
-
 /* The arguments of the child airlock that runs c. */
 static int child_args(const struct server *s, const struct call *c, char *owner, char **args,
 		      size_t max)
@@ -151,48 +142,36 @@ static int child_args(const struct server *s, const struct call *c, char *owner,
 	size_t n = 0;
 	int r;
 
-	r = push(args, &n, max, "airlock");
+	r = agent_argv_push(args, &n, max, "airlock");
 	if (c->plan.tool == MCP_TOOL_SESSION_EXEC) {
-		r = push(args, &n, max, "session") ?: push(args, &n, max, "exec")
-						   ?: push(args, &n, max, c->plan.session)
-						       ?: push(args, &n, max, "--request")
-							  ?: push(args, &n, max, "-");
+		r = agent_argv_push(args, &n, max, "session") ?: agent_argv_push(args, &n, max, "exec")
+						   ?: agent_argv_push(args, &n, max, c->plan.session)
+						       ?: agent_argv_push(args, &n, max, "--request")
+							  ?: agent_argv_push(args, &n, max, "-");
 		return r;
 	}
 	if (c->plan.tool == MCP_TOOL_SESSION_START) {
-		r = push(args, &n, max, "session") ?: push(args, &n, max, "start")
-						   ?: push(args, &n, max, "--policy")
-						       ?: push(args, &n, max, "/dev/stdin")
-							  ?: push(args, &n, max, "--owner")
-							     ?: push(args, &n, max, owner)
-								?: push(args, &n, max, "--ttl")
-								   ?: push(args, &n, max,
+		r = agent_argv_push(args, &n, max, "session") ?: agent_argv_push(args, &n, max, "start")
+						   ?: agent_argv_push(args, &n, max, "--policy")
+						       ?: agent_argv_push(args, &n, max, "/dev/stdin")
+							  ?: agent_argv_push(args, &n, max, "--owner")
+							     ?: agent_argv_push(args, &n, max, owner)
+								?: agent_argv_push(args, &n, max, "--ttl")
+								   ?: agent_argv_push(args, &n, max,
 									   c->plan.ttl);
 		/* Without a policy or workspace of its own, a session starts empty, as exec does */
 		if (r >= 0 && c->fresh)
-			r = push(args, &n, max, "--fresh-workspace");
+			r = agent_argv_push(args, &n, max, "--fresh-workspace");
 		if (r >= 0 && e->admitted_path)
-			r = push(args, &n, max, "--admitted")
-				?: push(args, &n, max, e->admitted_path);
+			r = agent_argv_push(args, &n, max, "--admitted")
+				?: agent_argv_push(args, &n, max, e->admitted_path);
 		return r;
 	}
-	r = push(args, &n, max, "exec");
-	if (r >= 0 && e->policy_path)
-		r = push(args, &n, max, "--policy") ?: push(args, &n, max, e->policy_path);
-	if (r >= 0 && e->policy_dir)
-		r = push(args, &n, max, "--policy-dir") ?: push(args, &n, max, e->policy_dir);
-	if (r >= 0 && (e->allow & AGENT_EXEC_ALLOW_REQUEST_POLICY))
-		r = push(args, &n, max, "--allow-request-policy");
-	if (r >= 0 && (e->allow & AGENT_EXEC_ALLOW_REQUEST_WORKSPACE))
-		r = push(args, &n, max, "--allow-request-workspace");
-	if (r >= 0 && e->admitted_path)
-		r = push(args, &n, max, "--admitted") ?: push(args, &n, max, e->admitted_path);
-	if (r >= 0 && e->upstream_ca)
-		r = push(args, &n, max, "--upstream-ca") ?: push(args, &n, max, e->upstream_ca);
-	for (char *const *b = s->o->broker_argv; r >= 0 && b && *b; b++)
-		r = push(args, &n, max, *b);
+	r = agent_argv_push(args, &n, max, "exec")
+		?: agent_exec_options_argv(e, s->o->broker_argv, args, &n, max);
 	if (r >= 0)
-		r = push(args, &n, max, "--request") ?: push(args, &n, max, "-");
+		r = agent_argv_push(args, &n, max, "--request")
+			?: agent_argv_push(args, &n, max, "-");
 	return r;
 }
 

@@ -160,41 +160,13 @@ static unsigned exec_status(struct json_object *result)
 	return 500;
 }
 
-/* Appends the non-NULL of x and y to args (n of max used, a NULL kept after them). */
-static int push(char **args, size_t *n, size_t max, const char *x, const char *y)
-{
-	if (*n + 3 > max)
-		return -E2BIG;
-	args[(*n)++] = (char *)x;
-	if (y)
-		args[(*n)++] = (char *)y;
-	args[*n] = NULL;
-	return 0;
-}
-
 /* `airlock exec` with the operator's options. */
 static int exec_args(const struct serve *s, char **args, size_t max)
 {
-	const struct agent_exec_options *e = &s->o->exec;
 	size_t n = 0;
-	int k;
 
-	k = push(args, &n, max, "exec", NULL);
-	if (k >= 0 && e->policy_path)
-		k = push(args, &n, max, "--policy", e->policy_path);
-	if (k >= 0 && e->policy_dir)
-		k = push(args, &n, max, "--policy-dir", e->policy_dir);
-	if (k >= 0 && (e->allow & AGENT_EXEC_ALLOW_REQUEST_POLICY))
-		k = push(args, &n, max, "--allow-request-policy", NULL);
-	if (k >= 0 && (e->allow & AGENT_EXEC_ALLOW_REQUEST_WORKSPACE))
-		k = push(args, &n, max, "--allow-request-workspace", NULL);
-	if (k >= 0 && e->admitted_path)
-		k = push(args, &n, max, "--admitted", e->admitted_path);
-	if (k >= 0 && e->upstream_ca)
-		k = push(args, &n, max, "--upstream-ca", e->upstream_ca);
-	for (char **b = s->o->broker_argv; k >= 0 && b && *b; b++)
-		k = push(args, &n, max, *b, NULL);
-	return k;
+	return agent_argv_push(args, &n, max, "exec")
+		   ?: agent_exec_options_argv(&s->o->exec, s->o->broker_argv, args, &n, max);
 }
 
 /* The body in a memfd: the child's stdin, nothing on disk. */
