@@ -253,6 +253,13 @@ struct pending {
 	bool close;  /* the connection ends after the response */
 };
 
+/* A response body whose first bytes are still to be judged (flow_sniff_body()). */
+struct body_sniff {
+	bool on;
+	uint8_t first[4]; /* ... and those seen so far */
+	size_t n;
+};
+
 struct sidecar_line {
 	size_t name, name_len, value, value_len; /* offsets into the sidecar secret */
 };
@@ -293,9 +300,7 @@ struct netns_http_flow {
 	uint64_t resp_left;
 	enum framing resp_out; /* of the current response's body, towards the sandbox */
 	bool resp_close;
-	bool resp_sniff; /* the body's first bytes are still to be judged (flow_sniff_body()) */
-	uint8_t resp_first[4]; /* ... and those seen so far */
-	size_t resp_first_len;
+	struct body_sniff resp_sniff;
 	struct matcher values_m; /* real values, to turn back into surrogates */
 	size_t values_m_for;	 /* n_values + n_bound + n_side when it was built */
 	bool values_m_sent;	 /* ... and it holds a value that went upstream on this flow */
@@ -304,6 +309,7 @@ struct netns_http_flow {
 
 	struct netns_buf work; /* Basic credentials being swapped */
 	int error;
+	uint32_t stream; /* the HTTP/2 stream whose head is at work (http2.c), for the audit */
 };
 
 static inline void request_done(struct netns_http_flow *f)
@@ -341,6 +347,17 @@ int flow_refresh_values(struct netns_http_flow *f);
  * percent-encoded. */
 int flow_refuse_surrogates(const struct netns_http_flow *f, const char *p, size_t n, bool raw_ok,
 			   const char *where, struct al_error *err);
+/* Writes a request field's value (the field named name) with every surrogate swapped for the
+ * real value, inside Basic credentials too; a surrogate in an encoded form is refused. */
+int flow_put_field_value(struct netns_http_flow *f, struct writer *w, const char *name,
+			 size_t name_len, const char *value, size_t value_len,
+			 struct al_error *err);
+/* Whether an authority (host[:port]) names the flow's host (and port, if one is written). */
+bool flow_authority_is_flow(const struct netns_http_flow *f, const char *a, size_t n);
+/* Whether a field named so is one of the sidecar's (which replace the sandbox's). */
+bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n);
+/* Asks for the sidecar headers, once, before the first request is passed on. */
+int flow_sidecar(struct netns_http_flow *f, struct al_error *err);
 /* Checks, rewrites and passes on a parsed request head, and sets up its body. */
 int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_request *req,
 			   struct netns_buf *out, struct al_error *err);
@@ -375,5 +392,6 @@ int flow_parse_fields(const char *buf, size_t len, size_t *pos, struct netns_htt
 int flow_response_head_done(struct netns_http_flow *f, const struct response_head *rh,
 			    struct netns_buf *out, struct al_error *err);
 /* Judges a body by its first bytes, n more of which are at p: a compressed body, whatever its
- * headers say, could hold a real value where it cannot be searched for (-EIO). */
-int flow_sniff_body(struct netns_http_flow *f, const uint8_t *p, size_t n, struct al_error *err);
+ * headers say, could hold a real value where it cannot be searched for (-EIO). Turns s off once
+ * the first bytes are known to be no compressed format's. */
+int flow_sniff_body(struct body_sniff *s, const uint8_t *p, size_t n, struct al_error *err);

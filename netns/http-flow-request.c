@@ -60,7 +60,8 @@ static int put_swapped(struct netns_http_flow *f, struct writer *w, const uint8_
 		put(w, p, (size_t)(q - p));
 		put(w, v->data, v->len);
 		if (f->o.ops && f->o.ops->swapped)
-			f->o.ops->swapped(f->o.userdata, f->o.surrogates[mt.pt->owner], where);
+			f->o.ops->swapped(f->o.userdata, f->o.surrogates[mt.pt->owner], where,
+					  f->stream);
 		p = q + mt.len;
 	}
 	put(w, p, (size_t)(end - p));
@@ -173,7 +174,7 @@ static bool is_hop_header(const char *name, size_t n)
 	       ascii_eq(name, n, "te");
 }
 
-static bool is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n)
+bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n)
 {
 	for (size_t i = 0; i < f->n_side; i++)
 		if (ascii_eq_n(name, n, f->sidecar->data + f->side[i].name, f->side[i].name_len))
@@ -188,7 +189,7 @@ static bool is_dropped_option(const struct netns_http_flow *f, const char *s, si
 {
 	return is_hop_header(s, n) || ascii_eq(s, n, "content-length") ||
 	       ascii_eq(s, n, "transfer-encoding") || ascii_eq(s, n, "host") ||
-	       is_sidecar_name(f, s, n) || (http10 && ascii_eq(s, n, "keep-alive"));
+	       flow_is_sidecar_name(f, s, n) || (http10 && ascii_eq(s, n, "keep-alive"));
 }
 
 static void put_connection(const struct netns_http_flow *f, struct writer *w,
@@ -210,6 +211,25 @@ static void put_connection(const struct netns_http_flow *f, struct writer *w,
 		put_str(w, "\r\n");
 }
 
+int flow_put_field_value(struct netns_http_flow *f, struct writer *w, const char *name,
+			 size_t name_len, const char *value, size_t value_len, struct al_error *err)
+{
+	const struct netns_http_header h = {
+	    .name = name, .name_len = name_len, .value = value, .value_len = value_len};
+	char where[WHERE_MAX];
+	int r = 0;
+
+	where_header(name, name_len, where);
+	if (ascii_eq(name, name_len, "authorization"))
+		r = put_basic(f, w, &h, err);
+	if (r == 0) {
+		r = flow_refuse_surrogates(f, value, value_len, true, where, err);
+		if (r >= 0)
+			r = put_swapped(f, w, (const uint8_t *)value, value_len, true, where, err);
+	}
+	return r < 0 ? r : 0;
+}
+
 static int put_request_field(struct netns_http_flow *f, struct writer *w,
 			     const struct netns_http_request *req,
 			     const struct netns_http_header *h, struct al_error *err)
@@ -217,7 +237,7 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 	char where[WHERE_MAX];
 	int r;
 
-	if (is_hop_header(h->name, h->name_len) || is_sidecar_name(f, h->name, h->name_len))
+	if (is_hop_header(h->name, h->name_len) || flow_is_sidecar_name(f, h->name, h->name_len))
 		return 0;
 	/* A real value echoed back compressed could not be turned back into its surrogate (and a
 	 * response that comes compressed all the same is refused: is_encoded()). */
@@ -238,15 +258,7 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 	}
 	put(w, h->name, h->name_len);
 	put_str(w, ": ");
-	r = 0;
-	if (ascii_eq(h->name, h->name_len, "authorization"))
-		r = put_basic(f, w, h, err);
-	if (r == 0) {
-		r = flow_refuse_surrogates(f, h->value, h->value_len, true, where, err);
-		if (r >= 0)
-			r = put_swapped(f, w, (const uint8_t *)h->value, h->value_len, true, where,
-					err);
-	}
+	r = flow_put_field_value(f, w, h->name, h->name_len, h->value, h->value_len, err);
 	if (r < 0)
 		return r;
 	put_str(w, "\r\n");
@@ -255,7 +267,7 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 
 /* Whether an authority (host[:port], as http.c accepted it) names the flow's host: the same name
  * in any case, a trailing dot allowed, and a port, if one is written, the connection's. */
-static bool authority_is_flow(const struct netns_http_flow *f, const char *a, size_t n)
+bool flow_authority_is_flow(const struct netns_http_flow *f, const char *a, size_t n)
 {
 	const char *want = f->o.host, *rest;
 	size_t host_len, want_len = strlen(want);
@@ -303,7 +315,7 @@ static int check_request(const struct netns_http_flow *f, const struct netns_htt
 
 	if (req->connect)
 		return al_error_set(err, -EBADMSG, "CONNECT inside an inspected connection");
-	if (req->host && !authority_is_flow(f, req->host, req->host_len))
+	if (req->host && !flow_authority_is_flow(f, req->host, req->host_len))
 		return al_error_set(err, -EPROTO, "The Host header names another host than %s:%u",
 				    f->o.host, f->o.port);
 	/* http.c let through only a path, "*", or an http(s) URI as the target. */
@@ -316,7 +328,7 @@ static int check_request(const struct netns_http_flow *f, const struct netns_htt
 		a += 3;
 		while (a + an < t + n && a[an] != '/' && a[an] != '?')
 			an++;
-		if (!authority_is_flow(f, a, an))
+		if (!flow_authority_is_flow(f, a, an))
 			return al_error_set(err, -EPROTO,
 					    "The request target names another host than %s:%u",
 					    f->o.host, f->o.port);
@@ -371,8 +383,7 @@ static int parse_sidecar(struct netns_http_flow *f, const struct broker_secret *
 	return 0;
 }
 
-/* Asks for the sidecar headers, once, before the first request is passed on. */
-static int flow_sidecar(struct netns_http_flow *f, struct al_error *err)
+int flow_sidecar(struct netns_http_flow *f, struct al_error *err)
 {
 	struct broker_secret *s = NULL;
 	int r;

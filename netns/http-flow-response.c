@@ -326,17 +326,17 @@ static const struct {
     {"zlib", 2, {0x78, 0x9c}}, {"zlib", 2, {0x78, 0xda}},
 };
 
-int flow_sniff_body(struct netns_http_flow *f, const uint8_t *p, size_t n, struct al_error *err)
+int flow_sniff_body(struct body_sniff *s, const uint8_t *p, size_t n, struct al_error *err)
 {
-	size_t take = MIN(n, sizeof(f->resp_first) - f->resp_first_len);
+	size_t take = MIN(n, sizeof(s->first) - s->n);
 	bool maybe = false;
 
-	memcpy(f->resp_first + f->resp_first_len, p, take);
-	f->resp_first_len += take;
+	memcpy(s->first + s->n, p, take);
+	s->n += take;
 	for (size_t i = 0; i < ELEMENTSOF(compressed_magics); i++) {
-		size_t k = MIN(compressed_magics[i].len, f->resp_first_len);
+		size_t k = MIN(compressed_magics[i].len, s->n);
 
-		if (memcmp(f->resp_first, compressed_magics[i].magic, k) != 0)
+		if (memcmp(s->first, compressed_magics[i].magic, k) != 0)
 			continue;
 		if (k == compressed_magics[i].len)
 			return al_error_set(
@@ -346,7 +346,7 @@ int flow_sniff_body(struct netns_http_flow *f, const uint8_t *p, size_t n, struc
 			    compressed_magics[i].name);
 		maybe = true;
 	}
-	f->resp_sniff = maybe;
+	s->on = maybe;
 	return 0;
 }
 
@@ -394,8 +394,7 @@ int flow_response_head_done(struct netns_http_flow *f, const struct response_hea
 	f->resp_out = outf;
 	/* Once a value went upstream on this connection, every body is judged by its first bytes
 	 * (before, a compressed body is taken for a file the host serves: docs/EGRESS.md). */
-	f->resp_sniff = f->values_m_sent;
-	f->resp_first_len = 0;
+	f->resp_sniff = (struct body_sniff){.on = f->values_m_sent};
 	if (in == FRAME_CHUNKED)
 		f->resp = RESP_CHUNK_LINE;
 	else if (in == FRAME_CLOSE)

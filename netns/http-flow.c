@@ -377,8 +377,8 @@ static ssize_t response_data(struct netns_http_flow *f, const uint8_t *buf, size
 	int r;
 
 	n = MIN(n, flow_matcher_step(&f->values_m));
-	if (f->resp_sniff) {
-		r = flow_sniff_body(f, buf, n, err);
+	if (f->resp_sniff.on) {
+		r = flow_sniff_body(&f->resp_sniff, buf, n, err);
 		if (r < 0)
 			return r;
 	}

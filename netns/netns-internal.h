@@ -273,9 +273,9 @@ struct netns_http_flow_ops {
 	/* The sidecar headers for the flow's host, "Name: value\r\n" each (may be empty); asked
 	 * once per flow, before the first request is passed on. NULL: none. */
 	int (*sidecar)(void *userdata, struct broker_secret **ret, struct al_error *err);
-	/* A surrogate was swapped for its value (where: e.g. "header authorization"), for the
-	 * audit. NULL: not reported. */
-	void (*swapped)(void *userdata, const char *surrogate, const char *where);
+	/* A surrogate was swapped for its value (where: e.g. "header authorization"; stream: the
+	 * HTTP/2 stream, 0 in HTTP/1.1), for the audit. NULL: not reported. */
+	void (*swapped)(void *userdata, const char *surrogate, const char *where, uint32_t stream);
 	/* The real value behind surrogate when its credential is bound to the flow's host, only to
 	 * be turned back into the surrogate in responses, never sent (so it is asked for on plain
 	 * connections too): 0 and *ret (the flow frees it), 0 and *ret NULL when the credential is

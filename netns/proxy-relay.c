@@ -435,21 +435,21 @@ static int flow_sidecar(void *userdata, struct broker_secret **ret, struct al_er
 	return broker_client_headers(c->proxy->o->broker, c->flow_opts.host, ret, err);
 }
 
-static void flow_swapped(void *userdata, const char *surrogate, const char *where)
+static void flow_swapped(void *userdata, const char *surrogate, const char *where, uint32_t stream)
 {
 	struct conn *c = userdata;
+	const struct al_audit_field fields[] = {
+	    AL_AUDIT_S("action", "swap"),
+	    AL_AUDIT_S("credential", credential_of(c->proxy, surrogate)),
+	    AL_AUDIT_S("host", c->flow_opts.host),
+	    AL_AUDIT_I("port", c->port),
+	    AL_AUDIT_S("where", where),
+	    AL_AUDIT_I("stream", stream), /* HTTP/2 only */
+	};
 
-	if (!proxy_audit_admit(c->proxy))
-		return;
-	(void)al_audit_event(c->proxy->o->audit, "credential",
-			     (const struct al_audit_field[]){
-				 AL_AUDIT_S("action", "swap"),
-				 AL_AUDIT_S("credential", credential_of(c->proxy, surrogate)),
-				 AL_AUDIT_S("host", c->flow_opts.host),
-				 AL_AUDIT_I("port", c->port),
-				 AL_AUDIT_S("where", where),
-			     },
-			     5);
+	if (proxy_audit_admit(c->proxy))
+		(void)al_audit_event(c->proxy->o->audit, "credential", fields,
+				     stream ? ELEMENTSOF(fields) : ELEMENTSOF(fields) - 1);
 }
 
 /* Whether the credential of surrogate is bound to host: the broker's own test (session.c), on

@@ -113,10 +113,11 @@ static int fake_bound_value(void *userdata, const char *surrogate, struct broker
 	return 0;
 }
 
-static void fake_swapped(void *userdata, const char *surrogate, const char *where)
+static void fake_swapped(void *userdata, const char *surrogate, const char *where, uint32_t stream)
 {
 	struct fake *fk = userdata;
 
+	assert_int_equal(stream, 0);
 	if (fk->n_swapped < 8)
 		(void)snprintf(fk->swapped[fk->n_swapped++], sizeof(fk->swapped[0]), "%.4s %s",
 			       surrogate, where);
