@@ -348,13 +348,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_tls *, netns_tls_free);
 const char *netns_tls_ca_pem(const struct netns_tls *t);
 
 /* The sandbox's side of an intercepted connection on fd (borrowed; the ClientHello is still
- * unread in it): TLS 1.2+ as a server for name with a minted leaf, ALPN http/1.1 only. */
+ * unread in it): TLS 1.2+ as a server for name with a minted leaf, ALPN http/1.1 (and h2 once
+ * netns_tls_allow_h2() says so). */
 int netns_tls_accept(struct netns_tls *t, int fd, const char *name, struct netns_tls_conn **ret,
 		     struct al_error *err);
 /* The upstream's side on fd (borrowed, connecting or connected): TLS 1.2+ as a client with SNI
- * name, the certificate verified for name, ALPN http/1.1 only. */
-int netns_tls_connect(struct netns_tls *t, int fd, const char *name, struct netns_tls_conn **ret,
-		      struct al_error *err);
+ * name, the certificate verified for name, ALPN http/1.1 (h2 and http/1.1 with offer_h2). */
+int netns_tls_connect(struct netns_tls *t, int fd, const char *name, bool offer_h2,
+		      struct netns_tls_conn **ret, struct al_error *err);
+/* A server side may choose h2 when the client offers it; called before its handshake. */
+void netns_tls_allow_h2(struct netns_tls_conn *c, bool allow);
+/* Whether the handshake chose h2. */
+bool netns_tls_is_h2(const struct netns_tls_conn *c);
 struct netns_tls_conn *netns_tls_conn_free(struct netns_tls_conn *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_tls_conn *, netns_tls_conn_free);
 

@@ -523,7 +523,7 @@ static void start_flow(struct conn *c, bool tls)
 	if (r >= 0 && tls)
 		r = netns_tls_accept(p->tls, c->cfd, c->name, &c->ctls, &err);
 	if (r >= 0 && tls)
-		r = netns_tls_connect(p->tls, c->ufd, c->name, &c->utls, &err);
+		r = netns_tls_connect(p->tls, c->ufd, c->name, false, &c->utls, &err);
 	if (r < 0) {
 		log_debug_errno(r, "Cannot inspect a connection to %s: %s", c->flow_opts.host,
 				err.msg);

@@ -12,11 +12,15 @@
  *   the key never leaves this process and only this sandbox trusts the certificate; it only has
  *   to cover the sandbox's life. A sandbox running longer than that (no timeout) loses
  *   intercepted TLS: minting then fails with -EKEYEXPIRED and leaves already given expire.
- * - ALPN. The proxy speaks HTTP/1.1 only. A client offering http/1.1 gets it; one offering no
- *   ALPN at all gets none (HTTP/1.1 is what TLS without ALPN means). One offering protocols but
- *   not http/1.1 (say h2 alone) is refused with the fatal no_application_protocol alert, as
- *   RFC 7301 3.2 requires: proceeding without ALPN would leave such a client to speak h2 at an
- *   HTTP/1.1 parser and fail later with a less clear error.
+ * - ALPN. The proxy speaks HTTP/1.1, and HTTP/2 where both ends do: the upstream is offered h2
+ *   only when the sandbox offered it (netns_tls_connect()'s offer_h2), and the sandbox gets h2
+ *   only when the upstream chose it (netns_tls_allow_h2(), before the sandbox's handshake), so
+ *   that both sides of a connection speak the same version. Otherwise a client offering
+ *   http/1.1 gets it; one offering no ALPN at all gets none (HTTP/1.1 is what TLS without ALPN
+ *   means). One offering protocols but not one it may have (say h2 alone, toward an upstream
+ *   that chose HTTP/1.1) is refused with the fatal no_application_protocol alert, as RFC 7301
+ *   3.2 requires: proceeding without ALPN would leave such a client to speak h2 at an HTTP/1.1
+ *   parser and fail later with a less clear error.
  * - End of stream. netns_tls_read() returns 0 at close_notify and also at a bare EOF
  *   (SSL_OP_IGNORE_UNEXPECTED_EOF): many servers just close, and every message the proxy
  *   passes on is framed by HTTP, so a truncation is seen there (netns_http_flow_response_eof).
@@ -68,6 +72,8 @@
 #define SERIAL_BYTES 16
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
+static const unsigned char alpn_h2[] = "\x02h2";
+static const unsigned char alpn_h2_http11[] = "\x02h2\x08http/1.1";
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_EXTENSION *, X509_EXTENSION_free);
@@ -215,6 +221,7 @@ struct netns_tls_conn {
 	bool failed;	   /* a fatal error: no close_notify may follow */
 	bool closed;	   /* close_notify was sent (or tried) */
 	bool alpn_refused; /* the client offered ALPN without http/1.1 */
+	bool h2_allowed;   /* server: h2 may be chosen (netns_tls_allow_h2()) */
 	int io_error;	   /* the last socket error, -errno */
 	uint32_t wants;	   /* EPOLLIN/EPOLLOUT after -EAGAIN */
 	char name[];
@@ -564,23 +571,38 @@ static int make_bio_method(struct netns_tls *t, struct al_error *err)
 
 /* ---- Contexts ---- */
 
-/* ALPN (RFC 7301 3.2): http/1.1 when offered, a fatal no_application_protocol alert when the
- * client offers only others; see the top of this file. */
-static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-		       const unsigned char *in, unsigned int inlen, void *arg)
+/* Whether the ALPN list in[0..inlen) offers proto (a length byte, then the name). */
+static const unsigned char *alpn_find(const unsigned char *in, unsigned int inlen,
+				      const unsigned char *proto)
 {
-	struct netns_tls_conn *c = SSL_get_app_data(ssl);
-
 	for (unsigned int i = 0; i < inlen; i += 1u + in[i]) {
 		unsigned int n = in[i];
 
 		if (n > inlen - i - 1)
 			break;
-		if (n == sizeof(alpn_http11) - 2 && memcmp(in + i, alpn_http11, n + 1) == 0) {
-			*out = in + i + 1;
-			*outlen = (unsigned char)n;
-			return SSL_TLSEXT_ERR_OK;
-		}
+		if (n == proto[0] && memcmp(in + i + 1, proto + 1, n) == 0)
+			return in + i;
+	}
+	return NULL;
+}
+
+/* ALPN (RFC 7301 3.2): h2 when offered and allowed, else http/1.1 when offered, else a fatal
+ * no_application_protocol alert; see the top of this file. */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	struct netns_tls_conn *c = SSL_get_app_data(ssl);
+	const unsigned char *p = NULL;
+
+	(void)arg;
+	if (c && c->h2_allowed)
+		p = alpn_find(in, inlen, alpn_h2);
+	if (!p)
+		p = alpn_find(in, inlen, alpn_http11);
+	if (p) {
+		*out = p + 1;
+		*outlen = p[0];
+		return SSL_TLSEXT_ERR_OK;
 	}
 	if (c)
 		c->alpn_refused = true;
@@ -751,8 +773,8 @@ static int load_host_store(struct netns_tls *t, struct al_error *err)
 	return 0;
 }
 
-int netns_tls_connect(struct netns_tls *t, int fd, const char *name, struct netns_tls_conn **ret,
-		      struct al_error *err)
+int netns_tls_connect(struct netns_tls *t, int fd, const char *name, bool offer_h2,
+		      struct netns_tls_conn **ret, struct al_error *err)
 {
 	_cleanup_(netns_tls_conn_freep) struct netns_tls_conn *c = NULL;
 	SSL_SESSION *s;
@@ -772,6 +794,9 @@ int netns_tls_connect(struct netns_tls *t, int fd, const char *name, struct netn
 				      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (!SSL_set_tlsext_host_name(c->ssl, name) || !SSL_set1_host(c->ssl, name))
 		return tls_error(err, -EIO, "Failed to set the server name %s", name);
+	if (offer_h2 &&
+	    SSL_set_alpn_protos(c->ssl, alpn_h2_http11, sizeof(alpn_h2_http11) - 1) != 0)
+		return tls_error(err, -EIO, "Failed to offer h2 to %s", name);
 	s = session_take(t, name);
 	if (s) {
 		r = SSL_set_session(c->ssl, s);
@@ -912,6 +937,20 @@ void netns_tls_close(struct netns_tls_conn *c)
 	conn_begin(c);
 	(void)SSL_shutdown(c->ssl);
 	ERR_clear_error();
+}
+
+void netns_tls_allow_h2(struct netns_tls_conn *c, bool allow)
+{
+	c->h2_allowed = allow;
+}
+
+bool netns_tls_is_h2(const struct netns_tls_conn *c)
+{
+	const unsigned char *p;
+	unsigned int n;
+
+	SSL_get0_alpn_selected(c->ssl, &p, &n);
+	return n == sizeof(alpn_h2) - 2 && memcmp(p, alpn_h2 + 1, n) == 0;
 }
 
 uint32_t netns_tls_wants(const struct netns_tls_conn *c)

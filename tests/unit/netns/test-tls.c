@@ -347,6 +347,11 @@ static int record_alpn(SSL *ssl, const unsigned char **out, unsigned char *outle
 		*outlen = 8;
 		return SSL_TLSEXT_ERR_OK;
 	}
+	if (inlen >= 3 && memcmp(in, "\x02h2", 3) == 0) {
+		*out = in + 1;
+		*outlen = 2;
+		return SSL_TLSEXT_ERR_OK;
+	}
 	return SSL_TLSEXT_ERR_NOACK;
 }
 
@@ -645,7 +650,7 @@ static void test_long_name_gets_a_leaf_with_a_critical_san_and_no_cn(void **stat
 	s.fd = fds[0];
 	c.fd = fds[1];
 	assert_int_equal(netns_tls_accept(f.proxy, s.fd, name, &s.c, &s.err), 0);
-	assert_int_equal(netns_tls_connect(f.trusting, c.fd, name, &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(f.trusting, c.fd, name, false, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	assert_int_equal(c.r, 0);
 	assert_int_equal(s.r, 0);
@@ -674,7 +679,8 @@ static void test_names_that_are_no_host_names_are_refused(void **state)
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		assert_int_equal(netns_tls_accept(f.proxy, fds[0], bad[i], &c, &err), -EINVAL);
 		assert_null(c);
-		assert_int_equal(netns_tls_connect(f.proxy, fds[1], bad[i], &c, &err), -EINVAL);
+		assert_int_equal(netns_tls_connect(f.proxy, fds[1], bad[i], false, &c, &err),
+				 -EINVAL);
 		assert_null(c);
 	}
 	memset(too_long, 'a', sizeof(too_long) - 1);
@@ -776,7 +782,8 @@ static void connect_pair(struct fixture *f, int fds[2], struct end *s, struct en
 	*s = (struct end){.fd = fds[0]};
 	*c = (struct end){.fd = fds[1]};
 	assert_int_equal(netns_tls_accept(f->proxy, s->fd, "api.test", &s->c, &s->err), 0);
-	assert_int_equal(netns_tls_connect(f->trusting, c->fd, "api.test", &c->c, &c->err), 0);
+	assert_int_equal(netns_tls_connect(f->trusting, c->fd, "api.test", false, &c->c, &c->err),
+			 0);
 	handshake(s, c);
 	assert_int_equal(s->r, 0);
 	assert_int_equal(c->r, 0);
@@ -924,7 +931,7 @@ static void test_reset_reads_as_econnreset_and_writes_as_epipe(void **state)
 	s.fd = fds[0];
 	c.fd = fds[1];
 	assert_int_equal(netns_tls_accept(f.proxy, s.fd, "api.test", &s.c, &s.err), 0);
-	assert_int_equal(netns_tls_connect(f.trusting, c.fd, "api.test", &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(f.trusting, c.fd, "api.test", false, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	assert_int_equal(c.r, 0);
 	assert_int_equal(s.r, 0);
@@ -962,7 +969,7 @@ static void test_connect_to_a_refused_port_fails_the_handshake_with_econnrefused
 	assert_true(fd >= 0);
 	r = connect(fd, (struct sockaddr *)&a, sizeof(a));
 	assert_true(r < 0 && errno == EINPROGRESS);
-	assert_int_equal(netns_tls_connect(f.trusting, fd, "api.test", &c, &err), 0);
+	assert_int_equal(netns_tls_connect(f.trusting, fd, "api.test", false, &c, &err), 0);
 	while ((r = netns_tls_handshake(c, &err)) == -EAGAIN)
 		wait_fd(fd, netns_tls_wants(c));
 	assert_int_equal(r, -ECONNREFUSED);
@@ -987,7 +994,7 @@ static void test_connect_refuses_a_certificate_for_another_name(void **state)
 	s.fd = fds[0];
 	c.fd = fds[1];
 	assert_int_equal(netns_tls_accept(f.proxy, s.fd, "api.test", &s.c, &s.err), 0);
-	assert_int_equal(netns_tls_connect(f.trusting, c.fd, "other.test", &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(f.trusting, c.fd, "other.test", false, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	assert_int_equal(c.r, -EPROTO);
 	assert_int_equal(c.err.code, -EPROTO);
@@ -1013,7 +1020,7 @@ static void test_connect_with_the_default_store_refuses_the_sandbox_ca(void **st
 	c.fd = fds[1];
 	assert_int_equal(netns_tls_accept(f.proxy, s.fd, "api.test", &s.c, &s.err), 0);
 	/* f.proxy's own client uses the host's store, which knows nothing of its CA. */
-	assert_int_equal(netns_tls_connect(f.proxy, c.fd, "api.test", &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(f.proxy, c.fd, "api.test", false, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	assert_int_equal(c.r, -EPROTO);
 	assert_non_null(strstr(c.err.msg, "certificate verify failed: unable to get local issuer"));
@@ -1044,7 +1051,7 @@ static void test_connect_with_the_default_store_trusts_what_the_host_trusts(void
 	s.fd = fds[0];
 	c.fd = fds[1];
 	assert_int_equal(netns_tls_accept(f.proxy, s.fd, "api.test", &s.c, &s.err), 0);
-	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", false, &c.c, &c.err), 0);
 	assert_int_equal(unsetenv("SSL_CERT_FILE"), 0);
 	unlink_and_free(&bundle);
 	handshake(&s, &c);
@@ -1060,8 +1067,8 @@ static void test_connect_with_the_default_store_trusts_what_the_host_trusts(void
 
 /* Our server for api.test, a plain client offering alpn: the handshake results, and what was
  * selected in *ret (NUL-terminated). */
-static void alpn_handshake(struct fixture *f, const char *alpn, struct end *s, struct end *c,
-			   char ret[static 32])
+static void alpn_handshake(struct fixture *f, const char *alpn, bool h2, struct end *s,
+			   struct end *c, char ret[static 32])
 {
 	const unsigned char *sel = NULL;
 	unsigned sel_len = 0;
@@ -1071,10 +1078,13 @@ static void alpn_handshake(struct fixture *f, const char *alpn, struct end *s, s
 	*s = (struct end){.fd = fds[0]};
 	*c = (struct end){.fd = fds[1]};
 	assert_int_equal(netns_tls_accept(f->proxy, s->fd, "api.test", &s->c, &s->err), 0);
+	netns_tls_allow_h2(s->c, h2);
 	c->ssl = plain_client(c->fd, "api.test", f->ca, alpn, NULL);
 	handshake(s, c);
 	SSL_get0_alpn_selected(c->ssl, &sel, &sel_len);
 	(void)snprintf(ret, 32, "%.*s", (int)sel_len, sel ? (const char *)sel : "");
+	if (s->r == 0)
+		assert_int_equal(netns_tls_is_h2(s->c), streq(ret, "h2"));
 	netns_tls_conn_free(s->c);
 	SSL_free(c->ssl);
 	close_pair(fds);
@@ -1088,11 +1098,30 @@ static void test_alpn_selects_http11_from_h2_and_http11(void **state)
 
 	(void)state;
 	fixture_init(&f);
-	alpn_handshake(&f, "\x02h2\x08http/1.1", &s, &c, sel);
+	alpn_handshake(&f, "\x02h2\x08http/1.1", false, &s, &c, sel);
 	assert_int_equal(s.r, 0);
 	assert_int_equal(c.r, 0);
 	assert_string_equal(sel, "http/1.1");
-	alpn_handshake(&f, "\x08http/1.1\x02h2", &s, &c, sel);
+	alpn_handshake(&f, "\x08http/1.1\x02h2", false, &s, &c, sel);
+	assert_string_equal(sel, "http/1.1");
+	fixture_done(&f);
+}
+
+/* Once the upstream chose h2, the sandbox gets it when it offers it, wherever in its list. */
+static void test_alpn_selects_h2_when_allowed(void **state)
+{
+	struct end s, c;
+	struct fixture f;
+	char sel[32];
+
+	(void)state;
+	fixture_init(&f);
+	alpn_handshake(&f, "\x08http/1.1\x02h2", true, &s, &c, sel);
+	assert_int_equal(s.r, 0);
+	assert_string_equal(sel, "h2");
+	alpn_handshake(&f, "\x02h2", true, &s, &c, sel);
+	assert_string_equal(sel, "h2");
+	alpn_handshake(&f, "\x08http/1.1", true, &s, &c, sel);
 	assert_string_equal(sel, "http/1.1");
 	fixture_done(&f);
 }
@@ -1105,7 +1134,7 @@ static void test_alpn_without_http11_is_refused_with_no_application_protocol(voi
 
 	(void)state;
 	fixture_init(&f);
-	alpn_handshake(&f, "\x02h2", &s, &c, sel);
+	alpn_handshake(&f, "\x02h2", false, &s, &c, sel);
 	assert_int_equal(s.r, -EPROTO);
 	assert_non_null(strstr(s.err.msg, "the sandbox for api.test"));
 	assert_non_null(strstr(s.err.msg, "ALPN without http/1.1"));
@@ -1122,7 +1151,7 @@ static void test_client_without_alpn_gets_none(void **state)
 
 	(void)state;
 	fixture_init(&f);
-	alpn_handshake(&f, NULL, &s, &c, sel);
+	alpn_handshake(&f, NULL, false, &s, &c, sel);
 	assert_int_equal(s.r, 0);
 	assert_int_equal(c.r, 0);
 	assert_string_equal(sel, "");
@@ -1131,8 +1160,9 @@ static void test_client_without_alpn_gets_none(void **state)
 
 /* Our client for "api.test" against a plain upstream serving a self-signed certificate for names
  * (see self_signed()) that the client trusts: handshakes, then calls check with both ends. */
-static void connect_to_plain(const char *names, void (*check)(struct end *s, struct end *c,
-							      const struct seen_hello *seen))
+static void connect_to_plain(const char *names, bool offer_h2,
+			     void (*check)(struct end *s, struct end *c,
+					   const struct seen_hello *seen))
 {
 	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
 	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
@@ -1147,7 +1177,7 @@ static void connect_to_plain(const char *names, void (*check)(struct end *s, str
 	s.fd = fds[0];
 	c.fd = fds[1];
 	s.ssl = plain_server(ctx, s.fd);
-	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", offer_h2, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	check(&s, &c, &seen);
 	SSL_free(s.ssl);
@@ -1168,7 +1198,22 @@ static void check_sni_and_http11(struct end *s, struct end *c, const struct seen
 static void test_connect_sends_sni_and_offers_only_http11(void **state)
 {
 	(void)state;
-	connect_to_plain("DNS:api.test", check_sni_and_http11);
+	connect_to_plain("DNS:api.test", false, check_sni_and_http11);
+}
+
+static void check_h2_offered_and_chosen(struct end *s, struct end *c, const struct seen_hello *seen)
+{
+	assert_int_equal(c->r, 0);
+	assert_int_equal(s->r, 0);
+	assert_int_equal(seen->alpn_len, 12);
+	assert_memory_equal(seen->alpn, "\x02h2\x08http/1.1", 12);
+	assert_true(netns_tls_is_h2(c->c));
+}
+
+static void test_connect_offers_h2_when_asked_and_reports_the_choice(void **state)
+{
+	(void)state;
+	connect_to_plain("DNS:api.test", true, check_h2_offered_and_chosen);
 }
 
 static void check_refused_as_mismatch(struct end *s, struct end *c, const struct seen_hello *seen)
@@ -1182,7 +1227,7 @@ static void check_refused_as_mismatch(struct end *s, struct end *c, const struct
 static void test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only(void **state)
 {
 	(void)state;
-	connect_to_plain("CN=api.test", check_refused_as_mismatch);
+	connect_to_plain("CN=api.test", false, check_refused_as_mismatch);
 }
 
 /* ---- Resumption ---- */
@@ -1200,7 +1245,7 @@ static bool upstream_once(struct netns_tls *t, SSL_CTX *ctx, const char *name)
 	s.fd = fds[0];
 	c.fd = fds[1];
 	s.ssl = plain_server(ctx, s.fd);
-	assert_int_equal(netns_tls_connect(t, c.fd, name, &c.c, &c.err), 0);
+	assert_int_equal(netns_tls_connect(t, c.fd, name, false, &c.c, &c.err), 0);
 	handshake(&s, &c);
 	assert_int_equal(c.r, 0);
 	assert_int_equal(s.r, 0);
@@ -1270,7 +1315,8 @@ static void test_client_uses_a_tls13_ticket_only_once(void **state)
 		s[i].fd = fds[i][0];
 		c[i].fd = fds[i][1];
 		s[i].ssl = plain_server(ctx, s[i].fd);
-		assert_int_equal(netns_tls_connect(t, c[i].fd, "api.test", &c[i].c, &c[i].err), 0);
+		assert_int_equal(
+		    netns_tls_connect(t, c[i].fd, "api.test", false, &c[i].c, &c[i].err), 0);
 		assert_int_equal(netns_tls_handshake(c[i].c, &c[i].err), -EAGAIN);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -1402,7 +1448,8 @@ static double bench_connections(struct fixture *f, unsigned n_names, double seco
 		s.fd = fds[0];
 		c.fd = fds[1];
 		assert_int_equal(netns_tls_accept(f->proxy, s.fd, name, &s.c, &s.err), 0);
-		assert_int_equal(netns_tls_connect(f->trusting, c.fd, name, &c.c, &c.err), 0);
+		assert_int_equal(netns_tls_connect(f->trusting, c.fd, name, false, &c.c, &c.err),
+				 0);
 		handshake(&s, &c);
 		assert_int_equal(s.r, 0);
 		assert_int_equal(c.r, 0);
@@ -1446,7 +1493,7 @@ static void bench(void)
 
 		assert_int_equal(netns_tls_new(NULL, &t, &err), 0);
 		pair(fds);
-		assert_int_equal(netns_tls_connect(t, fds[1], "api.test", &c, &err), 0);
+		assert_int_equal(netns_tls_connect(t, fds[1], "api.test", false, &c, &err), 0);
 		c = netns_tls_conn_free(c);
 		close_pair(fds);
 		netns_tls_free(t);
@@ -1496,9 +1543,11 @@ int main(void)
 	    cmocka_unit_test(test_connect_with_the_default_store_refuses_the_sandbox_ca),
 	    cmocka_unit_test(test_connect_with_the_default_store_trusts_what_the_host_trusts),
 	    cmocka_unit_test(test_alpn_selects_http11_from_h2_and_http11),
+	    cmocka_unit_test(test_alpn_selects_h2_when_allowed),
 	    cmocka_unit_test(test_alpn_without_http11_is_refused_with_no_application_protocol),
 	    cmocka_unit_test(test_client_without_alpn_gets_none),
 	    cmocka_unit_test(test_connect_sends_sni_and_offers_only_http11),
+	    cmocka_unit_test(test_connect_offers_h2_when_asked_and_reports_the_choice),
 	    cmocka_unit_test(test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only),
 	    cmocka_unit_test(test_client_resumes_the_upstream_session_of_the_same_name),
 	    cmocka_unit_test(test_client_resumes_a_tls12_upstream_session),
