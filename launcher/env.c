@@ -158,10 +158,10 @@ int launcher_env_add_egress(struct launcher_context *ctx)
 	/* Proxy-aware tools use the explicit proxy; the rest are caught transparently. */
 	static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 						 "https_proxy"};
-	/* The trust store's variables of OpenSSL, Python requests, Node, curl and git. */
-	static const char *const ca_vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-					      "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
-					      "GIT_SSL_CAINFO"};
+	/* The trust store's variables of OpenSSL, Python requests, Node, curl, git and gRPC. */
+	static const char *const ca_vars[] = {
+	    "SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+	    "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",	    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"};
 	char proxy[64];
 	int r = 0;
 

@@ -285,6 +285,9 @@ struct netns_http_flow_ops {
 	 * flow are turned back. */
 	int (*bound_value)(void *userdata, const char *surrogate, struct broker_secret **ret,
 			   struct al_error *err);
+	/* HTTP/2 only (http2.c): a stream was refused (error and message as a flow's errors say),
+	 * the connection goes on. NULL: not reported. */
+	void (*refused)(void *userdata, int error, const char *message, uint32_t stream);
 };
 
 struct netns_http_flow_options {
@@ -329,6 +332,35 @@ int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *ou
  * and the caller resets the connection, so that a cut-short response is not taken as whole). */
 bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
 				    struct netns_buf *out);
+
+/* ---- http2.c: one inspected HTTP/2 connection, both sides ----
+ *
+ * Over intercepted TLS where both the sandbox and the upstream chose h2 (tls.c). Each of the
+ * sandbox's streams becomes one of the upstream's, its messages judged as http-flow.c judges
+ * HTTP/1.1's (same checks, swaps, refusals and un-swaps, with o), a refusal ending the stream
+ * (ops->refused) and not the connection. The proxy feeds each side's bytes in and takes what is
+ * to be sent to each out; a connection error (a protocol violation, a flood) is an error of
+ * netns_h2_*_in(), after which the caller closes both sides. */
+struct netns_h2;
+
+/* o is borrowed and must outlive the connection. -ENOMEM only. */
+int netns_h2_new(const struct netns_http_flow_options *o, struct netns_h2 **ret);
+/* Wipes every value it holds. */
+struct netns_h2 *netns_h2_free(struct netns_h2 *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_h2 *, netns_h2_free);
+/* Takes all len bytes from the sandbox, or from the upstream: -EBADMSG for a connection error
+ * (err says why), -ENOMEM. */
+int netns_h2_sandbox_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err);
+int netns_h2_upstream_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err);
+/* Appends what is to be sent to each side, while each buffer is under NETNS_HTTP_FLOW_OUT_MAX. */
+int netns_h2_out(struct netns_h2 *h, struct netns_buf *to_sandbox, struct netns_buf *to_upstream,
+		 struct al_error *err);
+/* The upstream closed: the streams under way are ended, and the sandbox told (GOAWAY). */
+void netns_h2_upstream_eof(struct netns_h2 *h);
+/* No stream is open. */
+bool netns_h2_idle(const struct netns_h2 *h);
+/* The sandbox's side has nothing more to say or hear: the connection may close. */
+bool netns_h2_done(const struct netns_h2 *h);
 
 /* ---- tls.c: TLS interception (OpenSSL 3 is used here only) ----
  *

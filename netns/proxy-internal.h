@@ -81,8 +81,10 @@ struct conn {
 	/* both: each side's read end reached, and its write end shut */
 	bool c_eof, u_eof, c_shut, u_shut;
 
-	/* FLOW */
+	/* FLOW: HTTP/1.1 (flow), or HTTP/2 (h2) once both handshakes chose it */
 	struct netns_http_flow *flow;
+	struct netns_h2 *h2;
+	bool hello_h2; /* the sandbox's ClientHello offers h2 */
 	struct netns_http_flow_options flow_opts;
 	struct netns_tls_conn *ctls, *utls; /* NULL: plain */
 	bool c_ready, u_ready;		    /* handshakes done (or plain) */

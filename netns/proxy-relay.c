@@ -317,6 +317,7 @@ int proxy_sniff(struct conn *c)
 		proxy_refuse(c, reason);
 		return -EPERM;
 	}
+	c->hello_h2 = h.alpn_h2;
 	if (p->tls && c->name[0] && netns_name_is_bound(p->o->policy, c->name))
 		start_flow(c, true);
 	else
@@ -491,17 +492,35 @@ static int flow_bound_value(void *userdata, const char *surrogate, struct broker
 	return broker_client_resolve(c->proxy->o->broker, surrogate, c->flow_opts.host, ret, err);
 }
 
+/* An HTTP/2 stream was refused: audited and reported as flow_fail() does a connection. */
+static void flow_refused(void *userdata, int error, const char *message, uint32_t stream)
+{
+	struct conn *c = userdata;
+	char reason[AL_ERROR_MSG_MAX + 32];
+	bool deny = error == -EPERM || error == -EPROTO || error == -EBADMSG ||
+		    error == -EMSGSIZE || error == -EIO;
+
+	(void)snprintf(reason, sizeof(reason), "stream %u: %s", stream, message);
+	c->audited = false; /* a verdict of its own */
+	proxy_audit(c, deny ? "deny" : "error", reason);
+	if (deny)
+		proxy_violation(c->proxy, error == -EPERM || error == -EIO ? "credential" : "net",
+				"%s:%u %s", c->flow_opts.host, c->port, reason);
+}
+
 static const struct netns_http_flow_ops flow_ops = {
     .resolve = flow_resolve,
     .sidecar = flow_sidecar,
     .swapped = flow_swapped,
     .bound_value = flow_bound_value,
+    .refused = flow_refused,
 };
 
 static const struct netns_http_flow_ops flow_ops_no_sidecar = {
     .resolve = flow_resolve,
     .swapped = flow_swapped,
     .bound_value = flow_bound_value,
+    .refused = flow_refused,
 };
 
 static void start_flow(struct conn *c, bool tls)
@@ -523,7 +542,7 @@ static void start_flow(struct conn *c, bool tls)
 	if (r >= 0 && tls)
 		r = netns_tls_accept(p->tls, c->cfd, c->name, &c->ctls, &err);
 	if (r >= 0 && tls)
-		r = netns_tls_connect(p->tls, c->ufd, c->name, false, &c->utls, &err);
+		r = netns_tls_connect(p->tls, c->ufd, c->name, c->hello_h2, &c->utls, &err);
 	if (r < 0) {
 		log_debug_errno(r, "Cannot inspect a connection to %s: %s", c->flow_opts.host,
 				err.msg);
@@ -585,15 +604,55 @@ static void flow_fail(struct conn *c, int error, const char *message)
 	c->failed = true;
 }
 
+/* Both sides become HTTP/2 when both chose it (the upstream first, then the sandbox, which
+ * was offered h2 only then: tls.c), HTTP/1.1 otherwise. */
+static int choose_protocol(struct conn *c)
+{
+	struct al_error err = {0};
+	int r;
+
+	if (!netns_tls_is_h2(c->ctls) && !netns_tls_is_h2(c->utls))
+		return 0;
+	if (!netns_tls_is_h2(c->ctls) || !netns_tls_is_h2(c->utls)) {
+		proxy_audit(c, "error", "the two sides chose different HTTP versions");
+		proxy_close(c, true);
+		return -EPROTO;
+	}
+	c->flow = netns_http_flow_free(c->flow);
+	r = netns_h2_new(&c->flow_opts, &c->h2);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot speak HTTP/2 for %s: %s", c->flow_opts.host, err.msg);
+		proxy_audit(c, "error", "cannot set up HTTP/2");
+		proxy_close(c, true);
+		return r;
+	}
+	c->mode = "tls-intercept-h2";
+	return 0;
+}
+
 static int handshakes(struct conn *c)
 {
 	struct al_error err = {0};
 	int r;
 
+	if (!c->u_ready && !c->failed) {
+		r = netns_tls_handshake(c->utls, &err);
+		if (r >= 0)
+			c->u_ready = true;
+		else if (r != -EAGAIN)
+			flow_fail(c, -EHOSTUNREACH, err.msg[0] ? err.msg : "upstream TLS failed");
+	}
+	/* A sandbox offering h2 waits for the upstream's choice before it gets its own. */
+	if (!c->c_ready && c->hello_h2 && !c->u_ready && !c->failed)
+		return 0;
 	if (!c->c_ready) {
+		netns_tls_allow_h2(c->ctls, c->u_ready && netns_tls_is_h2(c->utls));
+		err = (struct al_error){0};
 		r = netns_tls_handshake(c->ctls, &err);
 		if (r >= 0) {
 			c->c_ready = true;
+			if (c->u_ready && !c->failed)
+				return choose_protocol(c);
 		} else if (r != -EAGAIN) {
 			log_debug_errno(r, "TLS with the sandbox for %s failed: %s", c->name,
 					err.msg);
@@ -602,14 +661,6 @@ static int handshakes(struct conn *c)
 			proxy_close(c, true);
 			return r;
 		}
-	}
-	if (!c->u_ready && !c->failed) {
-		err = (struct al_error){0};
-		r = netns_tls_handshake(c->utls, &err);
-		if (r >= 0)
-			c->u_ready = true;
-		else if (r != -EAGAIN)
-			flow_fail(c, -EHOSTUNREACH, err.msg[0] ? err.msg : "upstream TLS failed");
 	}
 	return 0;
 }
@@ -699,6 +750,119 @@ static int flow_round(struct conn *c, bool *progress)
 	return 0;
 }
 
+static void buf_consume_all(struct netns_buf *b)
+{
+	if (netns_buf_len(b) > 0)
+		netns_buf_consume(b, netns_buf_len(b));
+}
+
+/* Reads what one side sent (end: its fd and TLS) into in, up to PROXY_CHUNK held; *eof at its
+ * end (a reset upstream ends like a close). */
+static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, bool *eof,
+		     bool *progress)
+{
+	uint8_t buf[PROXY_CHUNK];
+	ssize_t n;
+
+	if (*eof || netns_buf_len(in) >= PROXY_CHUNK)
+		return 0;
+	n = end_read(fd, tls, buf, sizeof(buf));
+	if (n > 0) {
+		int r = netns_buf_append(in, buf, (size_t)n, 2 * PROXY_CHUNK);
+
+		explicit_bzero(buf, (size_t)n); /* it may hold a real value */
+		if (r < 0)
+			return -ENOMEM;
+	}
+	if (n == 0)
+		*eof = true;
+	else if (n < 0 && n != -EAGAIN)
+		return (int)n;
+	*progress |= n >= 0;
+	return 0;
+}
+
+/* Writes what out holds to one side. */
+static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out, bool *progress)
+{
+	ssize_t n;
+
+	if (netns_buf_len(out) == 0)
+		return 0;
+	n = end_write(fd, tls, netns_buf_head(out), netns_buf_len(out));
+	if (n > 0)
+		netns_buf_consume(out, (size_t)n);
+	else if (n != -EAGAIN)
+		return n < 0 ? (int)n : -EIO;
+	*progress |= n > 0;
+	return 0;
+}
+
+/* One round of an HTTP/2 connection: each side's bytes in, then what each is to get out. A
+ * connection error (the sandbox's or the upstream's) ends both sides. */
+static int h2_round(struct conn *c, bool *progress)
+{
+	struct al_error err = {0};
+	int r;
+
+	r = read_side(c->cfd, c->ctls, &c->cin, &c->c_eof, progress);
+	if (r >= 0 && netns_buf_len(&c->cin) > 0) {
+		r = netns_h2_sandbox_in(c->h2, netns_buf_head(&c->cin), netns_buf_len(&c->cin),
+					&err);
+		buf_consume_all(&c->cin);
+	}
+	if (r >= 0 && !c->u_eof) {
+		bool was_eof = c->u_eof;
+
+		if (read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress) < 0)
+			c->u_eof = true;
+		if (c->u_eof && !was_eof)
+			netns_h2_upstream_eof(c->h2);
+	}
+	if (r >= 0 && netns_buf_len(&c->uin) > 0) {
+		r = netns_h2_upstream_in(c->h2, netns_buf_head(&c->uin), netns_buf_len(&c->uin),
+					 &err);
+		buf_consume_all(&c->uin);
+	}
+	if (r >= 0)
+		r = netns_h2_out(c->h2, &c->to_c, &c->to_u, &err);
+	if (r >= 0 && !c->u_eof)
+		r = write_side(c->ufd, c->utls, &c->to_u, progress);
+	if (r >= 0)
+		r = write_side(c->cfd, c->ctls, &c->to_c, progress);
+	if (c->u_eof)
+		buf_consume_all(&c->to_u); /* what the upstream can no longer get */
+	if (r < 0 && err.msg[0]) {
+		c->audited = false;
+		proxy_audit(c, "deny", err.msg);
+		proxy_violation(c->proxy, "net", "%s:%u %s", c->flow_opts.host, c->port, err.msg);
+	}
+	return r;
+}
+
+static int proxy_h2(struct conn *c)
+{
+	bool progress;
+	int r;
+
+	do {
+		progress = false;
+		r = h2_round(c, &progress);
+		if (r < 0) {
+			proxy_close(c, true);
+			return r;
+		}
+	} while (progress);
+	if (!netns_h2_idle(c->h2))
+		c->idle_deadline = 0;
+	else if (!c->idle_deadline)
+		c->idle_deadline = proxy_now_msec() + c->proxy->idle_msec;
+	/* The sandbox went away, or its session is over and all it was told is out. */
+	if (c->c_eof || (netns_h2_done(c->h2) && netns_buf_len(&c->to_c) == 0))
+		proxy_close(c, false);
+	return 0;
+}
+
 int proxy_flow(struct conn *c)
 {
 	bool progress;
@@ -709,6 +873,8 @@ int proxy_flow(struct conn *c)
 		return r;
 	if (!c->c_ready)
 		return 0;
+	if (c->h2)
+		return proxy_h2(c);
 	do {
 		progress = false;
 		r = flow_round(c, &progress);

@@ -217,6 +217,7 @@ static void conn_free(struct conn *c)
 {
 	c->proxy->n_big_rcvbufs -= c->big_rcvbuf;
 	c->flow = netns_http_flow_free(c->flow);
+	c->h2 = netns_h2_free(c->h2);
 	c->ctls = netns_tls_conn_free(c->ctls);
 	c->utls = netns_tls_conn_free(c->utls);
 	netns_buf_done(&c->cin);

@@ -30,7 +30,7 @@ packages=(
 	# build
 	meson ninja-build pkg-config gcc clang
 	libfuse3-dev libseccomp-dev libsodium-dev libnl-3-dev libnl-route-3-dev libjson-c-dev
-	libssl-dev libcmocka-dev
+	libssl-dev libcmocka-dev libnghttp2-dev
 	# airlock serve's HTTP server (its header to build; the library is loaded when serve runs)
 	libmicrohttpd-dev
 	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
@@ -46,8 +46,9 @@ packages=(
 	# airlock exec's languages, where the sandbox sees them (/usr): python3 (above), node (and
 	# its WASI for wasm), rustc, Debian's ts-node for typescript
 	nodejs rustc ts-node
-	# the egress tests: real clients inside the sandbox, a test CA for the TLS upstream
-	curl openssl ca-certificates
+	# the egress tests: real clients inside the sandbox, a test CA for the TLS upstream; HTTP/2's
+	# upstream (nghttpd) and a gRPC client and server (python3-grpcio)
+	curl openssl ca-certificates nghttp2-server nghttp2-client python3-grpcio
 )
 
 log()

@@ -43,7 +43,7 @@ declare -A may_use=(
 #    rather than hand-escaping strings; agent/ reads exec requests and writes results (JSON is
 #    its whole interface).
 # An include of the adapter header counts as a use of its library (json-util.h is json-c).
-lib_names=(libseccomp libnl libfuse libsodium openssl json-c libmicrohttpd)
+lib_names=(libseccomp libnl libfuse libsodium openssl json-c libmicrohttpd libnghttp2)
 declare -A lib_pattern=(
 	[libseccomp]='^seccomp\.h$'
 	[libnl]='^netlink/'
@@ -52,6 +52,7 @@ declare -A lib_pattern=(
 	[openssl]='^openssl/'
 	[json-c]='^json-c/|^json\.h$'
 	[libmicrohttpd]='^microhttpd\.h$'
+	[libnghttp2]='^nghttp2/'
 )
 declare -A lib_adapter=(
 	[json-c]='common/json-util.h'
@@ -65,6 +66,7 @@ declare -A lib_allowed=(
 	[openssl]='netns/tls.c'
 	[json-c]='common/ policy/ broker/protocol.c launcher/doctor.c agent/ mcp/ serve/ cli/'
 	[libmicrohttpd]='serve/http.c'
+	[libnghttp2]='netns/http2.c'
 )
 
 # Headers generated into the build folder that sources may include without a folder.
