@@ -10,7 +10,8 @@
  *   values behind it, from the broker;
  * - http-flow-match.c: the matcher that finds those patterns, and its codecs;
  * - http-flow-replace.c: text written with the matches replaced (a base64 run around a value
- *   encoded again whole), and bodies streamed through. */
+ *   encoded again whole), and bodies streamed through;
+ * - http-flow-ws.c: the WebSocket handshake judged, and its frames relayed (ws.c parses them). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -226,7 +227,9 @@ enum req_state {
 	REQ_CHUNK_DATA,
 	REQ_CHUNK_END, /* the CRLF after a chunk's data */
 	REQ_TRAILERS,
-	REQ_CLOSED, /* after the connection's last request */
+	REQ_CLOSED,  /* after the connection's last request */
+	REQ_UPGRADE, /* a WebSocket request waits for its answer: what follows is held */
+	REQ_WS,	     /* WebSocket frames (http-flow-ws.c) */
 };
 
 enum resp_state {
@@ -238,6 +241,7 @@ enum resp_state {
 	RESP_TRAILERS,
 	RESP_UNTIL_CLOSE,
 	RESP_CLOSED,
+	RESP_WS, /* WebSocket frames (http-flow-ws.c) */
 };
 
 enum framing {
@@ -248,9 +252,23 @@ enum framing {
 };
 
 struct pending {
-	bool head;   /* a HEAD request: the response has no body */
-	bool http11; /* the client reads chunked bodies */
-	bool close;  /* the connection ends after the response */
+	bool head;	/* a HEAD request: the response has no body */
+	bool http11;	/* the client reads chunked bodies */
+	bool close;	/* the connection ends after the response */
+	bool websocket; /* a WebSocket upgrade (http-flow-ws.c) */
+};
+
+/* One direction of a WebSocket relay (http-flow-ws.c): frames parsed as they come, each payload
+ * searched as one stream per message (a pattern split across frames is found) and written out
+ * again in frames of its own, in the pieces the search releases. */
+struct ws_dir {
+	struct netns_ws_parser ps;
+	uint8_t opcode;		/* of the data message under way */
+	bool started;		/* a frame of it went out: the next is a continuation */
+	struct netns_buf hold;	/* the message's tail that could begin a pattern */
+	struct netns_buf piece; /* payload to go out as one frame (may hold real values) */
+	uint8_t ctl[NETNS_WS_CONTROL_MAX]; /* a control frame's payload, unmasked */
+	size_t ctl_n;
 };
 
 /* A response body whose first bytes are still to be judged (flow_sniff_body()). */
@@ -308,6 +326,14 @@ struct netns_http_flow {
 	size_t value_forms_size;
 
 	struct netns_buf work; /* Basic credentials being swapped */
+	/* WebSocket (http-flow-ws.c): the request head being written is an upgrade, the accept
+	 * value its 101 must carry, each direction's relay, and random masks for the frames that go
+	 * upstream. */
+	bool req_ws;
+	char ws_accept[NETNS_WS_ACCEPT_LEN + 1];
+	struct ws_dir ws_up, ws_down;
+	uint8_t ws_masks[256];
+	size_t ws_masks_used;
 	int error;
 	uint32_t stream; /* the HTTP/2 stream whose head is at work (http2.c), for the audit */
 };
@@ -323,6 +349,36 @@ static inline void response_done(struct netns_http_flow *f)
 	f->n_pending--;
 	f->resp = f->resp_close ? RESP_CLOSED : RESP_HEAD;
 }
+
+/* ---- http-flow-ws.c: WebSocket ---- */
+
+struct response_head;
+
+/* Whether req asks for a WebSocket the flow can relay (GET, HTTP/1.1, no body, "Upgrade:
+ * websocket" named in Connection, a Sec-WebSocket-Key): sets f->req_ws and the accept value its
+ * 101 must carry. Any other Upgrade is removed, as always. */
+void flow_ws_request(struct netns_http_flow *f, const struct netns_http_request *req);
+/* Judges a 101 answering a WebSocket request: HTTP/1.1, "Upgrade: websocket", Connection naming
+ * upgrade, the right Sec-WebSocket-Accept, no Sec-WebSocket-Extensions (-EPROTO, err says
+ * why). */
+int flow_ws_check_switch(const struct netns_http_flow *f, const struct response_head *rh,
+			 struct al_error *err);
+/* After the 101 went out: both directions relay frames from now on. */
+void flow_ws_start(struct netns_http_flow *f);
+/* Relays frames of one direction (client: the sandbox's, masked, every surrogate swapped for its
+ * value by ops->resolve, which refuses it on a host its credential is not bound to; else the
+ * upstream's, every real value turned back). Returns the bytes consumed (all of them unless out
+ * passed NETNS_HTTP_FLOW_OUT_MAX), -EBADMSG, -EMSGSIZE (a control frame too long with a value
+ * swapped in), -EPERM and the other errors of ops->resolve. */
+ssize_t flow_ws_relay(struct netns_http_flow *f, struct ws_dir *d, bool client, const uint8_t *buf,
+		      size_t len, struct netns_buf *out, struct al_error *err);
+/* Whether d stands between messages (nothing of one under way), as a cut-short stream would
+ * not. */
+bool flow_ws_at_boundary(const struct ws_dir *d);
+/* Appends a Close frame (1008, policy violation, with message) for the sandbox. */
+int flow_ws_close(struct netns_buf *out, const char *message);
+/* Wipes and frees what d holds. */
+void flow_ws_dir_done(struct ws_dir *d);
 
 /* ---- http-flow-values.c: what is searched for, and the values behind it ---- */
 

@@ -174,6 +174,16 @@ static bool is_hop_header(const char *name, size_t n)
 	       ascii_eq(name, n, "te");
 }
 
+/* Removed from this request: the hop-by-hop headers, but not a WebSocket upgrade's Upgrade (its
+ * frames are relayed: http-flow-ws.c); and Sec-WebSocket-Extensions, since permessage-deflate
+ * would hide values from the search. */
+static bool is_removed_field(const struct netns_http_flow *f, const char *name, size_t n)
+{
+	if (f->req_ws && ascii_eq(name, n, "upgrade"))
+		return false;
+	return is_hop_header(name, n) || ascii_eq(name, n, "sec-websocket-extensions");
+}
+
 bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n)
 {
 	for (size_t i = 0; i < f->n_side; i++)
@@ -187,7 +197,7 @@ bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, siz
  * header; and keep-alive in HTTP/1.0, whose requests all go upstream as the last. */
 static bool is_dropped_option(const struct netns_http_flow *f, const char *s, size_t n, bool http10)
 {
-	return is_hop_header(s, n) || ascii_eq(s, n, "content-length") ||
+	return is_removed_field(f, s, n) || ascii_eq(s, n, "content-length") ||
 	       ascii_eq(s, n, "transfer-encoding") || ascii_eq(s, n, "host") ||
 	       flow_is_sidecar_name(f, s, n) || (http10 && ascii_eq(s, n, "keep-alive"));
 }
@@ -237,7 +247,8 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 	char where[WHERE_MAX];
 	int r;
 
-	if (is_hop_header(h->name, h->name_len) || flow_is_sidecar_name(f, h->name, h->name_len))
+	if (is_removed_field(f, h->name, h->name_len) ||
+	    flow_is_sidecar_name(f, h->name, h->name_len))
 		return 0;
 	/* A real value echoed back compressed could not be turned back into its surrogate (and a
 	 * response that comes compressed all the same is refused: is_encoded()). */

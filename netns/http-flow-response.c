@@ -357,7 +357,7 @@ int flow_response_head_done(struct netns_http_flow *f, const struct response_hea
 	enum framing in, outf;
 	int r;
 
-	if (rh->status == 101)
+	if (rh->status == 101 && !pq->websocket)
 		return al_error_set(err, -EPROTO,
 				    "The upstream switched protocols, which no request asked for");
 	r = flow_bound_values(f, err);
@@ -365,6 +365,15 @@ int flow_response_head_done(struct netns_http_flow *f, const struct response_hea
 		r = flow_refresh_values(f);
 	if (r < 0)
 		return r;
+	if (rh->status == 101) {
+		/* To the WebSocket the request asked for, and nothing else (http-flow-ws.c). */
+		r = flow_ws_check_switch(f, rh, err);
+		if (r >= 0)
+			r = put_response_head(f, rh, FRAME_NONE, FRAME_NONE, false, out, err);
+		if (r >= 0)
+			flow_ws_start(f);
+		return r;
+	}
 	/* Every request asked for identity: a compressed response is refused wherever a value is
 	 * looked for (on a bound host, from the first response). */
 	if (f->values_m.n > 0 && is_encoded(rh))
@@ -386,6 +395,9 @@ int flow_response_head_done(struct netns_http_flow *f, const struct response_hea
 	in = response_framing_in(pq, rh);
 	if (rh->status < 200)
 		return put_response_head(f, rh, FRAME_NONE, FRAME_NONE, false, out, err);
+	/* A WebSocket upgrade that was declined: the sandbox's next request may come. */
+	if (pq->websocket && f->req == REQ_UPGRADE)
+		request_done(f);
 	outf = response_framing_out(f, pq, in);
 	f->resp_close = !rh->keep_alive || pq->close || in == FRAME_CLOSE || outf == FRAME_CLOSE;
 	r = put_response_head(f, rh, in, outf, f->resp_close, out, err);

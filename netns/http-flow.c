@@ -175,6 +175,9 @@ struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f)
 	netns_buf_done(&f->resp_acc);
 	netns_buf_done(&f->resp_hold);
 	netns_buf_done(&f->work);
+	flow_ws_dir_done(&f->ws_up);
+	flow_ws_dir_done(&f->ws_down);
+	explicit_bzero(f->ws_masks, sizeof(f->ws_masks));
 	free(f);
 	return NULL;
 }
@@ -204,7 +207,14 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 		return unit_wait(&f->req_acc, &u);
 	if (r < 0)
 		return r;
+	flow_ws_request(f, &req);
 	r = flow_request_head_done(f, &req, out, err);
+	if (r >= 0 && f->req_ws) {
+		/* The upgrade is the last request: what follows waits for its answer. */
+		f->pending[(f->pending_first + f->n_pending - 1) % PENDING_MAX].websocket = true;
+		f->req = REQ_UPGRADE;
+	}
+	f->req_ws = false;
 	if (r < 0)
 		return r;
 	return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
@@ -314,6 +324,10 @@ static ssize_t request_step(struct netns_http_flow *f, const uint8_t *buf, size_
 	case REQ_CHUNK_END:
 	case REQ_TRAILERS:
 		return request_crlf(f, buf, len, out, err);
+	case REQ_UPGRADE:
+		return 0; /* frames or the next request: the answer to the upgrade says */
+	case REQ_WS:
+		return flow_ws_relay(f, &f->ws_up, true, buf, len, out, err);
 	case REQ_CLOSED:
 		break;
 	}
@@ -335,6 +349,8 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
 			buf_truncate(out, entry);
 			return flow_fail(f, (int)n);
 		}
+		if (n == 0 && f->req == REQ_UPGRADE)
+			break; /* the rest waits for the answer to the upgrade */
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
@@ -513,6 +529,8 @@ static ssize_t response_step(struct netns_http_flow *f, const uint8_t *buf, size
 		return response_chunk_end(f, buf, len, err);
 	case RESP_TRAILERS:
 		return response_trailers(f, buf, len, out, err);
+	case RESP_WS:
+		return flow_ws_relay(f, &f->ws_down, false, buf, len, out, err);
 	case RESP_CLOSED:
 		break;
 	}
@@ -551,6 +569,12 @@ int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *ou
 	if (f->error < 0)
 		return al_error_set(err, f->error, "The connection was refused earlier");
 	f->resp = RESP_CLOSED;
+	if (state == RESP_WS)
+		return flow_ws_at_boundary(&f->ws_down)
+			   ? 0
+			   : al_error_set(err, -EPIPE,
+					  "The upstream closed the connection within a WebSocket "
+					  "message");
 	if (state == RESP_UNTIL_CLOSE) {
 		r = flow_body_pass(&f->resp_hold, &f->values_m, NULL, NULL, 0, true, false, out,
 				   err);
@@ -587,6 +611,12 @@ static const char *status_reason(int status)
 bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const char *message,
 				    struct netns_buf *out)
 {
+	/* After a WebSocket upgrade, a Close frame says it: frames go to the sandbox only whole,
+	 * so one may come between any two (within a message too). */
+	if (f->resp == RESP_WS) {
+		f->resp = RESP_CLOSED;
+		return flow_ws_close(out, message) >= 0;
+	}
 	/* Only between responses: within one, the sandbox would read this as its bytes. */
 	if (f->resp != RESP_HEAD)
 		return false;

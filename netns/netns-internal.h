@@ -362,6 +362,90 @@ bool netns_h2_idle(const struct netns_h2 *h);
 /* The sandbox's side has nothing more to say or hear: the connection may close. */
 bool netns_h2_done(const struct netns_h2 *h);
 
+/* ---- ws.c: WebSocket frames (RFC 6455 5), as the proxy relays them ----
+ *
+ * After an HTTP/1.1 Upgrade (or an HTTP/2 extended CONNECT, RFC 8441) the connection carries
+ * frames both ways. A parser per direction takes bytes as they come and gives out, one at a time,
+ * each frame's head, its payload in pieces (never gathered: memory stays bounded whatever the
+ * frame's length) and its end. No extension is ever negotiated through the proxy, so the parser
+ * is strict: RSV bits, an unknown opcode, a control frame longer than 125 bytes or fragmented, a
+ * continuation without a message or a new message within one, a length not in its shortest form
+ * or past 2^63-1, a Close payload of one byte, a client frame without a mask or a server frame
+ * with one are -EBADMSG (err says why). */
+#define NETNS_WS_HEAD_MAX 14	 /* 2 + 8 (length) + 4 (mask) */
+#define NETNS_WS_CONTROL_MAX 125 /* a control frame's payload */
+
+enum netns_ws_opcode {
+	NETNS_WS_CONT = 0x0,
+	NETNS_WS_TEXT = 0x1,
+	NETNS_WS_BINARY = 0x2,
+	NETNS_WS_CLOSE = 0x8,
+	NETNS_WS_PING = 0x9,
+	NETNS_WS_PONG = 0xa,
+};
+
+static inline bool netns_ws_is_control(uint8_t opcode)
+{
+	return opcode >= NETNS_WS_CLOSE;
+}
+
+struct netns_ws_frame {
+	bool fin;
+	uint8_t opcode; /* enum netns_ws_opcode */
+	bool masked;
+	uint8_t mask[4];
+	uint64_t len; /* of the payload */
+};
+
+enum netns_ws_event_kind {
+	NETNS_WS_MORE, /* more bytes are needed */
+	NETNS_WS_HEAD, /* a frame's head: ev.frame */
+	NETNS_WS_DATA, /* payload bytes, still masked as they came: ev.data, ev.n at ev.offset */
+	NETNS_WS_END,  /* the frame's payload is complete */
+};
+
+struct netns_ws_event {
+	enum netns_ws_event_kind kind;
+	const struct netns_ws_frame *frame; /* the current frame (HEAD, DATA, END) */
+	const uint8_t *data;		    /* DATA: into the bytes fed */
+	size_t n;
+	uint64_t offset;  /* DATA: of data[0] in the payload (for the mask) */
+	bool message_end; /* END: the frame ends a data message (FIN on a text/binary/cont) */
+};
+
+struct netns_ws_parser {
+	bool client; /* the sandbox's side: frames are masked */
+	uint8_t head[NETNS_WS_HEAD_MAX];
+	size_t head_n;
+	bool in_frame; /* the head is parsed; payload (or its END) is next */
+	struct netns_ws_frame frame;
+	uint64_t done;	 /* payload bytes given out */
+	bool in_message; /* a fragmented data message is under way */
+};
+
+/* A parser for frames from the client (masked) or from the server. */
+static inline void netns_ws_parser_init(struct netns_ws_parser *ps, bool client)
+{
+	*ps = (struct netns_ws_parser){.client = client};
+}
+/* Takes what it can of buf (len bytes): returns the bytes consumed (0 is possible, e.g. before
+ * an END), with *ev the next event; NETNS_WS_MORE when buf is used up without one. -EBADMSG. */
+ssize_t netns_ws_parse(struct netns_ws_parser *ps, const uint8_t *buf, size_t len,
+		       struct netns_ws_event *ev, struct al_error *err);
+/* Whether the parser is between frames (and within no message, with message too). */
+bool netns_ws_parser_at_boundary(const struct netns_ws_parser *ps, bool message);
+/* XORs p (n bytes at offset of a payload) with mask, in place: masks and unmasks. */
+void netns_ws_mask(const uint8_t mask[4], uint64_t offset, uint8_t *p, size_t n);
+/* Writes a frame head for a payload of len bytes (masked when mask is not NULL) into dst;
+ * returns its length (at most NETNS_WS_HEAD_MAX). */
+size_t netns_ws_put_head(uint8_t dst[static NETNS_WS_HEAD_MAX], bool fin, uint8_t opcode,
+			 const uint8_t *mask, uint64_t len);
+/* The Sec-WebSocket-Accept for a Sec-WebSocket-Key (key_len bytes; RFC 6455 4.2.2): base64 of
+ * SHA-1 of the key and the protocol's GUID, NUL-terminated. -EINVAL when the key is not base64
+ * of 16 bytes, -ENOMEM. */
+#define NETNS_WS_ACCEPT_LEN 28
+int netns_ws_accept(const char *key, size_t key_len, char ret[static NETNS_WS_ACCEPT_LEN + 1]);
+
 /* ---- tls.c: TLS interception (OpenSSL 3 is used here only) ----
  *
  * A per-sandbox certificate authority, made in memory at launch (P-256; its key never leaves
