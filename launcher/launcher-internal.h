@@ -585,7 +585,6 @@ struct launcher_stream {
 	bool use_send;		 /* 'to' is a socket: send(MSG_DONTWAIT) */
 	struct launcher_buffer *capture; /* collect here instead of writing to 'to' */
 	size_t capture_max;
-	char buf[LAUNCHER_STREAM_CHUNK];
 	const char *data; /* the chunk being written: buf, or redacted->data */
 	size_t off, len;
 	/* With a broker: each chunk goes through its redaction of real values first. */
@@ -593,6 +592,8 @@ struct launcher_stream {
 	unsigned broker_stream; /* 0 stdout, 1 stderr */
 	struct broker_secret *redacted;
 	bool eof; /* 'from' ended: 'to' closes once the last chunk is out */
+	/* Last: launcher_stream_init() leaves it as it is (it is written before it is read). */
+	char buf[LAUNCHER_STREAM_CHUNK];
 };
 
 /* from is read until EOF; what is read goes to 'to' (or into capture, up to capture_max, the rest
