@@ -9,6 +9,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -74,12 +75,12 @@ static int connect_session(const char *id, int *ret, struct al_error *err)
 	return 0;
 }
 
-static int push(int fd, const char *s)
+static int push(FILE *f, const char *s)
 {
-	return al_write_all(fd, s, strlen(s) + 1);
+	return fwrite(s, 1, strlen(s) + 1, f) == strlen(s) + 1 ? 0 : -ENOMEM;
 }
 
-static int push_vector(int fd, char *const *v)
+static int push_vector(FILE *f, char *const *v)
 {
 	char num[32];
 	size_t n = 0;
@@ -88,57 +89,71 @@ static int push_vector(int fd, char *const *v)
 	while (v && v[n])
 		n++;
 	(void)snprintf(num, sizeof(num), "%zu", n);
-	r = push(fd, num);
+	r = push(f, num);
 	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = push(fd, v[i]);
+		r = push(f, v[i]);
 	return r;
 }
 
-static int push_files(int fd, const char *kind, const struct launcher_file *f, size_t n)
+static int push_files(FILE *f, const char *kind, const struct launcher_file *files, size_t n)
 {
 	char num[32];
 	int r = 0;
 
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		(void)snprintf(num, sizeof(num), "%zu", f[i].len);
-		r = push(fd, kind);
+		(void)snprintf(num, sizeof(num), "%zu", files[i].len);
+		r = push(f, kind);
 		if (r >= 0)
-			r = push(fd, f[i].name);
+			r = push(f, files[i].name);
 		if (r >= 0)
-			r = push(fd, f[i].executable ? "x" : "-");
+			r = push(f, files[i].executable ? "x" : "-");
 		if (r >= 0)
-			r = push(fd, num);
-		if (r >= 0)
-			r = al_write_all(fd, f[i].data, f[i].len);
+			r = push(f, num);
+		if (r >= 0 && files[i].len > 0 &&
+		    fwrite(files[i].data, 1, files[i].len, f) != files[i].len)
+			r = -ENOMEM;
 	}
 	return r;
 }
 
-/* The request for the session's pid 1 (launcher_init_session_main() has its format). */
+/* The request for the session's pid 1 (launcher_init_session_main() has its format), put
+ * together in memory and written to its memfd at once: a system call for each string costs. */
 static int make_payload(const struct launcher_session_exec *x, int *ret)
 {
-	_cleanup_close_ int fd = memfd_create("airlock-exec", MFD_CLOEXEC);
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
 	char num[32];
+	FILE *f;
 	int r;
 
-	if (fd < 0)
-		return -errno;
-	r = push_vector(fd, x->argv);
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	r = push_vector(f, x->argv);
 	if (r >= 0)
-		r = push_vector(fd, x->env);
+		r = push_vector(f, x->env);
 	if (r >= 0)
-		r = push(fd, x->result_path ? x->result_path : "");
+		r = push(f, x->result_path ? x->result_path : "");
 	if (r >= 0)
-		r = push(fd, x->dir ? x->dir : "");
+		r = push(f, x->dir ? x->dir : "");
 	(void)snprintf(num, sizeof(num), "%zu", x->n_files + x->n_workspace_files);
 	if (r >= 0)
-		r = push(fd, num);
+		r = push(f, num);
 	if (r >= 0)
-		r = push_files(fd, "d", x->files, x->n_files);
+		r = push_files(f, "d", x->files, x->n_files);
 	if (r >= 0)
-		r = push_files(fd, "w", x->workspace_files, x->n_workspace_files);
+		r = push_files(f, "w", x->workspace_files, x->n_workspace_files);
 	if (r >= 0)
-		r = push_vector(fd, x->prelude);
+		r = push_vector(f, x->prelude);
+	if (fclose(f) != 0 && r >= 0)
+		r = -ENOMEM;
+	if (r < 0)
+		return r;
+	fd = memfd_create("airlock-exec", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = al_write_all(fd, text, len);
 	if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
 		r = -errno;
 	if (r < 0)
@@ -173,6 +188,19 @@ struct exec_io {
 	struct launcher_terminal term;
 	int sig_fd, master;
 };
+
+/* Not with an initialiser: that would zero the streams' buffers too (launcher_stream_init()). */
+static void exec_io_init(struct exec_io *io, const struct launcher_session_exec *x,
+			 struct launcher_result *result)
+{
+	io->x = x;
+	io->result = result;
+	io->term = (struct launcher_terminal){.fd = -EBADF, .size_fd = -EBADF};
+	io->sig_fd = io->master = -EBADF;
+	launcher_stream_init(&io->out, -EBADF, false, -EBADF, false, NULL, 0);
+	launcher_stream_init(&io->err, -EBADF, false, -EBADF, false, NULL, 0);
+	launcher_stream_init(&io->in, -EBADF, false, -EBADF, false, NULL, 0);
+}
 
 /* The command's terminal came: its output takes the place of the stdout pipe (which nothing
  * writes to now), and the caller's input goes into it. */
@@ -332,48 +360,54 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	_cleanup_close_ int sock = -EBADF, payload = -EBADF, in = -EBADF, result = -EBADF;
 	int out[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF},
 	    fds[4];
-	struct exec_io io = {.x = x, .result = ret, .sig_fd = -EBADF, .master = -EBADF};
+	/* On the heap: its three chunk buffers (192 KiB) on a thread's stack would push every
+	 * deeper frame onto pages faulted in afresh for each of serve's connections. */
+	_cleanup_free_ struct exec_io *io = malloc(sizeof(*io));
 	sigset_t old_mask;
-	int r;
+	int connected, r;
 
 	*ret = (struct launcher_result){0};
-	io.term = (struct launcher_terminal){.fd = -EBADF, .size_fd = -EBADF};
-	r = connect_session(id, &sock, err);
-	if (r < 0)
-		return r;
+	if (!io)
+		return al_error_set_errno(err, -ENOMEM, "Out of memory");
+	exec_io_init(io, x, ret);
 	r = make_payload(x, &payload);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write the request");
 	if (x->in_thread && x->terminal)
 		return al_error_set(err, -EINVAL, "A terminal is not for a thread of a service");
-	r = x->in_thread ? 0 : exec_signals_setup(&io, &req, &old_mask);
+	r = x->in_thread ? 0 : exec_signals_setup(io, &req, &old_mask);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to set up the command's signals");
-	in = exec_stdin(&io, inp);
+	in = exec_stdin(io, inp);
 	if (in < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = in < 0 ? in : -errno;
 		(void)al_close(out[0]), (void)al_close(out[1]);
-		launcher_stream_close(&io.in);
+		launcher_stream_close(&io->in);
 		r = al_error_set_errno(err, r, "Failed to create the command's stdio");
 		goto out;
 	}
-	launcher_stream_init(&io.out, out[0], true, STDOUT_FILENO, false,
+	launcher_stream_init(&io->out, out[0], true, STDOUT_FILENO, false,
 			     x->capture ? &ret->out : NULL, LAUNCHER_CAPTURE_MAX);
-	launcher_stream_init(&io.err, errp[0], true, STDERR_FILENO, false,
+	launcher_stream_init(&io->err, errp[0], true, STDERR_FILENO, false,
 			     x->capture ? &ret->err : NULL, LAUNCHER_CAPTURE_MAX);
-	launcher_stream_open_nonblocking(&io.out);
-	launcher_stream_open_nonblocking(&io.err);
-	launcher_stream_open_nonblocking(&io.in);
+	launcher_stream_open_nonblocking(&io->out);
+	launcher_stream_open_nonblocking(&io->err);
+	launcher_stream_open_nonblocking(&io->in);
 	fds[0] = payload, fds[1] = in, fds[2] = out[1], fds[3] = errp[1];
-	r = al_send_fds(sock, &req, sizeof(req), fds, ELEMENTSOF(fds));
+	/* Connected once everything is ready: the supervisor wakes for the connection and finds
+	 * the request with it, instead of waking again for the request. */
+	connected = connect_session(id, &sock, err);
+	r = connected >= 0 ? al_send_fds(sock, &req, sizeof(req), fds, ELEMENTSOF(fds)) : connected;
 	/* Only the command may hold the write ends now: its end is their EOF. */
 	(void)al_close(out[1]);
 	(void)al_close(errp[1]);
 	if (r >= 0)
-		r = pump(sock, &io, &rep, &result);
-	launcher_stream_close(&io.out);
-	launcher_stream_close(&io.err);
-	launcher_stream_close(&io.in);
+		r = pump(sock, io, &rep, &result);
+	launcher_stream_close(&io->out);
+	launcher_stream_close(&io->err);
+	launcher_stream_close(&io->in);
+	if (connected < 0)
+		goto out; /* err says why */
 	if (r == -ECANCELED) {
 		r = al_error_set(err, r, "The caller went away: the command was killed");
 		goto out;
@@ -398,10 +432,10 @@ int launcher_session_exec(const char *id, const struct launcher_session_exec *x,
 	if (result >= 0)
 		launcher_read_output(result, &ret->output);
 out:
-	launcher_terminal_restore(&io.term);
-	(void)al_close(io.master);
-	if (io.sig_fd >= 0) {
-		(void)al_close(io.sig_fd);
+	launcher_terminal_restore(&io->term);
+	(void)al_close(io->master);
+	if (io->sig_fd >= 0) {
+		(void)al_close(io->sig_fd);
 		(void)sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	}
 	return r;
