@@ -117,7 +117,9 @@ static int plan(const char *id, struct session_exec *x)
 		return agent_plan_error_kind(r);
 	(void)snprintf(x->result, sizeof(x->result), "%s/result.json", x->dir);
 	r = make_env(req, x->policy, x->plan.env, x->dir, &x->env);
-	if (r >= 0)
+	/* Without stdin or input the command reads /dev/null (launcher_session_exec() opens it),
+	 * which reads as the empty memfd would, without making one. */
+	if (r >= 0 && (req->stdin_data || req->input))
 		r = agent_request_stdin(req, &x->in);
 	if (r < 0)
 		return al_error_set_errno(&x->err, r, "Failed to prepare the command"),
