@@ -146,6 +146,22 @@ int serve_capabilities(struct serve_request *r)
 
 /* An exec result's HTTP status: 200 when the program ran (whatever its exit code), else by the
  * error's kind. */
+static unsigned kind_status(enum agent_error_kind kind)
+{
+	switch (kind) {
+	case AGENT_ERROR_NONE:
+		return 200;
+	case AGENT_ERROR_INVALID_REQUEST:
+		return 400;
+	case AGENT_ERROR_UNSUPPORTED_LANGUAGE:
+	case AGENT_ERROR_UNSUPPORTED_POLICY:
+		return 422;
+	default:
+		return 500;
+	}
+}
+
+/* The same for a result a child printed: by the name of its error's kind. */
 static unsigned exec_status(struct json_object *result)
 {
 	struct json_object *e = json_object_object_get(result, "error");
@@ -153,10 +169,9 @@ static unsigned exec_status(struct json_object *result)
 
 	if (!e || !kind)
 		return 200;
-	if (streq(kind, "invalid_request"))
-		return 400;
-	if (streq(kind, "unsupported_language") || streq(kind, "unsupported_policy"))
-		return 422;
+	for (int k = AGENT_ERROR_INVALID_REQUEST; k <= AGENT_ERROR_SETUP_FAILED; k++)
+		if (streq(kind, agent_error_kind_to_string((enum agent_error_kind)k)))
+			return kind_status((enum agent_error_kind)k);
 	return 500;
 }
 
@@ -185,16 +200,6 @@ static int body_memfd(const struct serve_request *r)
 	return TAKE_FD(fd);
 }
 
-/* Replies the JSON result text (its status by its error kind). */
-static int reply_result(struct serve_request *r, const char *text, size_t len)
-{
-	_cleanup_(al_json_putp) struct json_object *o = NULL;
-
-	if (al_json_parse(text, len, 64, &o, NULL) < 0 || !json_object_is_type(o, json_type_object))
-		return serve_reply_error(r, 500, "failed", NULL, "The result is not JSON");
-	return serve_reply_json(r, exec_status(o), o);
-}
-
 /* A session's request runs in this thread: the session's pid 1 runs the command, and nothing of
  * this process's is at stake (no signal is touched; a hang-up closes the control connection, which
  * kills the command). */
@@ -212,17 +217,26 @@ static int session_exec(struct serve_request *r, const char *session)
 	if (!f)
 		return -ENOMEM;
 	k = agent_request_parse(r->body ? r->body : "", r->len, &req, &err);
-	if (k < 0)
+	if (k < 0) {
 		k = agent_exec_print_error(f, AGENT_ERROR_INVALID_REQUEST, err.msg);
-	else
+		if (k >= 0)
+			k = AGENT_ERROR_INVALID_REQUEST;
+	} else {
 		k = agent_session_exec(session, req, &o, f);
+	}
 	if (fclose(f) != 0 && k >= 0)
 		k = -errno;
 	if (k == -ECANCELED)
 		return -ECONNRESET;
 	if (k < 0)
 		return serve_reply_errno(r, k, NULL, "Failed to run the request");
-	return reply_result(r, text, len);
+	/* The result is one line of JSON of the agent's own making (al_json_to_string(), as
+	 * serve_reply_json() would make it): sent as it is, not parsed and printed again; its
+	 * status by the kind agent_session_exec() returned. */
+	if (len > 0 && text[len - 1] == '\n')
+		len--;
+	return serve_reply_bytes(r, kind_status((enum agent_error_kind)k), "application/json", text,
+				 len);
 }
 
 int serve_run_request(struct serve_request *r, const char *session)
