@@ -78,6 +78,8 @@ struct launcher_cgroup {
 	size_t n_dirs;
 	int dir_of[_CTRL_MAX]; /* index in dirs of each controller's cgroup, or -1 */
 	pid_t watcher;	       /* our child that removes the dirs if we are killed, or 0 */
+	int oom_fd; /* the memory cgroup's file of OOM kills, once read (a session reads it twice
+		     * for each command), or -EBADF */
 	char warning[512];
 };
 
@@ -833,6 +835,7 @@ int launcher_cgroup_new_env(const struct launcher_cgroup_env *env, const char *i
 	if (!cg)
 		return -ENOMEM;
 	cg->version = env->version;
+	cg->oom_fd = -EBADF;
 	for (int c = 0; c < _CTRL_MAX; c++)
 		cg->dir_of[c] = -1;
 	if (need == 0)
@@ -914,6 +917,32 @@ void launcher_cgroup_memory_usage(const char *dir, uint64_t *ret_now, uint64_t *
 	*ret_peak = cg_read_number(dir, "memory.peak", "memory.max_usage_in_bytes");
 }
 
+/* The OOM kill count of cg's memory cgroup (memory.events, or v1's memory.oom_control), its file
+ * opened once and read again from its start each time: -ENOENT when it has none. */
+static int oom_count(struct launcher_cgroup *cg, const char *dir, uint64_t *ret)
+{
+	char path[PATH_MAX], text[512];
+	ssize_t n;
+	int r;
+
+	if (cg->oom_fd < 0) {
+		r = al_path_printf(path, sizeof(path), "%s/%s", dir,
+				   cg->version == LAUNCHER_CGROUP_V2 ? "memory.events"
+								     : "memory.oom_control");
+		if (r < 0)
+			return r;
+		cg->oom_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (cg->oom_fd < 0)
+			return -errno;
+	}
+	/* Both are a few short lines, oom_kill among the first. */
+	n = pread(cg->oom_fd, text, sizeof(text) - 1, 0);
+	if (n < 0)
+		return -errno;
+	text[n] = '\0';
+	return keyed_value(text, "oom_kill", ret);
+}
+
 bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg)
 {
 	_cleanup_free_ char *text = NULL;
@@ -924,10 +953,8 @@ bool launcher_cgroup_oom_killed(struct launcher_cgroup *cg)
 		return false;
 	dir = cg->dirs[cg->dir_of[CTRL_MEMORY]];
 	if (cg->version == LAUNCHER_CGROUP_V2)
-		return cg_read(dir, "memory.events", &text) >= 0 &&
-		       keyed_value(text, "oom_kill", &n) >= 0 && n > 0;
-	if (cg_read(dir, "memory.oom_control", &text) >= 0 &&
-	    keyed_value(text, "oom_kill", &n) >= 0) /* Linux 4.13 and later */
+		return oom_count(cg, dir, &n) >= 0 && n > 0;
+	if (oom_count(cg, dir, &n) >= 0) /* Linux 4.13 and later */
 		return n > 0;
 	/* older kernels: the limit was hit, which is as close as they let us see */
 	text = mfree(text);
@@ -1098,6 +1125,7 @@ struct launcher_cgroup *launcher_cgroup_free(struct launcher_cgroup *cg)
 	 * run or session command. */
 	if (cg->watcher > 0)
 		(void)kill(cg->watcher, SIGKILL);
+	cg->oom_fd = al_close(cg->oom_fd);
 	/* every process is in each of the dirs: killing through one is enough */
 	if (cg->n_dirs > 0)
 		cgroup_kill(cg, cg->dirs[0]);
