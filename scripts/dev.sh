@@ -47,8 +47,9 @@ packages=(
 	# its WASI for wasm), rustc, Debian's ts-node for typescript
 	nodejs rustc ts-node
 	# the egress tests: real clients inside the sandbox, a test CA for the TLS upstream; HTTP/2's
-	# upstream (nghttpd) and a gRPC client and server (python3-grpcio)
-	curl openssl ca-certificates nghttp2-server nghttp2-client python3-grpcio
+	# upstream (nghttpd) and a gRPC client and server (python3-grpcio); a WebSocket client and
+	# server (python3-websockets)
+	curl openssl ca-certificates nghttp2-server nghttp2-client python3-grpcio python3-websockets
 )
 
 log()
