@@ -334,6 +334,11 @@ struct netns_http_flow {
 	struct ws_dir ws_up, ws_down;
 	uint8_t ws_masks[256];
 	size_t ws_masks_used;
+	/* A SigV4 request whose body is hashed by the proxy (http-flow-sigv4.c) is gathered whole:
+	 * its head and body bytes, and the body while its head is judged. */
+	size_t req_whole;
+	const uint8_t *req_body;
+	size_t req_body_len;
 	int error;
 	uint32_t stream; /* the HTTP/2 stream whose head is at work (http2.c), for the audit */
 };

@@ -12,6 +12,7 @@
 
 #include "broker/client.h"
 #include "netns/http-flow-internal.h"
+#include "netns/sigv4-internal.h"
 
 #define PERCENT_ROUNDS 4 /* %2567 is decoded twice, and so on */
 #define WHERE_MAX 96
@@ -48,6 +49,12 @@ static int put_swapped(struct netns_http_flow *f, struct writer *w, const uint8_
 	int r;
 
 	while ((q = flow_matcher_find(&f->surrogates, p, end, &mt))) {
+		if (flow_sigv4_is_secret(f, mt.pt->owner))
+			return al_error_set(
+			    err, -EPERM,
+			    "The surrogate of an AWS secret access key in the %s is "
+			    "refused: it only signs",
+			    where);
 		r = flow_value(f, mt.pt->owner, where, &v, err);
 		if (r < 0)
 			return r;
@@ -540,9 +547,17 @@ int flow_keep_body_tail(struct netns_http_flow *f, const uint8_t *data, size_t n
 int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_request *req,
 			   struct netns_buf *out, struct al_error *err)
 {
+	_cleanup_(flow_sigv4_text_done) struct flow_sigv4_text text = {0};
+	struct netns_http_request resigned;
 	size_t start = netns_buf_len(out);
 	int r;
 
+	/* Signed with a surrogate AWS key: verified, and signed again (http-flow-sigv4.c). */
+	r = flow_sigv4_request(f, req, f->req_body, f->req_body_len, &resigned, &text, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		req = &resigned;
 	r = check_request(f, req, err);
 	if (r < 0)
 		return r;

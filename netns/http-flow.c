@@ -53,6 +53,7 @@
 
 #include "broker/client.h"
 #include "netns/http-flow-internal.h"
+#include "netns/sigv4-internal.h"
 
 #define CHUNK_LINE_MAX 4096 /* http.c refuses a longer chunk-size line */
 
@@ -190,25 +191,62 @@ static int flow_fail(struct netns_http_flow *f, int r)
 
 /* ---- requests: heads (http-flow-request.c), bodies ---- */
 
+static ssize_t request_data(struct netns_http_flow *f, const uint8_t *buf, size_t len,
+			    struct netns_buf *out, struct al_error *err);
+
+/* A SigV4 request whose body the proxy must hash (http-flow-sigv4.c) is taken whole, head and
+ * body (f->req_whole bytes): the body is judged with the head, then streams as any other. */
+static ssize_t request_whole(struct netns_http_flow *f, const struct netns_http_request *req,
+			     struct netns_buf *acc, const struct unit *u, struct netns_buf *out,
+			     struct al_error *err)
+{
+	size_t whole = f->req_whole;
+
+	f->req_whole = 0;
+	for (size_t off = req->head_len; off < whole && f->req == REQ_BODY;) {
+		ssize_t n = request_data(f, u->p + off, whole - off, out, err);
+
+		if (n < 0)
+			return n;
+		off += (size_t)n;
+	}
+	return (ssize_t)unit_take(acc, u, whole);
+}
+
 static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 			    struct netns_buf *out, struct al_error *err)
 {
+	size_t cap = f->req_whole ? f->req_whole : NETNS_HTTP_HEAD_MAX;
 	struct netns_http_request req;
 	struct unit u;
+	ssize_t want;
 	int r;
 
-	r = unit_gather(&f->req_acc, buf, len, NETNS_HTTP_HEAD_MAX, &u);
+	r = unit_gather(&f->req_acc, buf, len, cap, &u);
 	if (r < 0)
 		return r;
-	if (!head_ready(&u, NETNS_HTTP_HEAD_MAX))
+	if (f->req_whole ? u.n < f->req_whole : !head_ready(&u, cap))
 		return unit_wait(&f->req_acc, &u);
 	r = netns_http_parse_request((const char *)u.p, u.n, &req, err);
 	if (r == -EAGAIN)
 		return unit_wait(&f->req_acc, &u);
 	if (r < 0)
 		return r;
+	if (!f->req_whole) {
+		want = flow_sigv4_body_wanted(f, &req);
+		if (want < 0)
+			return want;
+		f->req_whole = want > 0 ? req.head_len + (size_t)want : 0;
+		if (f->req_whole > u.n)
+			return unit_wait(&f->req_acc, &u);
+	}
+	if (f->req_whole) {
+		f->req_body = u.p + req.head_len;
+		f->req_body_len = f->req_whole - req.head_len;
+	}
 	flow_ws_request(f, &req);
 	r = flow_request_head_done(f, &req, out, err);
+	f->req_body = NULL;
 	if (r >= 0 && f->req_ws) {
 		/* The upgrade is the last request: what follows waits for its answer. */
 		f->pending[(f->pending_first + f->n_pending - 1) % PENDING_MAX].websocket = true;
@@ -217,6 +255,8 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 	f->req_ws = false;
 	if (r < 0)
 		return r;
+	if (f->req_whole)
+		return request_whole(f, &req, &f->req_acc, &u, out, err);
 	return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
 }
 

@@ -294,6 +294,10 @@ struct netns_http_flow_options {
 	const char *host; /* the name the connection is for: lower case, no trailing dot */
 	uint16_t port;	  /* the port the sandbox connected to */
 	const char *const *surrogates; /* the session's surrogates, NULL-terminated (may be none) */
+	/* The credential of each surrogate, and the policy that has them (its AWS keys are signed
+	 * again: http-flow-sigv4.c); NULL: none. */
+	const char *const *surrogate_names;
+	const struct policy *policy;
 	const struct netns_http_flow_ops *ops;
 	void *userdata;
 };

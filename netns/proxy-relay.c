@@ -535,6 +535,8 @@ static void start_flow(struct conn *c, bool tls)
 	    .host = c->name[0] ? c->name : c->target,
 	    .port = c->port,
 	    .surrogates = p->surrogates ? (const char *const *)p->surrogates : none,
+	    .surrogate_names = p->surrogates ? (const char *const *)p->surrogate_names : none,
+	    .policy = p->o->policy,
 	    .ops = p->has_sidecar ? &flow_ops : &flow_ops_no_sidecar,
 	    .userdata = c,
 	};

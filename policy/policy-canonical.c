@@ -182,6 +182,22 @@ static int add_credential_injection(struct json_object *c, const struct policy_c
 	return -EINVAL;
 }
 
+/* An AWS access key id's "aws" object. */
+static int add_credential_aws(struct json_object *c, const struct policy_credential *cred)
+{
+	struct json_object *o;
+
+	if (cred->kind != POLICY_CRED_AWS_KEY_ID)
+		return 0;
+	o = add_object(c, "aws");
+	if (!o || add_string(o, "secret_access_key", cred->aws_secret) < 0 ||
+	    (cred->aws_token && add_string(o, "session_token", cred->aws_token) < 0) ||
+	    add_strv(o, "regions", &cred->aws_regions) < 0 ||
+	    add_strv(o, "services", &cred->aws_services) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int add_credentials(struct json_object *root, const struct policy *p)
 {
 	struct json_object *a = add_array(root, "credentials");
@@ -202,7 +218,8 @@ static int add_credentials(struct json_object *root, const struct policy *p)
 		if (r < 0)
 			return r;
 		if (add_strv(o, "hosts", &cred->hosts) < 0 ||
-		    al_json_add(o, "expose", json_object_new_boolean(cred->expose)) < 0)
+		    al_json_add(o, "expose", json_object_new_boolean(cred->expose)) < 0 ||
+		    add_credential_aws(o, cred) < 0)
 			return -ENOMEM;
 	}
 	return 0;

@@ -323,11 +323,148 @@ static int parse_name(struct policy *p, size_t idx, const struct policy_where *w
 	return policy_strdup(s, &p->credentials[idx].name);
 }
 
+/* A region or service of an AWS scope: what SigV4's credential scope may name. */
+static int scope_item(const struct policy_where *w, const char *s, char **ret, struct al_error *err)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-");
+
+	if (n == 0 || s[n] != '\0' || n > 64)
+		return policy_error(err, -EINVAL, w,
+				    "%s is not an AWS region or service name "
+				    "([a-z0-9-]{1,64})",
+				    QUOTE(s));
+	return policy_strdup(s, ret);
+}
+
+/* "aws": {"secret_access_key": NAME, "session_token": NAME?, "regions": [...]?,
+ * "services": [...]?} makes c an AWS access key id; the names are checked once every
+ * credential is known (link_aws()). */
+static int parse_aws(struct policy_credential *c, const struct policy_where *w,
+		     struct json_object *o, struct al_error *err)
+{
+	static const struct policy_field fields[] = {
+	    {"secret_access_key"},
+	    {"session_token"},
+	    {"regions"},
+	    {"services"},
+	};
+	struct json_object *f;
+	const char *s;
+	int r;
+
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
+	if (r < 0)
+		return r;
+	c->kind = POLICY_CRED_AWS_KEY_ID;
+	r = policy_json_required_string(w, o, "secret_access_key", &s, err);
+	if (r < 0)
+		return r;
+	r = policy_strdup(s, &c->aws_secret);
+	if (r < 0)
+		return r;
+	if (json_object_object_get_ex(o, "session_token", &f)) {
+		r = policy_json_string(POLICY_AT(w, "session_token"), f, POLICY_STRING_MAX, &s,
+				       err);
+		if (r < 0)
+			return r;
+		r = policy_strdup(s, &c->aws_token);
+		if (r < 0)
+			return r;
+	}
+	if (json_object_object_get_ex(o, "regions", &f)) {
+		r = policy_json_strv(POLICY_AT(w, "regions"), f, scope_item, &c->aws_regions, err);
+		if (r < 0)
+			return r;
+	}
+	if (json_object_object_get_ex(o, "services", &f)) {
+		r = policy_json_strv(POLICY_AT(w, "services"), f, scope_item, &c->aws_services,
+				     err);
+		if (r < 0)
+			return r;
+	}
+	if (c->injection == POLICY_INJECTION_SIDECAR || c->expose)
+		return policy_error(err, -EINVAL, w,
+				    "an AWS access key id is given to the sandbox as a surrogate "
+				    "(env_var or file, not exposed)");
+	return 0;
+}
+
+static bool same_hosts(const struct policy_strv *a, const struct policy_strv *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		size_t j;
+
+		for (j = 0; j < b->n && !streq(a->items[i], b->items[j]); j++)
+			;
+		if (j == b->n)
+			return false;
+	}
+	return true;
+}
+
+/* The credential that key (credentials[k]) names as its secret or token (field), made kind. */
+static int link_aws_part(struct policy *p, size_t k, const char *name, const char *field,
+			 enum policy_cred_kind kind, const struct policy_where *w,
+			 struct al_error *err)
+{
+	const struct policy_where cw = POLICY_WHERE_INDEX(w, k);
+	const struct policy_where *aw = POLICY_AT(POLICY_AT(&cw, "aws"), field);
+	struct policy_credential *key = &p->credentials[k];
+
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		struct policy_credential *c = &p->credentials[i];
+
+		if (!streq(c->name, name))
+			continue;
+		if (c->kind != POLICY_CRED_PLAIN)
+			return policy_error(err, -EINVAL, aw,
+					    "%s is already an AWS access key id, secret or token",
+					    QUOTE(name));
+		if (c->expose || c->injection == POLICY_INJECTION_SIDECAR)
+			return policy_error(
+			    err, -EINVAL, aw,
+			    "%s is given to the sandbox exposed or as a sidecar: the "
+			    "parts of an AWS key are surrogates (env_var or file)",
+			    QUOTE(name));
+		if (!same_hosts(&c->hosts, &key->hosts))
+			return policy_error(
+			    err, -EINVAL, aw,
+			    "%s is not bound to the same hosts as its access key id", QUOTE(name));
+		c->kind = kind;
+		c->aws_key = k;
+		return 0;
+	}
+	return policy_error(err, -EINVAL, aw, "%s names no credential", QUOTE(name));
+}
+
+/* Links each AWS access key id to its secret access key and session token. */
+static int link_aws(struct policy *p, const struct policy_where *w, struct al_error *err)
+{
+	int r;
+
+	for (size_t k = 0; k < p->n_credentials; k++) {
+		const struct policy_credential *key = &p->credentials[k];
+
+		if (key->kind != POLICY_CRED_AWS_KEY_ID)
+			continue;
+		r = link_aws_part(p, k, key->aws_secret, "secret_access_key",
+				  POLICY_CRED_AWS_SECRET, w, err);
+		if (r >= 0 && key->aws_token)
+			r = link_aws_part(p, k, key->aws_token, "session_token",
+					  POLICY_CRED_AWS_TOKEN, w, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int parse_credential(struct policy *p, size_t idx, const struct policy_where *w,
 			    struct json_object *o, struct al_error *err)
 {
 	static const struct policy_field fields[] = {
-	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"},
+	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"}, {"aws"},
 	};
 	struct policy_credential *c = &p->credentials[idx];
 	struct json_object *f;
@@ -377,12 +514,19 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 		return policy_error(
 		    err, -EINVAL, POLICY_AT(w, "hosts"),
 		    "a credential needs at least one host, unless \"expose\" is true");
+	if (json_object_object_get_ex(o, "aws", &f))
+		return parse_aws(c, POLICY_AT(w, "aws"), f, err);
 	return 0;
 }
 
 int policy_parse_credentials(struct policy *p, const struct policy_where *w, struct json_object *v,
 			     struct al_error *err)
 {
-	return policy_json_elements(p, w, v, sizeof(*p->credentials), (void **)&p->credentials,
-				    &p->n_credentials, parse_credential, err);
+	int r;
+
+	r = policy_json_elements(p, w, v, sizeof(*p->credentials), (void **)&p->credentials,
+				 &p->n_credentials, parse_credential, err);
+	if (r < 0)
+		return r;
+	return link_aws(p, w, err);
 }

@@ -146,6 +146,10 @@ static void credential_done(struct policy_credential *c)
 	free(c->header);
 	free(c->format);
 	policy_strv_done(&c->hosts);
+	free(c->aws_secret);
+	free(c->aws_token);
+	policy_strv_done(&c->aws_regions);
+	policy_strv_done(&c->aws_services);
 }
 
 struct policy *policy_free(struct policy *p)

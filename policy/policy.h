@@ -51,6 +51,17 @@ enum policy_injection {
 	POLICY_INJECTION_SIDECAR,
 };
 
+/* What a credential's value is to the proxy. An AWS access key id names its secret access key
+ * and session token (credentials of their own) and a scope: the proxy verifies a SigV4
+ * signature made with the surrogate secret and signs the request again with the real one
+ * (netns/sigv4.c); the secret's own surrogate is never swapped. */
+enum policy_cred_kind {
+	POLICY_CRED_PLAIN,
+	POLICY_CRED_AWS_KEY_ID,
+	POLICY_CRED_AWS_SECRET,
+	POLICY_CRED_AWS_TOKEN,
+};
+
 enum policy_dest_kind {
 	POLICY_DEST_HOST,     /* "api.github.com" (lower-cased) */
 	POLICY_DEST_WILDCARD, /* "*.pypi.org": any name below pypi.org, not pypi.org itself */
@@ -87,6 +98,13 @@ struct policy_credential {
 	char *format;		  /* sidecar: contains exactly one "{}"; default "{}" */
 	bool expose;		  /* give the real value instead of a surrogate */
 	struct policy_strv hosts; /* names or "*.suffix" patterns the credential is bound to */
+	/* "aws" (an access key id's): the names of its secret access key and session token (NULL:
+	 * none) credentials, the regions and services a signature may name (empty: any). Those two
+	 * credentials get kind AWS_SECRET and AWS_TOKEN, and aws_key the key id's index. */
+	enum policy_cred_kind kind;
+	char *aws_secret, *aws_token;
+	struct policy_strv aws_regions, aws_services;
+	size_t aws_key;
 };
 
 struct policy_net_rule {
