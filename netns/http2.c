@@ -79,6 +79,9 @@ struct h2_stream {
 	bool resp_end, resp_submitted;
 	struct body_sniff sniff;
 	bool grpc;
+	/* WebSocket over an extended CONNECT (RFC 8441): frames relayed both ways */
+	bool ws;
+	struct ws_dir ws_up, ws_down;
 	uint8_t grpc_prefix[GRPC_PREFIX];
 	size_t grpc_have;
 	uint64_t grpc_left;
@@ -91,7 +94,8 @@ struct netns_h2 {
 	struct h2_stream *streams;
 	size_t n_open; /* streams the sandbox has open */
 	bool goaway_sent;
-	int error; /* a failure in a callback (-ENOMEM) */
+	bool connect_protocol; /* the sandbox was told it may use extended CONNECT */
+	int error;	       /* a failure in a callback (-ENOMEM) */
 };
 
 /* ---- field sections ---- */
@@ -247,6 +251,8 @@ static void stream_free(struct h2_stream *st)
 	netns_buf_done(&st->up_body);
 	netns_buf_done(&st->resp_hold);
 	netns_buf_done(&st->down_body);
+	flow_ws_dir_done(&st->ws_up);
+	flow_ws_dir_done(&st->ws_down);
 	free(st);
 }
 
@@ -353,6 +359,13 @@ static void stream_refuse(struct h2_stream *st, int error, const char *message)
 		(void)nghttp2_submit_rst_stream(h->up, NGHTTP2_FLAG_NONE, st->uid, NGHTTP2_CANCEL);
 	if (st->s_closed)
 		return;
+	if (st->resp_submitted && st->ws && !st->resp_end &&
+	    flow_ws_close(&st->down_body, message) >= 0) {
+		/* A WebSocket under way is closed as the policy's (1008), then ended. */
+		st->resp_end = true;
+		(void)nghttp2_session_resume_data(h->sb, st->sid);
+		return;
+	}
 	if (st->resp_submitted) {
 		(void)nghttp2_submit_rst_stream(h->sb, NGHTTP2_FLAG_NONE, st->sid,
 						NGHTTP2_INTERNAL_ERROR);
@@ -470,8 +483,13 @@ static int check_request(struct netns_h2 *h, const struct h2_fields *in, struct 
 	int r;
 
 	v = fields_get(in, ":method", &n);
-	if (v && ascii_eq(v, n, "connect"))
-		return al_error_set(err, -EBADMSG, "CONNECT inside an inspected connection");
+	if (v && ascii_eq(v, n, "connect")) {
+		const char *proto = fields_get(in, ":protocol", &n);
+
+		if (!proto || !ascii_eq(proto, n, "websocket"))
+			return al_error_set(err, -EBADMSG,
+					    "CONNECT inside an inspected connection");
+	}
 	if (!fields_get(in, ":authority", &n) && !fields_get(in, "host", &n))
 		return al_error_set(err, -EBADMSG, "The request names no host");
 	v = fields_get(in, ":authority", &n);
@@ -515,7 +533,9 @@ static int rewrite_fields(struct netns_h2 *h, const struct h2_fields *in, struct
 		const char *name = field_name(in, i), *v = field_value(in, i);
 		size_t nl = in->f[i].name_len, vl = in->f[i].value_len;
 
+		/* A negotiated WebSocket extension (permessage-deflate) would hide values. */
 		if (ascii_eq(name, nl, "proxy-authorization") ||
+		    ascii_eq(name, nl, "sec-websocket-extensions") ||
 		    flow_is_sidecar_name(h->f, name, nl))
 			continue;
 		buf_clear(&value);
@@ -575,6 +595,11 @@ static void request_head(struct h2_stream *st)
 
 	h->f->stream = (uint32_t)st->sid;
 	st->req_grpc = is_grpc(&st->req_in);
+	st->ws = fields_get(&st->req_in, ":protocol", &(size_t){0}) != NULL;
+	if (st->ws) {
+		netns_ws_parser_init(&st->ws_up.ps, true);
+		netns_ws_parser_init(&st->ws_down.ps, false);
+	}
 	if (st->req_in.over)
 		r = al_error_set(&err, -EMSGSIZE, "The request head is longer than %d bytes",
 				 NETNS_HTTP_HEAD_MAX);
@@ -731,6 +756,10 @@ static void response_head(struct h2_stream *st, bool end)
 					 "The upstream sent compressed gRPC messages, which cannot "
 					 "be searched for credential values");
 	}
+	if (r >= 0 && st->ws && fields_get(&st->resp_in, "sec-websocket-extensions", &n))
+		r = al_error_set(&err, -EPROTO,
+				 "The upstream agreed to a WebSocket extension, which no request "
+				 "offered");
 	if (r >= 0)
 		r = unswap_fields(h, &st->resp_in, &out, !h->f->values_m.same_len, &err);
 	st->grpc = is_grpc(&st->resp_in);
@@ -804,12 +833,52 @@ static int grpc_scan(struct h2_stream *st, const uint8_t *p, size_t n, struct al
 	return 0;
 }
 
+/* WebSocket frames of one direction (client: the sandbox's), relayed into body: surrogates
+ * swapped (refused toward a host their credential is not bound to), real values turned back. */
+static int ws_relay(struct h2_stream *st, bool client, const uint8_t *data, size_t len,
+		    struct netns_buf *body, struct al_error *err)
+{
+	struct netns_http_flow *f = st->h->f;
+	struct netns_buf piece = {0};
+	size_t done = 0;
+	int r = 0;
+
+	f->stream = (uint32_t)st->sid;
+	while (r >= 0 && done < len) {
+		ssize_t n = flow_ws_relay(f, client ? &st->ws_up : &st->ws_down, client,
+					  data + done, len - done, &piece, err);
+
+		if (n < 0)
+			r = (int)n;
+		else
+			done += (size_t)n;
+		if (r >= 0 && netns_buf_len(&piece) > 0)
+			r = netns_buf_append(body, netns_buf_head(&piece), netns_buf_len(&piece),
+					     SIZE_MAX);
+		buf_clear(&piece);
+		if (r >= 0 && n == 0 && done < len)
+			r = al_error_set(err, -EIO, "The WebSocket relay did not move");
+	}
+	f->stream = 0;
+	netns_buf_done(&piece);
+	return r;
+}
+
 static void response_data(struct h2_stream *st, const uint8_t *data, size_t len)
 {
 	struct netns_h2 *h = st->h;
 	struct al_error err = {0};
 	int r = 0;
 
+	if (st->ws) {
+		r = ws_relay(st, false, data, len, &st->down_body, &err);
+		if (r < 0) {
+			stream_refuse(st, r, err.msg);
+			return;
+		}
+		(void)nghttp2_session_resume_data(h->sb, st->sid);
+		return;
+	}
 	if (st->sniff.on)
 		r = flow_sniff_body(&st->sniff, data, len, &err);
 	if (r >= 0 && st->grpc && h->f->values_m.n > 0)
@@ -930,8 +999,11 @@ static int sb_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 		return 0;
 	}
 	st->up_unacked += len;
-	r = flow_body_pass(&st->req_hold, &st->h->f->surrogates, "request body", data, len, false,
-			   false, &st->up_body, &err);
+	if (st->ws)
+		r = ws_relay(st, true, data, len, &st->up_body, &err);
+	else
+		r = flow_body_pass(&st->req_hold, &st->h->f->surrogates, "request body", data, len,
+				   false, false, &st->up_body, &err);
 	if (r < 0) {
 		stream_refuse(st, r, err.msg);
 		return 0;
@@ -980,6 +1052,19 @@ static int up_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
 	return on_field(userdata, stream_of(s, frame->hd.stream_id), false, name, nl, value, vl);
 }
 
+/* The sandbox may use extended CONNECT (WebSocket over HTTP/2) once the upstream said it may
+ * (RFC 8441 3: a setting that, once 1, stays so). */
+static void follow_connect_protocol(struct netns_h2 *h)
+{
+	const nghttp2_settings_entry e = {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1};
+
+	if (h->connect_protocol || nghttp2_session_get_remote_settings(
+				       h->up, NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 1)
+		return;
+	if (nghttp2_submit_settings(h->sb, NGHTTP2_FLAG_NONE, &e, 1) == 0)
+		h->connect_protocol = true;
+}
+
 static int up_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *userdata)
 {
 	struct h2_stream *st;
@@ -987,7 +1072,8 @@ static int up_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
 	const char *status;
 	size_t n;
 
-	(void)userdata;
+	if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK))
+		follow_connect_protocol(userdata);
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = stream_of(s, frame->hd.stream_id);

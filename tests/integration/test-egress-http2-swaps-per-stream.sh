@@ -8,6 +8,10 @@
 #   a surrogate in the :path, in a body, or toward a host its credential is not bound to (a
 #   header, a gRPC metadata entry) is refused on its stream (403; gRPC PERMISSION_DENIED) and
 #   never reaches an upstream, while the connection goes on serving its other streams;
+#   WebSocket over HTTP/2 (extended CONNECT, RFC 8441, Node's http2 at both ends): the
+#   surrogate in the CONNECT's header and in a message split across two frames is swapped, the
+#   echo turned back, permessage-deflate not passed on; the surrogate toward a host its
+#   credential is not bound to, in a frame, ends the WebSocket with a Close 1008;
 #   swaps and refusals are audited with their stream id; h2c stays refused; nothing is left.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
@@ -19,6 +23,7 @@ export IT_TOKEN=$token IT_TOKEN2=$token2
 h2p=$((20000 + $$ % 20000)) # nghttpd: h2 only
 gp=$((h2p + 1))		    # gRPC
 h1p=$((h2p + 2))	    # HTTP/1.1 only
+wp=$((h2p + 3))		    # WebSocket over HTTP/2 (Node)
 
 pki=$IT_TMP/pki
 mkdir -p "$pki"
@@ -41,10 +46,16 @@ IT_UPSTREAMS="$IT_UPSTREAMS $!"
 /usr/bin/python3 "$IT_SOURCE_ROOT/tests/integration/helpers/grpc-echo.py" "$gp" "$pki/srv.pem" \
 	"$pki/srv.key" "$IT_TMP/grpc.log" >"$IT_TMP/grpc.out" 2>&1 &
 IT_UPSTREAMS="$IT_UPSTREAMS $!"
+: >"$IT_TMP/ws.log"
+cp "$IT_SOURCE_ROOT/tests/integration/helpers/h2-ws.cjs" "$WS/"
+node "$WS/h2-ws.cjs" server "$wp" "$pki/srv.pem" "$pki/srv.key" "$IT_TMP/ws.log" \
+	>"$IT_TMP/ws.out" 2>&1 &
+IT_UPSTREAMS="$IT_UPSTREAMS $!"
 up=$IT_TMP/upstream.jsonl
 : >"$up"
 it_upstream "$IT_TMP/up-tls.out" "$h1p" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --root "$www"
 wait_for 10 grep -q ready "$IT_TMP/grpc.out"
+wait_for 10 grep -q ready "$IT_TMP/ws.out"
 wait_for 10 curl -s -o /dev/null --cacert "$pki/ca.pem" --resolve "api.test:$h2p:127.0.0.1" \
 	"https://api.test:$h2p/secret.txt"
 
@@ -59,7 +70,10 @@ write_policy "$policy" <<EOF2
             {"destination": "other.test", "port": $gp, "action": "allow"},
             {"destination": "127.0.0.0/8", "port": $h2p, "action": "allow"},
             {"destination": "127.0.0.0/8", "port": $gp, "action": "allow"},
-            {"destination": "127.0.0.0/8", "port": $h1p, "action": "allow"}],
+            {"destination": "api.test", "port": $wp, "action": "allow"},
+            {"destination": "other.test", "port": $wp, "action": "allow"},
+            {"destination": "127.0.0.0/8", "port": $h1p, "action": "allow"},
+            {"destination": "127.0.0.0/8", "port": $wp, "action": "allow"}],
   "resolve": {"api.test": "127.0.0.1", "other.test": "127.0.0.1"}},
  "credentials": [{"name": "tok", "source": {"type": "env", "var": "IT_TOKEN"},
    "injection": {"type": "env_var", "var_name": "TOKEN"}, "hosts": ["api.test"]},
@@ -99,6 +113,8 @@ r grpc "$(/usr/bin/python3 /workspace/grpc-call.py $G "Bearer $TOKEN" hello 2>&1
 r grpc_unbound "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN" hello 2>&1)"
 r grpc_stderr "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN" hello 2>&1 >/dev/null)"
 r grpc_bound2 "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN2" hi 2>&1)"
+r ws "$(node /workspace/h2-ws.cjs client https://api.test:'$wp'/chat "Bearer $TOKEN" "token=$TOKEN" 2>&1)"
+r ws_unbound "$(node /workspace/h2-ws.cjs client https://other.test:'$wp'/chat "Bearer $TOKEN2" "token=$TOKEN" 2>&1)"
 r h2c "$(curl -s -m 10 --http2-prior-knowledge -o /dev/null -w "%{http_code}" --noproxy "*" http://api.test:'$h1p'/ 2>&1)"
 '
 sb_run -p "$policy" --upstream-ca "$pki/ca.pem" --audit "$IT_TMP/audit.jsonl" --json \
@@ -130,6 +146,13 @@ assert_eq "ERR PERMISSION_DENIED" "$(get grpc_unbound)" \
 assert_eq "" "$(get grpc_stderr)" "... as a gRPC status (trailers-only), which the client reads without complaint"
 assert_match "^OK auth=Bearer ghp_" "$(get grpc_bound2)" "... while that host's own credential works"
 assert_eq 2 "$(grep -c "Bearer ghp_" "$IT_TMP/grpc.log")" "only the two allowed calls reached the gRPC server"
+assert_eq "status:200 echo:got:token=$sur" "$(get ws)" \
+	"WebSocket over HTTP/2: the frames' surrogate is swapped and the echo turned back"
+assert_eq 1 "$(grep -cx "auth=Bearer $token ext= text=token=$token" "$IT_TMP/ws.log")" \
+	"... the server saw the real token in the CONNECT's header and in the message split across two frames, and no extension"
+assert_match "^status:200 close:1008:airlock: " "$(get ws_unbound)" \
+	"a surrogate in a frame toward a host its credential is not bound to closes the WebSocket (1008)"
+assert_eq 1 "$(grep -c . "$IT_TMP/ws.log")" "... and its message never reached the server"
 assert_ne 200 "$(get h2c)" "h2c (prior knowledge, plain) is refused"
 assert_eq 0 "$(grep -c "$sur" "$IT_TMP/nghttpd.log" "$IT_TMP/grpc.log" | awk -F: '{s += $2} END {print s}')" \
 	"no surrogate reached an upstream"
