@@ -50,6 +50,9 @@ packages=(
 	# upstream (nghttpd) and a gRPC client and server (python3-grpcio); a WebSocket client and
 	# server (python3-websockets)
 	curl openssl ca-certificates nghttp2-server nghttp2-client python3-grpcio python3-websockets
+	# AWS SigV4 through the proxy: Debian's botocore, the client in the sandbox and the upstream's
+	# verifier
+	python3-botocore
 )
 
 log()

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# AWS SigV4 through the egress proxy, with Debian's botocore (python3-botocore) inside the
+# sandbox and an upstream of the test's own (TLS, test CA) that checks every signature with the
+# REAL keys, with botocore's own signer (helpers/sigv4-upstream.py):
+#   the sandbox holds an AWS-shaped surrogate key id, a surrogate secret and a surrogate session
+#   token; S3 calls signed in the header (ListObjectsV2, PutObject), an STS call whose body the
+#   proxy hashes (GetCallerIdentity), and a presigned S3 URL fetched with urllib all reach the
+#   upstream signed with the real key, the real token in place;
+#   refused with 403, each never reaching an upstream: a region and a service outside the
+#   credential's scope, a signature made with another secret, the key used on a host the
+#   credential is not bound to, the raw surrogate secret in a header, chunk signing;
+#   the refusals are credential violations, the swaps are audited; no real value in the audit,
+#   in airlock's output, or in the memory of the sandbox's client after its calls.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+PY=/usr/bin/python3
+"$PY" -c 'import botocore' 2>/dev/null || it_skip "Debian's python3-botocore is not installed"
+
+rand() { head -c 300 /dev/urandom | base64 -w0 | tr -dc "$2" | head -c "$1"; }
+real_akid=ASIA$(rand 16 'A-Z0-9')
+real_secret=$(rand 38 'A-Za-z0-9')/+
+real_token=IQoJb3JpZ2luX2VjE$(rand 200 'A-Za-z0-9')/+=
+export REAL_AKID=$real_akid REAL_SECRET=$real_secret REAL_TOKEN=$real_token
+export IT_OTHER=other-$(rand 32 'a-z0-9')
+sp=$((20000 + $$ % 20000))
+
+pki=$IT_TMP/pki
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=aws.test" \
+	-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
+printf 'subjectAltName=DNS:aws.test,DNS:other.test\n' >"$pki/ext"
+openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
+	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+
+up=$IT_TMP/upstream.jsonl
+: >"$up"
+"$PY" "$IT_SOURCE_ROOT/tests/integration/helpers/sigv4-upstream.py" "$sp" "$up" \
+	"$pki/srv.pem" "$pki/srv.key" >"$IT_TMP/up.out" 2>&1 &
+IT_UPSTREAMS="$IT_UPSTREAMS $!"
+wait_for 10 grep -q ready "$IT_TMP/up.out"
+
+policy=$IT_TMP/policy.json
+write_policy "$policy" <<EOF
+{"workspace": {"root": "$WS"},
+ "network": {"default": "deny",
+  "rules": [{"destination": "aws.test", "port": $sp, "action": "allow"},
+            {"destination": "other.test", "port": $sp, "action": "allow"},
+            {"destination": "127.0.0.0/8", "port": $sp, "action": "allow"}],
+  "resolve": {"aws.test": "127.0.0.1", "other.test": "127.0.0.1"}},
+ "credentials": [
+  {"name": "aws", "source": {"type": "env", "var": "REAL_AKID"},
+   "injection": {"type": "env_var", "var_name": "AWS_ACCESS_KEY_ID"}, "hosts": ["aws.test"],
+   "aws": {"secret_access_key": "aws-secret", "session_token": "aws-token",
+           "regions": ["us-east-1"], "services": ["s3", "sts"]}},
+  {"name": "aws-secret", "source": {"type": "env", "var": "REAL_SECRET"},
+   "injection": {"type": "env_var", "var_name": "AWS_SECRET_ACCESS_KEY"}, "hosts": ["aws.test"]},
+  {"name": "aws-token", "source": {"type": "env", "var": "REAL_TOKEN"},
+   "injection": {"type": "env_var", "var_name": "AWS_SESSION_TOKEN"}, "hosts": ["aws.test"]},
+  {"name": "other", "source": {"type": "env", "var": "IT_OTHER"},
+   "injection": {"type": "env_var", "var_name": "OTHER_TOKEN"}, "hosts": ["other.test"]}]}
+EOF
+
+cat >"$WS/client.py" <<EOF
+import hashlib, hmac, os, time, urllib.error, urllib.request
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+
+E = "https://aws.test:$sp"
+def r(name, value):
+    print("%s=%s" % (name, value), flush=True)
+
+def client(service, region="us-east-1", endpoint=E, secret=None):
+    s = botocore.session.get_session()
+    if secret:
+        s.set_credentials(os.environ["AWS_ACCESS_KEY_ID"], secret, os.environ["AWS_SESSION_TOKEN"])
+    cfg = Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                 retries={"max_attempts": 1})
+    return s.create_client(service, region_name=region, endpoint_url=endpoint, config=cfg)
+
+def call(name, fn):
+    try:
+        out = fn()
+        r(name, "%d %s" % (out["ResponseMetadata"]["HTTPStatusCode"], out.get("Account", out.get("Name", ""))))
+    except ClientError as e:
+        r(name, e.response["ResponseMetadata"]["HTTPStatusCode"])
+    except Exception as e:
+        r(name, "error %s" % type(e).__name__)
+
+def fetch(name, req):
+    try:
+        with urllib.request.urlopen(req, timeout=10) as f:
+            r(name, "%d %s" % (f.status, f.read().decode()))
+    except urllib.error.HTTPError as e:
+        r(name, e.code)
+    except Exception as e:
+        r(name, "error %s" % e)
+
+r("akid", os.environ["AWS_ACCESS_KEY_ID"])
+r("secret", os.environ["AWS_SECRET_ACCESS_KEY"])
+r("token", os.environ["AWS_SESSION_TOKEN"])
+s3 = client("s3")
+call("s3_list", lambda: s3.list_objects_v2(Bucket="bucket"))
+call("s3_put", lambda: s3.put_object(Bucket="bucket", Key="dir/a b+c.txt", Body=b"hello sigv4"))
+call("sts", lambda: client("sts").get_caller_identity())
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "bucket", "Key": "dir/a b.txt"},
+                                ExpiresIn=300)
+r("presigned_form", "X-Amz-Credential=" + os.environ["AWS_ACCESS_KEY_ID"] in url)
+fetch("presigned", url)
+call("wrong_region", lambda: client("s3", region="eu-west-1").list_objects_v2(Bucket="bucket"))
+q = AWSRequest(method="GET", url=E + "/?Action=DescribeRegions&Version=2016-11-15")
+SigV4Auth(botocore.session.get_session().get_credentials(), "ec2", "us-east-1").add_auth(q)
+fetch("wrong_service", urllib.request.Request(q.url, headers=dict(q.headers)))
+call("wrong_secret", lambda: client("s3", secret="x" * 40).list_objects_v2(Bucket="bucket"))
+call("other_host", lambda: client("s3", endpoint="https://other.test:$sp").list_objects_v2(Bucket="bucket"))
+fetch("raw_secret", urllib.request.Request(E + "/leak-secret",
+                                           headers={"X-Leak": os.environ["AWS_SECRET_ACCESS_KEY"]}))
+# Chunk signing (botocore does not sign chunks): a request that announces it, signed properly.
+body = b"5;chunk-signature=" + b"0" * 64 + b"\r\nhello\r\n0;chunk-signature=" + b"0" * 64 + b"\r\n\r\n"
+q = AWSRequest(method="PUT", url=E + "/bucket/leak-chunked", data=body,
+               headers={"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+                        "Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "5"})
+SigV4Auth(botocore.session.get_session().get_credentials(), "s3", "us-east-1").add_auth(q)
+fetch("chunked", urllib.request.Request(q.url, data=body, method="PUT", headers=dict(q.headers)))
+
+# Memory: the host scans this process now, while it sleeps (a file the host makes in the
+# workspace may be seen late through FUSE's caches: the host checks instead that the process was
+# still there when the scan ended).
+open("/workspace/scan-ready", "w").write(os.environ["AWS_ACCESS_KEY_ID"])
+time.sleep(8)
+EOF
+
+# The host's side of the memory scan: every readable mapping of the client, searched for the
+# real values and (to show that the scan sees the process) for the surrogate key id.
+cat >"$IT_TMP/scan.py" <<'EOF'
+import os, re, sys
+pid = int(sys.argv[1])
+needles = {k: v.encode() for k, v in (a.split("=", 1) for a in sys.argv[2:])}
+found = {k: 0 for k in needles}
+with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
+        if "r" not in m.group(3) or "[vvar]" in line or "[vsyscall]" in line:
+            continue
+        a, b = int(m.group(1), 16), int(m.group(2), 16)
+        try:
+            mem.seek(a)
+            data = mem.read(b - a)
+        except OSError:
+            continue
+        for k, v in needles.items():
+            found[k] += data.count(v)
+print(" ".join("%s=%d" % kv for kv in sorted(found.items())))
+EOF
+(
+	wait_for 60 test -e "$WS/scan-ready"
+	pid=$(pgrep -f "^$PY /workspace/client.py" | head -n 1)
+	sur=$(cat "$WS/scan-ready")
+	"$PY" "$IT_TMP/scan.py" "$pid" "real_akid=$real_akid" "real_secret=$real_secret" \
+		"real_token=$real_token" "surrogate_akid=$sur" >"$IT_TMP/scan.out" 2>&1
+	kill -0 "$pid" 2>/dev/null && echo alive >>"$IT_TMP/scan.out"
+) &
+scanner=$!
+
+sb_run -p "$policy" --upstream-ca "$pki/ca.pem" --audit "$IT_TMP/audit.jsonl" --json \
+	-- "$PY" /workspace/client.py
+wait "$scanner"
+assert_eq 0 "$AL_RC" "the sandbox with an AWS key runs"
+json_get "$IT_TMP/al.out" 'd["stdout"]' >"$IT_TMP/probe.out"
+get() { sed -n "s/^$1=//p" "$IT_TMP/probe.out" | head -n 1; }
+
+akid=$(get akid)
+assert_match '^ASIA[A-Z0-9]{16}$' "$akid" "the sandbox holds an AWS-shaped surrogate key id"
+assert_ne "$real_akid" "$akid" "... not the real one"
+assert_ne "$real_secret" "$(get secret)" "the sandbox holds a surrogate secret access key"
+assert_ne "$real_token" "$(get token)" "... and a surrogate session token"
+
+assert_eq "200 bucket" "$(get s3_list)" "S3 ListObjectsV2 (signed header) reaches the upstream signed with the real key"
+assert_eq "200 " "$(get s3_put)" "S3 PutObject (signed header, a key to encode) too"
+assert_eq "200 123456789012" "$(get sts)" "STS GetCallerIdentity (the body hashed by the proxy) too"
+assert_eq True "$(get presigned_form)" "botocore presigns with the surrogate key id in the query"
+assert_eq "200 ok " "$(get presigned)" "a presigned S3 URL fetched with urllib reaches the upstream signed with the real key"
+ok=$("$PY" -c 'import json, sys; print(sum(json.loads(l)["verdict"] == "ok" for l in open(sys.argv[1])))' "$up")
+assert_eq 4 "$ok" "the upstream verified four signatures with the real keys"
+assert_eq 0 "$(grep -c '"verdict": "[^o]' "$up")" "and refused none: nothing reached it with a bad signature"
+assert_ne 0 "$(grep -c "$real_akid" "$up")" "the upstream saw the real key id"
+assert_ne 0 "$(grep -cF "$real_token" "$up")" "and the real session token"
+assert_eq 0 "$(grep -c "$akid" "$up")" "no surrogate key id reached the upstream"
+assert_eq 0 "$(grep -cF "$(get token)" "$up")" "no surrogate token reached the upstream"
+assert_eq 0 "$(grep -cF "$real_secret" "$up")" "the real secret never went on the wire"
+
+assert_eq 403 "$(get wrong_region)" "a region outside the credential's scope is refused (403)"
+assert_eq 403 "$(get wrong_service)" "a service outside the credential's scope is refused (403)"
+assert_eq 403 "$(get wrong_secret)" "a signature the surrogate secret does not verify is refused (403)"
+assert_eq 403 "$(get other_host)" "the key on a host its credential is not bound to is refused (403)"
+assert_eq 403 "$(get raw_secret)" "the raw surrogate secret in a header is refused (403)"
+assert_eq 403 "$(get chunked)" "chunk signing is refused (403): it would go out with the sandbox's chunk signatures"
+assert_eq 0 "$(grep -c 'leak\|eu-west-1\|DescribeRegions\|"other.test' "$up")" "no refused request reached an upstream"
+
+audit=$IT_TMP/audit.jsonl
+count() { "$PY" -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if eval(sys.argv[2], {"e": json.loads(l)})))' "$audit" "$1"; }
+assert_ne 0 "$(count 'e.get("kind") == "credential" and e.get("action") == "swap" and e.get("credential") == "aws" and e.get("where", "").startswith("sigv4")')" \
+	"the audit records the key id swapped into signatures"
+assert_ne 0 "$(count 'e.get("kind") == "credential" and e.get("credential") == "aws-token"')" \
+	"... and the session token"
+# (a violation's detail is cut short)
+for what in "scope eu-west-1/s3 is" "scope us-east-1/ec2 is" "signature of the request does not" \
+	"other.test:$sp SigV4 credential: refused" "surrogate of an AWS secret access key" \
+	"SigV4 chunk signing"; do
+	assert_eq true "$(json_get "$IT_TMP/al.out" "any(v['kind'] == 'credential' and '$what' in v['detail'] for v in d['violations'])")" \
+		"the refusal ($what) is a credential violation in the result"
+done
+for v in "$real_akid" "$real_secret" "$real_token"; do
+	assert_eq 0 "$(cat "$audit" "$IT_TMP/al.out" "$IT_TMP/al.err" | grep -cF -- "$v")" \
+		"no real value (${v:0:6}...) in the audit or airlock's output"
+done
+
+assert_eq alive "$(sed -n 2p "$IT_TMP/scan.out")" \
+	"the host scanned the client's memory after its calls, while it still ran"
+assert_match '^real_akid=0 real_secret=0 real_token=0 surrogate_akid=[1-9]' \
+	"$(head -n 1 "$IT_TMP/scan.out")" \
+	"no real value in the memory of the sandbox's client (which the scan sees: it finds the surrogate)"
+
+it_finish
