@@ -380,7 +380,10 @@ ssize_t flow_ws_relay(struct netns_http_flow *f, struct ws_dir *d, bool client, 
 /* Whether d stands between messages (nothing of one under way), as a cut-short stream would
  * not. */
 bool flow_ws_at_boundary(const struct ws_dir *d);
-/* Appends a Close frame (1008, policy violation, with message) for the sandbox. */
+/* Appends a Close frame for the sandbox, with message and the code of an error response's status
+ * (403: 1008 policy violation, 400: 1002 protocol error, 431: 1009 too big, else 1011);
+ * flow_ws_close() with 1008. */
+int flow_ws_close_status(struct netns_buf *out, int status, const char *message);
 int flow_ws_close(struct netns_buf *out, const char *message);
 /* Wipes and frees what d holds. */
 void flow_ws_dir_done(struct ws_dir *d);

@@ -34,7 +34,6 @@
 #include "netns/http-flow-internal.h"
 
 #define WS_STEP (16 * 1024) /* payload bytes unmasked and searched at a time */
-#define WS_CLOSE_POLICY 1008
 
 /* ---- the handshake ---- */
 
@@ -323,7 +322,7 @@ ssize_t flow_ws_relay(struct netns_http_flow *f, struct ws_dir *d, bool client, 
 			if (netns_ws_is_control(ev.frame->opcode))
 				r = control_frame(f, d, client, ev.frame->opcode, out, err);
 			else if (ev.message_end && ev.frame->len == 0)
-				r = data_piece(f, d, client, NULL, 0, true, out, err);
+				r = data_piece(f, d, client, (const uint8_t *)"", 0, true, out, err);
 			break;
 		}
 		if (r < 0)
@@ -339,13 +338,20 @@ bool flow_ws_at_boundary(const struct ws_dir *d)
 
 int flow_ws_close(struct netns_buf *out, const char *message)
 {
+	return flow_ws_close_status(out, 403, message);
+}
+
+int flow_ws_close_status(struct netns_buf *out, int status, const char *message)
+{
+	/* RFC 6455 7.4.1: policy violation, protocol error, message too big, internal error. */
+	unsigned code = status == 403 ? 1008 : status == 400 ? 1002 : status == 431 ? 1009 : 1011;
 	uint8_t frame[NETNS_WS_HEAD_MAX + NETNS_WS_CONTROL_MAX];
 	size_t n = MIN(strlen(message), (size_t)NETNS_WS_CONTROL_MAX - 2 - strlen("airlock: "));
 	size_t hl =
 	    netns_ws_put_head(frame, true, NETNS_WS_CLOSE, NULL, 2 + strlen("airlock: ") + n);
 
-	frame[hl] = WS_CLOSE_POLICY >> 8;
-	frame[hl + 1] = WS_CLOSE_POLICY & 0xff;
+	frame[hl] = (uint8_t)(code >> 8);
+	frame[hl + 1] = (uint8_t)code;
 	memcpy(frame + hl + 2, "airlock: ", strlen("airlock: "));
 	memcpy(frame + hl + 2 + strlen("airlock: "), message, n);
 	return netns_buf_append(out, frame, hl + 2 + strlen("airlock: ") + n, OUT_LIMIT);

@@ -655,7 +655,7 @@ bool netns_http_flow_error_response(struct netns_http_flow *f, int status, const
 	 * so one may come between any two (within a message too). */
 	if (f->resp == RESP_WS) {
 		f->resp = RESP_CLOSED;
-		return flow_ws_close(out, message) >= 0;
+		return flow_ws_close_status(out, status, message) >= 0;
 	}
 	/* Only between responses: within one, the sandbox would read this as its bytes. */
 	if (f->resp != RESP_HEAD)

@@ -580,6 +580,10 @@ static void test_flow_refuses_bad_frames_and_a_close_within_a_message(void **sta
 
 	(void)state;
 	assert_int_equal(feed(t, true, rsv, sizeof(rsv), SIZE_MAX), -EBADMSG);
+	/* The sandbox is told why, as a protocol error. */
+	assert_true(netns_http_flow_error_response(t->f, 400, t->err.msg, &t->down));
+	assert_memory_equal(netns_buf_head(&t->down), "\x88", 1);
+	assert_int_equal(netns_buf_head(&t->down)[2] << 8 | netns_buf_head(&t->down)[3], 1002);
 	wt_free(t);
 	t = wt_upgraded();
 	assert_int_equal(feed(t, false, rsv, 2, SIZE_MAX), -EBADMSG);
