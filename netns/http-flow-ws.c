@@ -162,7 +162,8 @@ static int put_frame(struct netns_http_flow *f, bool client, bool fin, uint8_t o
 		r = next_mask(f, mask);
 		if (r < 0)
 			return r;
-		netns_ws_mask(mask, 0, piece->data + piece->start, n);
+		if (n > 0) /* an empty piece may have no storage yet */
+			netns_ws_mask(mask, 0, piece->data + piece->start, n);
 	}
 	hl = netns_ws_put_head(head, fin, opcode, client ? mask : NULL, n);
 	r = netns_buf_append(out, head, hl, OUT_LIMIT);
@@ -322,7 +323,8 @@ ssize_t flow_ws_relay(struct netns_http_flow *f, struct ws_dir *d, bool client, 
 			if (netns_ws_is_control(ev.frame->opcode))
 				r = control_frame(f, d, client, ev.frame->opcode, out, err);
 			else if (ev.message_end && ev.frame->len == 0)
-				r = data_piece(f, d, client, (const uint8_t *)"", 0, true, out, err);
+				r = data_piece(f, d, client, (const uint8_t *)"", 0, true, out,
+					       err);
 			break;
 		}
 		if (r < 0)
