@@ -10,6 +10,15 @@
 #include "policy/policy-internal.h"
 #include "tests/unit/policy/policy-test.h"
 
+/* An AWS access key id's credential, up to its "aws" field, and its secret's. */
+#define AWS_KEY                                                                                    \
+	"{'name':'k','source':{'type':'env','var':'K'},"                                           \
+	"'injection':{'type':'env_var','var_name':'AWS_ACCESS_KEY_ID'},'hosts':['s3.example'],"
+#define AWS_SECRET                                                                                 \
+	"{'name':'s','source':{'type':'env','var':'S'},"                                           \
+	"'injection':{'type':'env_var','var_name':'AWS_SECRET_ACCESS_KEY'},'hosts':['s3.example']" \
+	"}"
+
 static void test_design_example_loads_with_every_field(void **state)
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
@@ -291,6 +300,34 @@ static void test_credential_sources_and_injections_are_stored(void **state)
 	assert_string_equal(c[2].source_key, "user:c");
 }
 
+static void test_aws_key_links_its_secret_and_token(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p =
+	    test_load("{'credentials':[" AWS_SECRET ","
+		      "{'name':'t','source':{'type':'env','var':'T'},"
+		      "'injection':{'type':'file','path':'/run/t'},'hosts':['s3.example']}," AWS_KEY
+		      "'aws':{'secret_access_key':'s','session_token':'t','regions':['us-east-1'],"
+		      "'services':['s3','sts']}}]}");
+	const struct policy_credential *c = p->credentials;
+	_cleanup_free_ char *canonical = NULL;
+	_cleanup_(policy_freep) struct policy *again = NULL;
+
+	(void)state;
+	assert_int_equal(c[2].kind, POLICY_CRED_AWS_KEY_ID);
+	assert_int_equal(c[0].kind, POLICY_CRED_AWS_SECRET);
+	assert_int_equal(c[1].kind, POLICY_CRED_AWS_TOKEN);
+	assert_int_equal(c[0].aws_key, 2);
+	assert_int_equal(c[1].aws_key, 2);
+	assert_string_equal(c[2].aws_regions.items[0], "us-east-1");
+	assert_int_equal(c[2].aws_services.n, 2);
+	/* The canonical form keeps the link (the broker parses credentials from it). */
+	assert_int_equal(policy_to_canonical_json(p, &canonical), 0);
+	assert_non_null(strstr(canonical, "\"secret_access_key\""));
+	assert_int_equal(policy_load_string(canonical, &again, NULL), 0);
+	assert_int_equal(again->credentials[0].kind, POLICY_CRED_AWS_SECRET);
+	assert_string_equal(again->credentials[2].aws_token, "t");
+}
+
 static void test_labels_and_canonical_version_are_accepted(void **state)
 {
 	_cleanup_(policy_freep) struct policy *p =
@@ -536,7 +573,7 @@ static const struct bad_policy bad_policies[] = {
     {"credential that is not an object is refused", "{'credentials':['github']}", -EINVAL,
      "credentials[0]: expected an object"},
     {"unknown credential field is refused", "{'credentials':[{'nmae':'x'}]}", -EINVAL,
-     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose)"},
+     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws)"},
     {"credential without a name is refused", "{'credentials':[{}]}", -EINVAL,
      "credentials[0].name: required field is missing"},
     {"credential name with a slash is refused", "{'credentials':[{'name':'a/b'}]}", -EINVAL,
@@ -556,6 +593,39 @@ static const struct bad_policy bad_policies[] = {
     {"source field of another type is refused",
      "{'credentials':[{'name':'a','source':{'type':'vault','var':'X'}}]}", -EINVAL,
      "credentials[0].source.var: unknown field for source type \"vault\" (expected type, key)"},
+    /* AWS keys */
+    {"an AWS key whose secret names no credential is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'nope'}}]}", -EINVAL,
+     "credentials[0].aws.secret_access_key: \"nope\" names no credential"},
+    {"an AWS key without a secret is refused", "{'credentials':[" AWS_KEY "'aws':{}}]}", -EINVAL,
+     "credentials[0].aws.secret_access_key: required field is missing"},
+    {"an unknown field of an AWS key is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'s','region':'x'}}," AWS_SECRET "]}",
+     -EINVAL, "credentials[0].aws.region: unknown field"},
+    {"an AWS region out of shape is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'s','regions':['EU']}}," AWS_SECRET
+     "]}",
+     -EINVAL, "credentials[0].aws.regions[0]: \"EU\" is not an AWS region or service name"},
+    {"an AWS key naming itself as its secret is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'k'}}]}", -EINVAL,
+     "credentials[0].aws.secret_access_key: \"k\" is already an AWS access key id"},
+    {"an AWS secret bound to other hosts is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'s'}},"
+     "{'name':'s','source':{'type':'env','var':'S'},'injection':{'type':'env_var','var_name':'X'},"
+     "'hosts':['other.example']}]}",
+     -EINVAL,
+     "credentials[0].aws.secret_access_key: \"s\" is not bound to the same hosts as its access "
+     "key"},
+    {"an exposed AWS secret is refused",
+     "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'s'}},"
+     "{'name':'s','source':{'type':'env','var':'S'},'injection':{'type':'env_var','var_name':'X'},"
+     "'hosts':['s3.example'],'expose':true}]}",
+     -EINVAL, "credentials[0].aws.secret_access_key: \"s\" is given to the sandbox exposed"},
+    {"a sidecar AWS key is refused",
+     "{'credentials':[{'name':'k','source':{'type':'env','var':'K'},"
+     "'injection':{'type':'sidecar','header':'X-K'},'hosts':['s3.example'],"
+     "'aws':{'secret_access_key':'s'}}," AWS_SECRET "]}",
+     -EINVAL, "credentials[0].aws: an AWS access key id is given to the sandbox as a surrogate"},
     {"env source without var is refused", "{'credentials':[{'name':'a','source':{'type':'env'}}]}",
      -EINVAL, "credentials[0].source.var: required field is missing"},
     {"env source with a bad var is refused",
@@ -1131,6 +1201,7 @@ int main(void)
 	    cmocka_unit_test(test_file_larger_than_1mib_is_efbig),
 	    cmocka_unit_test(test_folder_is_not_a_policy_file),
 	    cmocka_unit_test(test_null_err_is_allowed),
+	    cmocka_unit_test(test_aws_key_links_its_secret_and_token),
 	};
 
 	return cmocka_run_group_tests_name("policy-parse", tests, NULL, NULL);
