@@ -442,10 +442,14 @@ struct launcher_spawn {
 	bool new_group;	   /* a process group of its own */
 	const char *tty;   /* a terminal: stdio and controlling terminal, in a new session */
 };
-/* Starts a program in the workspace with a clean signal state. Returns 0 or the exec error as
- * -errno. */
+/* spawn.c: starts a program in the workspace with a clean signal state, on a stack pid 1 keeps
+ * (not async-signal-safe, one caller at a time). Returns 0 or the exec error as -errno. */
 int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct launcher_spawn *sp,
 			   pid_t *ret);
+/* The next place to look for file on the PATH list *path (advanced; NULL when done) in buf, as
+ * execvp() does: "DIR/file", or file for an empty entry; buf is "" when it would not fit. False
+ * when there is none left. Pure: no allocation, safe in a vfork child. */
+bool launcher_spawn_path_next(const char **path, const char *file, char *buf, size_t size);
 
 /* ---- init.c (the sandbox's pid 1) ---- */
 

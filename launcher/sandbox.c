@@ -9,7 +9,6 @@
 #include <linux/securebits.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -96,67 +95,6 @@ static int set_limits(const struct policy *p, struct al_error *err)
 		return al_error_set_errno(err, -errno,
 					  "resources.nofile: Failed to set RLIMIT_NOFILE");
 	return 0;
-}
-
-/* posix_spawnp(): glibc's vfork-style clone shares init's memory until the exec instead of
- * copying the page tables of a fork of airlock, and reports exec errors itself. PATH is searched
- * in the sandbox's environment: posix_spawnp() reads environ, which init has no other use for. */
-int launcher_sandbox_spawn(const struct launcher_context *ctx, const struct launcher_spawn *sp,
-			   pid_t *ret)
-{
-	char *const *envp = sp->envp ? sp->envp : ctx->envp;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-	int r;
-
-	(void)sigemptyset(&none);
-	(void)sigfillset(&all);
-	(void)sigdelset(&all, SIGKILL);
-	(void)sigdelset(&all, SIGSTOP);
-	r = posix_spawnattr_init(&attr);
-	if (r != 0)
-		return -r;
-	r = posix_spawn_file_actions_init(&fa);
-	if (r != 0) {
-		(void)posix_spawnattr_destroy(&attr);
-		return -r;
-	}
-	/* The init's signal mask and its ignored SIGPIPE must not reach the command. */
-	r = posix_spawnattr_setsigmask(&attr, &none);
-	if (r == 0)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	/* A session's exec leads a process group of its own: its timeout ends all of it. A
-	 * command with a terminal leads a session of its own, whose controlling terminal it is:
-	 * the first one the session leader opens (glibc's child calls setsid() before the file
-	 * actions), and its process group is the terminal's foreground. */
-	if (r == 0 && sp->tty)
-		flags |= POSIX_SPAWN_SETSID;
-	else if (r == 0 && sp->new_group)
-		flags |= POSIX_SPAWN_SETPGROUP;
-	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, flags);
-	if (r == 0)
-		r = posix_spawn_file_actions_addchdir_np(&fa, ctx->policy->workspace.mount);
-	for (int i = 0; r == 0 && sp->stdio && !sp->tty && i < 3; i++)
-		r = posix_spawn_file_actions_adddup2(&fa, sp->stdio[i], i);
-	if (r == 0 && sp->tty)
-		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, sp->tty, O_RDWR, 0);
-	for (int i = STDOUT_FILENO; r == 0 && sp->tty && i <= STDERR_FILENO; i++)
-		r = posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, i);
-	/* A compiler must not eat the program's input, nor mix into its output. */
-	if (r == 0 && sp->prelude)
-		r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0 && sp->prelude)
-		r = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-	if (r == 0) {
-		environ = (char **)envp;
-		r = posix_spawnp(ret, sp->argv[0], &fa, &attr, sp->argv, envp);
-	}
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)posix_spawnattr_destroy(&attr);
-	return -r;
 }
 
 static int install_stdio(const struct launcher_context *ctx, struct al_error *err)
