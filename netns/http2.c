@@ -8,7 +8,7 @@
  *   :method, :path, a field name or an encoded form is refused, one in a field value is swapped
  *   (inside Basic credentials too), Accept-Encoding and grpc-accept-encoding become identity,
  *   the sidecar's fields are added (their names lower-cased, as HTTP/2 requires), and bodies
- *   are scanned as they stream, a surrogate in one refused;
+ *   and trailers are scanned as they stream, a surrogate in one refused;
  * - responses: every real value resolved on the flow or bound to its host turns back into its
  *   surrogate in fields, bodies and trailers; a compressed response (Content-Encoding, a body's
  *   first bytes once a value went upstream, grpc-encoding or a gRPC message's compressed flag)
@@ -645,10 +645,16 @@ static void request_trailers(struct h2_stream *st)
 	h->f->stream = (uint32_t)st->sid;
 	r = st->req_in.over ? al_error_set(&err, -EMSGSIZE, "The request trailers are too long")
 			    : 0;
-	for (size_t i = 0; r >= 0 && i < st->req_in.n; i++)
+	/* As in an HTTP/1.1 chunked body's trailers, a surrogate is refused, not swapped. */
+	for (size_t i = 0; r >= 0 && i < st->req_in.n; i++) {
 		r = flow_refuse_surrogates(h->f, field_name(&st->req_in, i),
 					   st->req_in.f[i].name_len, false, "request trailer name",
 					   &err);
+		if (r >= 0)
+			r = flow_refuse_surrogates(h->f, field_value(&st->req_in, i),
+						   st->req_in.f[i].value_len, false,
+						   "request trailer", &err);
+	}
 	if (r >= 0)
 		r = rewrite_fields(h, &st->req_in, out, NULL, &err);
 	h->f->stream = 0;
