@@ -110,9 +110,14 @@ def cli(*args, stdin=None):
         sys.exit(f"serve.sh: airlock {' '.join(args)} exited {r.returncode}")
 
 
+session_durations = []
+
+
 def serve_exec(path, body):
     status, data = api("POST", path, body)
     check(status, data, path)
+    if path.startswith("/v1/sessions/"):
+        session_durations.append(json.loads(data)["duration_ms"])
 
 
 def serve_process():
@@ -135,7 +140,15 @@ legs = [
 latency = []
 for name, f in legs:
     timed(f, 3)
+    session_durations.clear()
     latency.append((name, stats(timed(f, runs))))
+    if name == "serve: POST /v1/sessions/ID/exec":
+        in_session = statistics.median(session_durations)
+
+# What the command itself costs on this machine: /usr/bin/true spawned and waited for on the host
+# by a small process, no sandbox, no airlock.
+true_path = "/usr/bin/true"
+bare_true = timed(lambda: os.waitpid(os.posix_spawn(true_path, ["true"], {}), 0), runs)
 
 # health, alone and under a flood of exec requests
 health_idle = timed(lambda: check(*api("GET", "/v1/health"), "health"), runs)
@@ -240,6 +253,12 @@ print("| a warm session's `true` / a fresh sandbox's | median | p90 | mean |")
 print("|---|---|---|---|")
 for name, (med, p90, mean) in latency:
     print(f"| {name} | {med:.1f} ms | {p90:.1f} ms | {mean:.1f} ms |")
+print(f"\nA warm session's `true` through serve: of its median {latency[2][1][0]:.1f} ms, the "
+      f"command took {in_session:.1f} ms in the session (median duration_ms: its supervisor's "
+      f"time from passing the command to its pid 1 to its end). For scale, on this machine: "
+      f"{true_path} spawned and waited for by a small process on the host, no sandbox: median "
+      f"{statistics.median(bare_true):.1f} ms; GET /v1/health (serve's HTTP alone): median "
+      f"{statistics.median(health_idle):.2f} ms.")
 hs = sorted(health_flood)
 print(f"\nGET /v1/health: median {statistics.median(health_idle):.2f} ms alone; during "
       f"{flood:.0f} s of 32 clients' threads sending `sleep 0.3` exec requests to one session "
