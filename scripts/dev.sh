@@ -11,7 +11,8 @@
 #                          (the workspace filesystem against native ext4, bindfs and libfuse's
 #                          passthrough_hp over io_uring), bench/broker.sh (resolve latency
 #                          against an echo server), bench/proxy.sh (the egress proxy against
-#                          direct, tinyproxy, squid), bench/exec.sh (airlock exec requests/s
+#                          direct, tinyproxy, squid), bench/proxy-h2.sh (HTTP/2 and gRPC through
+#                          it against direct), bench/exec.sh (airlock exec requests/s
 #                          against bubblewrap) and bench/agent.sh (an agent's bursts: clone and
 #                          build, node_modules, a venv; against native and bubblewrap)
 #
@@ -237,6 +238,7 @@ cmd_bench()
 	AIRLOCK=$repo/build/cli/airlock bench/fs.sh
 	AIRLOCK=$repo/build/cli/airlock bench/broker.sh
 	AIRLOCK=$repo/build/cli/airlock bench/proxy.sh
+	AIRLOCK=$repo/build/cli/airlock bench/proxy-h2.sh
 	AIRLOCK=$repo/build/cli/airlock bench/exec.sh
 	AIRLOCK=$repo/build/cli/airlock bench/serve.sh
 	AIRLOCK=$repo/build/cli/airlock bench/agent.sh
