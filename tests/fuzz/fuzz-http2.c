@@ -70,7 +70,7 @@ struct seen {
 
 static bool has_surrogate(const uint8_t *p, size_t n)
 {
-	return n > 0 && (memmem(p, n, S1, strlen(S1)) || memmem(p, n, S2, strlen(S2)));
+	return p && n > 0 && (memmem(p, n, S1, strlen(S1)) || memmem(p, n, S2, strlen(S2)));
 }
 
 static int seen_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
