@@ -8,7 +8,7 @@
 #include "launcher/launcher.h"
 #include "policy/policy.h"
 
-static int load(const char *path, struct policy **ret)
+static int load(const char *path, bool unprofiled, struct policy **ret)
 {
 	struct al_error err = {0};
 	int r;
@@ -19,10 +19,48 @@ static int load(const char *path, struct policy **ret)
 			return log_error_errno(r, "Failed to build the default policy: %m");
 		return 0;
 	}
-	r = policy_load_file(path, ret, &err);
+	r = unprofiled ? policy_load_file_unprofiled(path, ret, &err)
+		       : policy_load_file(path, ret, &err);
 	if (r < 0)
 		return log_error_errno(r, "%s: %s", path, err.msg);
 	return 0;
+}
+
+/* The admission contract: a policy of tier 3 or more runs only by its exact hash. */
+static int check_admission(const struct policy *p, enum policy_profile prof, const char *admitted,
+			   struct al_error *err)
+{
+	int tier = policy_effective_tier(p, NULL);
+	struct al_error why = {0};
+
+	if (tier < POLICY_TIER_ADMITTED || policy_check_admitted(p, admitted, &why) >= 0)
+		return 0;
+	return al_error_set(err, -EPERM,
+			    "tier: %s runs a tier %d policy only by its exact hash: %s",
+			    policy_profile_to_string(prof), tier, why.msg);
+}
+
+/* One line per contract of prof: "linux-ns-v1 seccomp: ok", or the refusal. Returns how many
+ * were refused. */
+static unsigned print_contracts(const struct policy *p, enum policy_profile prof,
+				const char *admitted)
+{
+	const char *name = policy_profile_to_string(prof);
+	unsigned refused = 0;
+
+	for (size_t i = 0; i < policy_profile_n_contracts(prof); i++) {
+		const char *contract = policy_profile_contract(prof, i);
+		struct al_error err = {0};
+		int r;
+
+		r = policy_profile_check_contract(p, prof, i, &err);
+		if (r >= 0 && streq(contract, "admission"))
+			r = check_admission(p, prof, admitted, &err);
+		if (r < 0)
+			refused++;
+		printf("%s %s: %s\n", name, contract, r < 0 ? err.msg : "ok");
+	}
+	return refused;
 }
 
 /* check's second line: the tier admission applies (the higher of the declared one and what the
@@ -77,47 +115,92 @@ static int print_policy(const char *verb, const char *file, const struct policy 
 
 static void help(void)
 {
-	printf("Usage: airlock policy check [--admitted SET] FILE\n"
-	       "       airlock policy hash [FILE]\n"
-	       "       airlock policy show [FILE]\n"
-	       "\n"
-	       "check validates FILE and prints its tier: the higher of the declared one and what\n"
-	       "its fields call for (the field that raised it), and from tier 3 on whether it is\n"
-	       "in the admitted set SET (default " LAUNCHER_ADMITTED_DEFAULT "). hash prints its\n"
-	       "BLAKE2b-256 hash (the identity that tier 3+ admission uses), show prints its\n"
-	       "canonical form. Without FILE: the embedded default policy.\n");
+	printf(
+	    "Usage: airlock policy check [--admitted SET] [--profile PROFILE] FILE\n"
+	    "       airlock policy hash [FILE]\n"
+	    "       airlock policy show [FILE]\n"
+	    "\n"
+	    "check validates FILE and prints its tier: the higher of the declared one and what\n"
+	    "its fields call for (the field that raised it), and from tier 3 on whether it is\n"
+	    "in the admitted set SET (default " LAUNCHER_ADMITTED_DEFAULT "). With a profile\n"
+	    "(--profile linux-ns-v1, or the policy's own \"profile\" field) it first prints\n"
+	    "one line per contract of the profile, ok or why not, and fails unless all are met.\n"
+	    "hash prints its BLAKE2b-256 hash (the identity that tier 3+ admission uses), show\n"
+	    "prints its canonical form. Without FILE: the embedded default policy.\n");
+}
+
+/* Whether argv[*i] is option name, as "--name=VALUE" or "--name VALUE" (then *i moves on). */
+static bool option_value(int argc, char **argv, int *i, const char *name, const char **ret)
+{
+	const char *rest = startswith(argv[*i], name);
+
+	if (rest && rest[0] == '=') {
+		*ret = rest + 1;
+		return true;
+	}
+	if (rest && rest[0] == '\0' && *i + 1 < argc) {
+		*ret = argv[++*i];
+		return true;
+	}
+	return false;
+}
+
+/* check's options, in any order before FILE. Returns the index of FILE's argument or -EINVAL. */
+static int check_options(int argc, char **argv, const char **admitted, const char **profile)
+{
+	int i = 2;
+
+	for (; i < argc && startswith(argv[i], "--"); i++)
+		if (!option_value(argc, argv, &i, "--admitted", admitted) &&
+		    !option_value(argc, argv, &i, "--profile", profile))
+			return -EINVAL;
+	return i;
 }
 
 int cli_policy(int argc, char **argv)
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
 	const char *verb = argc > 1 ? argv[1] : NULL;
-	const char *admitted = LAUNCHER_ADMITTED_DEFAULT, *file;
-	int r;
+	const char *admitted = LAUNCHER_ADMITTED_DEFAULT, *profile_name = NULL, *file;
+	enum policy_profile profile = POLICY_PROFILE_NONE;
+	bool check;
+	unsigned refused = 0;
+	int i = 2, r;
 
 	if (!verb || streq(verb, "help") || streq(verb, "--help") || streq(verb, "-h")) {
 		help();
 		return verb ? 0 : CLI_EXIT_FAILURE;
 	}
-	if (streq(verb, "check") && argc > 2 && startswith(argv[2], "--admitted=")) {
-		admitted = argv[2] + strlen("--admitted=");
-		argv++, argc--;
-	} else if (streq(verb, "check") && argc > 3 && streq(argv[2], "--admitted")) {
-		admitted = argv[3];
-		argv += 2, argc -= 2;
-	}
-	file = argc > 2 ? argv[2] : NULL;
-	if (!admitted[0] || argc > 3 || (streq(verb, "check") && !file)) {
+	check = streq(verb, "check");
+	if (check)
+		i = check_options(argc, argv, &admitted, &profile_name);
+	file = i >= 0 && argc > i ? argv[i] : NULL;
+	if (i < 0 || !admitted[0] || argc > i + 1 || (check && !file)) {
 		log_error("Usage: airlock policy %s%s", verb,
-			  streq(verb, "check") ? " [--admitted SET] FILE" : " [FILE]");
+			  check ? " [--admitted SET] [--profile PROFILE] FILE" : " [FILE]");
 		return CLI_EXIT_FAILURE;
 	}
-	if (!streq(verb, "check") && !streq(verb, "hash") && !streq(verb, "show")) {
+	if (!check && !streq(verb, "hash") && !streq(verb, "show")) {
 		log_error("Unknown policy command \"%s\"; see airlock policy help", verb);
 		return CLI_EXIT_FAILURE;
 	}
-	if (load(file, &p) < 0)
+	if (profile_name && policy_profile_from_string(profile_name, &profile) < 0) {
+		log_error("--profile: \"%s\" is not a profile airlock enforces (linux-ns-v1)",
+			  profile_name);
 		return CLI_EXIT_FAILURE;
+	}
+	if (load(file, check, &p) < 0)
+		return CLI_EXIT_FAILURE;
+	if (check && profile == POLICY_PROFILE_NONE)
+		profile = p->profile;
+	if (check && profile != POLICY_PROFILE_NONE)
+		refused = print_contracts(p, profile, admitted);
+	if (refused > 0) {
+		(void)fflush(stdout);
+		log_error("%s: does not conform to %s (%u contract%s refused)", file,
+			  policy_profile_to_string(profile), refused, refused == 1 ? "" : "s");
+		return CLI_EXIT_FAILURE;
+	}
 	r = print_policy(verb, file, p, admitted);
 	if (r < 0) {
 		log_error_errno(r, "Failed to print the policy: %m");

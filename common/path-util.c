@@ -38,6 +38,17 @@ bool al_path_is_within(const char *a, const char *b)
 	return rest && (*rest == '\0' || *rest == '/' || streq(b, "/"));
 }
 
+bool al_path_is_system_folder(const char *canonical)
+{
+	for (size_t i = 0; i < ELEMENTSOF(blocked_roots); i++)
+		if (streq(canonical, blocked_roots[i]))
+			return true;
+	for (size_t i = 0; i < ELEMENTSOF(blocked_trees); i++)
+		if (al_path_is_within(canonical, blocked_trees[i]))
+			return true;
+	return false;
+}
+
 /* Makes path absolute (against the current folder) and removes ".", ".." and "//" lexically,
  * without looking at the file system. */
 static int path_lexical(const char *path, char **ret)

@@ -9,6 +9,10 @@
 
 /* True when a equals b or lies below it (both canonical). */
 bool al_path_is_within(const char *a, const char *b);
+/* True when canonical is a host folder no sandbox is given writable whatever its real path:
+ * /, the system trees (/etc, /usr, /proc, ...) and the roots of /var, /home, /tmp, /run, ...
+ * (what al_path_resolve_exposable() refuses, without looking at the file system). */
+bool al_path_is_system_folder(const char *canonical);
 
 /* Resolves source (a host folder or file named by a policy field or an option) to its canonical
  * path in *ret. Refuses, naming field in err: a path that does not exist (-errno), one that

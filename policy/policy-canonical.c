@@ -308,6 +308,9 @@ int policy_to_canonical_json(const struct policy *p, char **ret)
 		r = add_string(root, "id", p->id);
 	if (r >= 0)
 		r = add_int(root, "tier", p->tier);
+	/* Only when declared: the hashes of policies without one stay what they were. */
+	if (r >= 0 && p->profile != POLICY_PROFILE_NONE)
+		r = add_string(root, "profile", policy_profile_to_string(p->profile));
 	if (r >= 0)
 		r = add_isolation(root, p);
 	if (r >= 0)

@@ -72,6 +72,23 @@ static int parse_id(struct policy *p, const struct policy_where *w, struct json_
 	return policy_strdup(s, &p->id);
 }
 
+/* Known names only: a contract airlock does not know is one it cannot enforce. */
+static int parse_profile(struct policy *p, const struct policy_where *w, struct json_object *v,
+			 struct al_error *err)
+{
+	const char *s;
+	int r;
+
+	r = policy_json_string(w, v, POLICY_PROFILE_ID_MAX, &s, err);
+	if (r < 0)
+		return r;
+	r = policy_profile_from_string(s, &p->profile);
+	if (r < 0)
+		return policy_error(err, r, w, "%s is not a profile airlock enforces (linux-ns-v1)",
+				    QUOTE(s));
+	return 0;
+}
+
 static int parse_tier(struct policy *p, const struct policy_where *w, struct json_object *v,
 		      struct al_error *err)
 {
@@ -661,6 +678,7 @@ static const struct policy_field policy_fields[] = {
     {"canonical", parse_canonical},
     {"id", parse_id},
     {"tier", parse_tier},
+    {"profile", parse_profile},
     {"isolation", parse_isolation},
     {"seccomp", parse_seccomp},
     {"workspace", parse_workspace},
@@ -699,7 +717,8 @@ static int check_no_nul(const char *buf, size_t len, struct al_error *err)
 	return 0;
 }
 
-int policy_load_buffer(const char *buf, size_t len, struct policy **ret, struct al_error *err)
+static int load_buffer(const char *buf, size_t len, bool profiled, struct policy **ret,
+		       struct al_error *err)
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
 	_cleanup_json_ struct json_object *root = NULL;
@@ -724,10 +743,17 @@ int policy_load_buffer(const char *buf, size_t len, struct policy **ret, struct 
 	if (r < 0)
 		return r;
 	r = policy_json_fields(p, NULL, root, policy_fields, ELEMENTSOF(policy_fields), err);
+	if (r >= 0 && profiled)
+		r = policy_profile_check(p, p->profile, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(p);
 	return 0;
+}
+
+int policy_load_buffer(const char *buf, size_t len, struct policy **ret, struct al_error *err)
+{
+	return load_buffer(buf, len, true, ret, err);
 }
 
 int policy_load_string(const char *json, struct policy **ret, struct al_error *err)
@@ -735,7 +761,7 @@ int policy_load_string(const char *json, struct policy **ret, struct al_error *e
 	return policy_load_buffer(json, strlen(json), ret, err);
 }
 
-int policy_load_file(const char *path, struct policy **ret, struct al_error *err)
+static int load_file(const char *path, bool profiled, struct policy **ret, struct al_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -747,5 +773,15 @@ int policy_load_file(const char *path, struct policy **ret, struct al_error *err
 				    POLICY_FILE_MAX);
 	if (r < 0)
 		return al_error_set(err, r, "%s: %s", QUOTE(path), strerror(-r));
-	return policy_load_buffer(buf, len, ret, err);
+	return load_buffer(buf, len, profiled, ret, err);
+}
+
+int policy_load_file(const char *path, struct policy **ret, struct al_error *err)
+{
+	return load_file(path, true, ret, err);
+}
+
+int policy_load_file_unprofiled(const char *path, struct policy **ret, struct al_error *err)
+{
+	return load_file(path, false, ret, err);
 }

@@ -20,6 +20,13 @@
 #define POLICY_LIST_MAX 1024	      /* entries in any one array */
 #define POLICY_STRING_MAX 4096	      /* bytes in any one string */
 
+/* A capsule profile: a named set of containment contracts a policy declares it meets
+ * ("profile"), each checked before anything runs (policy-profile.c, docs/SECURITY.md). */
+enum policy_profile {
+	POLICY_PROFILE_NONE,
+	POLICY_PROFILE_LINUX_NS_V1,
+};
+
 enum policy_isolation {
 	POLICY_ISOLATION_PROCESS,
 	POLICY_ISOLATION_CONTAINER,
@@ -136,6 +143,7 @@ struct policy_resources {
 struct policy {
 	char *id; /* may be NULL */
 	int tier; /* 0..4 */
+	enum policy_profile profile;
 	enum policy_isolation isolation;
 	char *image;	     /* container rootfs folder (absolute, resolved), or NULL = host /usr */
 	bool network_policy; /* "network_policy" isolation listed too */
@@ -268,3 +276,27 @@ const char *policy_cred_source_to_string(enum policy_cred_source s); /* "vault",
 /* s as a credential's host, by the policy's rules: a host name or a "*.suffix" pattern,
  * lower-cased (malloc'd). -EINVAL when it is neither, -ENOMEM. */
 int policy_host_pattern_normalize(const char *s, char **ret);
+
+/* Profiles (policy-profile.c). A policy whose "profile" names one is held to each of its
+ * contracts when it is loaded (the first refusal is the error) and again by the launcher, after
+ * the command line's overrides. linux-ns-v1's own bounds are tighter than every policy's
+ * (POLICY_LIST_MAX entries, POLICY_FILE_MAX bytes): */
+#define POLICY_PROFILE_ID_MAX 256				/* bytes in "profile" */
+#define POLICY_PROFILE_ROUTES_MAX 256				/* network.rules */
+#define POLICY_PROFILE_EXECUTABLES_MAX 64			/* executables */
+const char *policy_profile_to_string(enum policy_profile prof); /* NULL for NONE */
+/* -EINVAL for a name no profile has. */
+int policy_profile_from_string(const char *s, enum policy_profile *ret);
+/* The contracts of prof, in the order they are checked and reported: "namespace", "seccomp",
+ * "cgroup.memory", ..., named as the capsule names them. */
+size_t policy_profile_n_contracts(enum policy_profile prof);
+const char *policy_profile_contract(enum policy_profile prof, size_t i);
+/* Whether p meets contract i of prof: 0, or -EINVAL with err naming the field and the contract
+ * ("resources.cpu: linux-ns-v1 needs a cpu limit"). Pure: looks at nothing but p. */
+int policy_profile_check_contract(const struct policy *p, enum policy_profile prof, size_t i,
+				  struct al_error *err);
+/* Every contract of prof: the first refusal. */
+int policy_profile_check(const struct policy *p, enum policy_profile prof, struct al_error *err);
+/* policy_load_file() without the check of the policy's own profile, for `airlock policy check`,
+ * which reports each contract itself. Nothing that runs a policy may use it. */
+int policy_load_file_unprofiled(const char *path, struct policy **ret, struct al_error *err);

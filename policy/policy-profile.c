@@ -1,0 +1,232 @@
+/* Capsule profiles: a policy that declares "profile": "linux-ns-v1" is held to that profile's
+ * containment contracts before anything runs. Each contract is a pure check over the parsed
+ * policy that names, when it refuses, the field and the contract; what a policy cannot show
+ * (four namespaces for root too, a limit the kernel can apply, admission by exact hash) the
+ * launcher holds it to at launch (docs/SECURITY.md, "The linux-ns-v1 profile"). */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "common/path-util.h"
+#include "policy/policy-internal.h"
+
+#define NS_V1 "linux-ns-v1"
+
+typedef int (*contract_check_fn)(const struct policy *p, struct al_error *err);
+
+struct contract {
+	const char *name;
+	contract_check_fn check;
+};
+
+/* The launcher gives every sandbox its own user, mount, pid and net namespaces (a run as root
+ * under a profile too: launcher/userns.c); nothing in a policy can take one away. */
+static int check_namespace(const struct policy *p, struct al_error *err)
+{
+	(void)p, (void)err;
+	return 0;
+}
+
+static int check_seccomp(const struct policy *p, struct al_error *err)
+{
+	if (p->seccomp < POLICY_SECCOMP_RESTRICTED)
+		return al_error_set(err, -EINVAL,
+				    "seccomp: " NS_V1
+				    " needs the \"restricted\" or \"strict\" level, "
+				    "not \"%s\"",
+				    policy_seccomp_to_string(p->seccomp));
+	return 0;
+}
+
+static int check_memory(const struct policy *p, struct al_error *err)
+{
+	if (p->resources.memory == 0)
+		return al_error_set(err, -EINVAL,
+				    "resources.memory: " NS_V1 " needs a memory limit");
+	return 0;
+}
+
+static int check_pids(const struct policy *p, struct al_error *err)
+{
+	if (p->resources.pids == 0)
+		return al_error_set(err, -EINVAL, "resources.pids: " NS_V1 " needs a pids limit");
+	return 0;
+}
+
+static int check_cpu(const struct policy *p, struct al_error *err)
+{
+	if (p->resources.cpu_millis == 0)
+		return al_error_set(err, -EINVAL, "resources.cpu: " NS_V1 " needs a cpu limit");
+	return 0;
+}
+
+static int check_io(const struct policy *p, struct al_error *err)
+{
+	if (p->resources.io_weight < 1 || p->resources.io_weight > POLICY_IO_WEIGHT_MAX)
+		return al_error_set(err, -EINVAL,
+				    "resources.io_weight: " NS_V1
+				    " needs an io weight in 1..%" PRIu64,
+				    POLICY_IO_WEIGHT_MAX);
+	return 0;
+}
+
+static int check_egress(const struct policy *p, struct al_error *err)
+{
+	if (p->network.default_action != POLICY_NET_DENY)
+		return al_error_set(err, -EINVAL,
+				    "network.default: " NS_V1 " needs egress denied by default");
+	if (p->network.n_rules > POLICY_PROFILE_ROUTES_MAX)
+		return al_error_set(err, -EINVAL,
+				    "network.rules: " NS_V1
+				    " allows at most %d routes (this policy "
+				    "has %zu)",
+				    POLICY_PROFILE_ROUTES_MAX, p->network.n_rules);
+	return 0;
+}
+
+/* An empty list is no allow list at all (every program may run): more than 64. */
+static int check_executable(const struct policy *p, struct al_error *err)
+{
+	if (p->executables.n == 0)
+		return al_error_set(err, -EINVAL,
+				    "executables: " NS_V1 " needs an allow list of at most %d "
+				    "executables (this policy has none: any program may run)",
+				    POLICY_PROFILE_EXECUTABLES_MAX);
+	if (p->executables.n > POLICY_PROFILE_EXECUTABLES_MAX)
+		return al_error_set(err, -EINVAL,
+				    "executables: " NS_V1 " allows at most %d executables (this "
+				    "policy has %zu)",
+				    POLICY_PROFILE_EXECUTABLES_MAX, p->executables.n);
+	return 0;
+}
+
+/* The sandbox's environment is built from the policy's env and a fixed few variables
+ * (launcher/env.c); nothing of airlock's own is inherited, whatever the policy says. */
+static int check_environment(const struct policy *p, struct al_error *err)
+{
+	(void)p, (void)err;
+	return 0;
+}
+
+/* / is a read-only tmpfs (or an image mirrored read-only): no policy field makes it writable,
+ * and no mount may target / itself (the parser refuses it). */
+static int check_rootfs(const struct policy *p, struct al_error *err)
+{
+	(void)p, (void)err;
+	return 0;
+}
+
+/* /tmp is a tmpfs of its own, capped at resources.disk: nothing may be bound over it. */
+static int check_tmp(const struct policy *p, struct al_error *err)
+{
+	if (streq(p->workspace.mount, "/tmp"))
+		return al_error_set(err, -EINVAL,
+				    "workspace.mount: " NS_V1 " needs /tmp a tmpfs of its own");
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (streq(p->mounts[i].target, "/tmp"))
+			return al_error_set(
+			    err, -EINVAL,
+			    "mounts[%zu].target: " NS_V1 " needs /tmp a tmpfs of its own", i);
+	if (p->resources.disk == 0)
+		return al_error_set(err, -EINVAL, "resources.disk: " NS_V1 " needs a /tmp size");
+	return 0;
+}
+
+static bool has_dot_component(const char *path)
+{
+	for (const char *c = path; c && *c; c = strchr(c, '/')) {
+		size_t n;
+
+		c += strspn(c, "/");
+		n = strcspn(c, "/");
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return true;
+	}
+	return false;
+}
+
+static int check_workspace(const struct policy *p, struct al_error *err)
+{
+	const char *root = p->workspace.root;
+
+	if (root[0] != '/')
+		return al_error_set(err, -EINVAL,
+				    "workspace.root: " NS_V1 " needs an absolute path, not %s",
+				    QUOTE(root));
+	if (has_dot_component(root))
+		return al_error_set(
+		    err, -EINVAL, "workspace.root: " NS_V1 " needs a path without \".\" or \"..\"");
+	if (al_path_is_system_folder(root))
+		return al_error_set(err, -EINVAL,
+				    "workspace.root: " NS_V1 " refuses the system folder %s",
+				    QUOTE(root));
+	return 0;
+}
+
+/* A policy of tier 3 or more runs only when its exact hash is admitted: the admitted set is the
+ * operator's, read at launch (policy_check_admitted(), on the policy as it runs). */
+static int check_admission(const struct policy *p, struct al_error *err)
+{
+	(void)p, (void)err;
+	return 0;
+}
+
+static const struct contract ns_v1[] = {
+    {"namespace", check_namespace},
+    {"seccomp", check_seccomp},
+    {"cgroup.memory", check_memory},
+    {"cgroup.pids", check_pids},
+    {"cgroup.cpu", check_cpu},
+    {"cgroup.io", check_io},
+    {"egress", check_egress},
+    {"executable", check_executable},
+    {"environment", check_environment},
+    {"rootfs", check_rootfs},
+    {"tmp", check_tmp},
+    {"workspace", check_workspace},
+    {"admission", check_admission},
+};
+
+const char *policy_profile_to_string(enum policy_profile prof)
+{
+	return prof == POLICY_PROFILE_LINUX_NS_V1 ? NS_V1 : NULL;
+}
+
+int policy_profile_from_string(const char *s, enum policy_profile *ret)
+{
+	if (!streq(s, NS_V1))
+		return -EINVAL;
+	*ret = POLICY_PROFILE_LINUX_NS_V1;
+	return 0;
+}
+
+size_t policy_profile_n_contracts(enum policy_profile prof)
+{
+	return prof == POLICY_PROFILE_LINUX_NS_V1 ? ELEMENTSOF(ns_v1) : 0;
+}
+
+const char *policy_profile_contract(enum policy_profile prof, size_t i)
+{
+	return i < policy_profile_n_contracts(prof) ? ns_v1[i].name : NULL;
+}
+
+int policy_profile_check_contract(const struct policy *p, enum policy_profile prof, size_t i,
+				  struct al_error *err)
+{
+	if (i >= policy_profile_n_contracts(prof))
+		return -EINVAL;
+	return ns_v1[i].check(p, err);
+}
+
+int policy_profile_check(const struct policy *p, enum policy_profile prof, struct al_error *err)
+{
+	int r;
+
+	for (size_t i = 0; i < policy_profile_n_contracts(prof); i++) {
+		r = policy_profile_check_contract(p, prof, i, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
