@@ -312,9 +312,16 @@ static void wt_free(struct wt *t)
 	free(t);
 }
 
+/* b's bytes as a string: a copy, NUL-terminated (a buffer is not). */
 static const char *text(const struct netns_buf *b)
 {
-	return b->data ? (const char *)netns_buf_head(b) : "";
+	static char copy[256 * 1024];
+	size_t n = netns_buf_len(b) < sizeof(copy) - 1 ? netns_buf_len(b) : sizeof(copy) - 1;
+
+	if (n > 0)
+		memcpy(copy, netns_buf_head(b), n);
+	copy[n] = '\0';
+	return copy;
 }
 
 static void drain(struct netns_buf *b)
