@@ -71,6 +71,8 @@ static struct json_object *json_violations(const struct launcher_result *res)
 
 		if (!e || al_json_add(e, "kind", json_object_new_string(res->violations[i].kind)) ||
 		    al_json_add(e, "detail", json_object_new_string(res->violations[i].detail)) ||
+		    al_json_add(e, "contract",
+				json_object_new_string(res->violations[i].contract)) ||
 		    al_json_add(e, "count",
 				json_object_new_int64((int64_t)res->violations[i].count)) ||
 		    json_object_array_add(v, e) < 0) {

@@ -147,7 +147,10 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	    .sync_fd = -EBADF,
 	    .egress_fd = -EBADF,
 	};
-	ctx->userns = ctx->uid != 0;
+	/* Root too gets a user namespace under a profile: its root is nobody on the host. */
+	ctx->userns = ctx->uid != 0 || p->profile != POLICY_PROFILE_NONE;
+	if (ctx->uid == 0 && ctx->userns)
+		launcher_userns_root_map(&ctx->root_map_uid, &ctx->root_map_gid);
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return al_error_set_errno(err, -errno, "Failed to get random bytes");
 	(void)snprintf(ctx->id, sizeof(ctx->id), "%d-%08x", (int)getpid(), rnd);

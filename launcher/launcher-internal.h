@@ -207,9 +207,12 @@ struct launcher_context {
 	const struct policy *policy;
 	const struct launcher_options *opts;
 	char id[32]; /* "<airlock pid>-<8 hex>" */
-	bool userns; /* not root: the sandbox gets its own user namespace */
-	uid_t uid;   /* airlock's euid/egid, mapped to itself inside */
+	bool
+	    userns; /* not root, or root under a profile: the sandbox gets its own user namespace */
+	uid_t uid;  /* airlock's euid/egid, mapped to itself inside (not root) */
 	gid_t gid;
+	/* Root under a profile: the host ids the sandbox's 0..65535 are (launcher/userns.c). */
+	uint32_t root_map_uid, root_map_gid;
 	char *image;		     /* rootfs folder, or NULL for the host's /usr */
 	char **argv;		     /* a copy of the command: the child wipes main()'s argv */
 	struct launcher_bind *binds; /* the policy's mounts */
@@ -234,6 +237,18 @@ struct launcher_context {
 	/* opts->terminal: airlock's terminal, whose modes and size the command's starts with. */
 	struct launcher_terminal terminal;
 };
+
+/* ---- userns.c: root's sandbox under a profile ---- */
+
+#define LAUNCHER_USERNS_ROOT_COUNT 65536
+#define LAUNCHER_USERNS_ROOT_BASE UINT32_C(1879048192) /* 0x70000000 */
+/* The start of root's subordinate range in the text of /etc/subuid or /etc/subgid: the first
+ * line "root:BASE:COUNT" or "0:BASE:COUNT" with COUNT >= LAUNCHER_USERNS_ROOT_COUNT and a
+ * BASE > 0 that leaves room for them. -ENOENT when there is none. Pure. */
+int launcher_userns_subid_range(const char *text, size_t len, uint32_t *ret_base);
+/* The host uid and gid the sandbox's id 0 is mapped to: root's subordinate ranges, or
+ * LAUNCHER_USERNS_ROOT_BASE where there is none. */
+void launcher_userns_root_map(uint32_t *ret_uid_base, uint32_t *ret_gid_base);
 
 /* Resolves and opens the workspace and mounts, builds the environment and /etc files. On error
  * the context may be half-built: launcher_context_done() releases it either way. */

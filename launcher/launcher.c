@@ -359,12 +359,22 @@ static int write_id_maps(struct run *run, struct al_error *err)
 	if (r < 0 && r != -ENOENT)
 		return al_error_set_errno(err, r, "Failed to write %s", path);
 	(void)snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)run->pid);
-	(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.uid, run->ctx.uid);
+	/* Root (under a profile): the sandbox's 0..65535 are an unprivileged host range, so the
+	 * ids the workspace daemon (host root) reports show inside as they are. */
+	if (run->ctx.uid == 0)
+		(void)snprintf(map, sizeof(map), "0 %" PRIu32 " %d\n", run->ctx.root_map_uid,
+			       LAUNCHER_USERNS_ROOT_COUNT);
+	else
+		(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.uid, run->ctx.uid);
 	r = al_write_file_at(AT_FDCWD, path, map);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write %s", path);
 	(void)snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)run->pid);
-	(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.gid, run->ctx.gid);
+	if (run->ctx.gid == 0)
+		(void)snprintf(map, sizeof(map), "0 %" PRIu32 " %d\n", run->ctx.root_map_gid,
+			       LAUNCHER_USERNS_ROOT_COUNT);
+	else
+		(void)snprintf(map, sizeof(map), "%u %u 1\n", run->ctx.gid, run->ctx.gid);
 	r = al_write_file_at(AT_FDCWD, path, map);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to write %s", path);
@@ -557,6 +567,12 @@ static int handshake(struct run *run, struct al_error *err)
 	r = launcher_cgroup_new(run->ctx.id, &run->ctx.policy->resources, &run->cgroup, err);
 	if (r < 0)
 		return r;
+	/* A profile's io weight is a contract, not a hint: one the hierarchy cannot apply stops
+	 * the run. */
+	if (run->ctx.policy->profile != POLICY_PROFILE_NONE && launcher_cgroup_warning(run->cgroup))
+		return al_error_set(err, -EOPNOTSUPP, "%s needs it enforced: %s",
+				    policy_profile_to_string(run->ctx.policy->profile),
+				    launcher_cgroup_warning(run->cgroup));
 	r = launcher_cgroup_attach(run->cgroup, run->pid);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to move the sandbox into its cgroup");
@@ -592,6 +608,26 @@ static int handshake(struct run *run, struct al_error *err)
 	return run->ctx.opts->terminal ? terminal_ready(run, err) : 0;
 }
 
+const char *launcher_violation_contract(const char *kind, const char *detail)
+{
+	static const char *const ns_calls[] = {"unshare",   "setns",	  "clone",	  "clone3",
+					       "mount",	    "umount2",	  "pivot_root",	  "chroot",
+					       "open_tree", "move_mount", "fsopen",	  "fsmount",
+					       "fsconfig",  "fspick",	  "mount_setattr"};
+
+	if (streq(kind, "seccomp")) {
+		for (size_t i = 0; i < ELEMENTSOF(ns_calls); i++)
+			if (streq(detail, ns_calls[i]))
+				return "namespace";
+		return "seccomp";
+	}
+	if (streq(kind, "fs"))
+		return "workspace";
+	if (streq(kind, "exec"))
+		return "executable";
+	return "egress"; /* the proxy's: net, dns, credential */
+}
+
 /* Counts a violation; returns its count so far (0 when it could not be recorded). */
 static uint64_t record_violations(struct launcher_result *res, const char *kind, const char *detail,
 				  uint64_t n)
@@ -612,6 +648,8 @@ static uint64_t record_violations(struct launcher_result *res, const char *kind,
 	*v = (struct launcher_violation){.count = n};
 	(void)snprintf(v->kind, sizeof(v->kind), "%s", kind);
 	(void)snprintf(v->detail, sizeof(v->detail), "%s", detail);
+	(void)snprintf(v->contract, sizeof(v->contract), "%s",
+		       launcher_violation_contract(kind, detail));
 	return n;
 }
 
@@ -671,6 +709,24 @@ static struct launcher_session_view session_view(struct run *run)
 	};
 }
 
+/* The command itself refused by the executables allow list (landlock: EACCES): a violation of
+ * the executable contract. What the command then runs is refused by the kernel alone. */
+static void on_exec_refused(struct run *run)
+{
+	const char *cmd = run->ctx.argv[0];
+
+	if (run->exec_error != -EACCES || run->ctx.policy->executables.n == 0)
+		return;
+	if (violation_is_audited(record_violation(run->result, "exec", cmd)))
+		audit(run, "violation",
+		      (struct al_audit_field[]){
+			  AL_AUDIT_S("violation", "exec"),
+			  AL_AUDIT_S("command", cmd),
+			  AL_AUDIT_S("contract", "executable"),
+		      },
+		      3);
+}
+
 static void on_sync(struct run *run)
 {
 	struct launcher_session *session = run->ctx.opts->session;
@@ -689,6 +745,7 @@ static void on_sync(struct run *run)
 		if (m.type == LAUNCHER_SYNC_EXEC_FAILED) {
 			run->exec_failed = true;
 			run->exec_error = m.value;
+			on_exec_refused(run);
 		} else if (m.type == LAUNCHER_SYNC_STATUS) {
 			log_debug("Command ended after %" PRIu64 "us",
 				  launcher_now_usec() - run->t_last);
@@ -754,8 +811,10 @@ static void on_notify(struct run *run, short revents)
 					  AL_AUDIT_I("pid", v.pid),
 					  AL_AUDIT_I("errno", v.error),
 					  AL_AUDIT_I("count", (int64_t)count),
+					  AL_AUDIT_S("contract", launcher_violation_contract(
+								     "seccomp", v.name)),
 				      },
-				      5);
+				      6);
 		}
 	}
 	if (revents & (POLLHUP | POLLERR | POLLNVAL))
@@ -906,7 +965,18 @@ static void finish(struct run *run)
 {
 	struct launcher_result *res = run->result;
 	int st = run->init_status;
+	/* The contracts the sandbox's violations touched, each once: at most the five kinds. */
+	char *contracts[8] = {NULL};
+	size_t n_contracts = 0;
 
+	for (size_t i = 0; i < res->n_violations; i++) {
+		size_t j = 0;
+
+		while (j < n_contracts && !streq(contracts[j], res->violations[i].contract))
+			j++;
+		if (j == n_contracts && n_contracts < ELEMENTSOF(contracts) - 1)
+			contracts[n_contracts++] = res->violations[i].contract;
+	}
 	res->prelude_failed = run->got_status && (run->status.flags & LAUNCHER_STATUS_PRELUDE);
 	if (run->exec_failed) {
 		res->exec_error = run->exec_error < 0 ? run->exec_error : -EIO;
@@ -943,8 +1013,9 @@ static void finish(struct run *run)
 		  AL_AUDIT_B("timed_out", res->timed_out),
 		  AL_AUDIT_B("oom_killed", res->oom_killed),
 		  AL_AUDIT_I("violations", (int64_t)res->n_violations),
+		  AL_AUDIT_SV("contracts", contracts),
 	      },
-	      5);
+	      6);
 }
 
 static int start_supervision(struct run *run, bool terminal, struct al_error *err)
@@ -964,6 +1035,22 @@ static int start_supervision(struct run *run, bool terminal, struct al_error *er
 	if (run->timer_fd < 0)
 		return al_error_set_errno(err, -errno, "Failed to create the timeout timer");
 	return 0;
+}
+
+/* A profile's contracts hold for the policy as it runs, after the run's own parameters (-m max,
+ * --seccomp baseline, -a ...), and a policy of tier 3 or more runs only by its exact hash: the
+ * one that runs must be admitted too, not only the file it came from. */
+static int check_profile(const struct policy *p, const struct policy *base,
+			 const struct launcher_options *opts, struct al_error *err)
+{
+	if (p->profile == POLICY_PROFILE_NONE)
+		return 0;
+	if (policy_profile_check(p, p->profile, err) < 0)
+		return -EINVAL;
+	if (p == base)
+		return 0;
+	return policy_check_admitted(
+	    p, opts->admitted_path ? opts->admitted_path : LAUNCHER_ADMITTED_DEFAULT, err);
 }
 
 int launcher_run(const struct policy *p, const struct launcher_options *opts,
@@ -986,13 +1073,17 @@ int launcher_run(const struct policy *p, const struct launcher_options *opts,
 	*ret = (struct launcher_result){0};
 	run.t_start = run.t_last = launcher_now_usec();
 	base = opts->base_policy ? opts->base_policy : p;
-	if (base->tier != p->tier)
-		return al_error_set(err, -EINVAL, "The run parameters changed the policy's tier");
+	if (base->tier != p->tier || base->profile != p->profile)
+		return al_error_set(err, -EINVAL,
+				    "The run parameters changed the policy's tier or profile");
 	r = policy_hash_hex(base, ret->policy_hash);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to hash the policy");
 	r = policy_check_admitted(
 	    base, opts->admitted_path ? opts->admitted_path : LAUNCHER_ADMITTED_DEFAULT, err);
+	if (r < 0)
+		return r;
+	r = check_profile(p, base, opts, err);
 	if (r < 0)
 		return r;
 	/* Signals are blocked before clone: one arriving during setup waits in the signalfd. */

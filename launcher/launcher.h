@@ -75,10 +75,17 @@ struct launcher_options {
 };
 
 struct launcher_violation {
-	char kind[16];	 /* "seccomp", ... */
-	char detail[64]; /* e.g. the syscall name */
+	char kind[16];	   /* "seccomp", ... */
+	char detail[64];   /* e.g. the syscall name */
+	char contract[16]; /* launcher_violation_contract() */
 	uint64_t count;
 };
+
+/* The containment contract (the capsule's violation kind) a violation of kind touched:
+ * "namespace" (a denied unshare, setns, clone of namespaces or mount call), "seccomp" (any other
+ * denied call), "egress" (net, dns, credential), "workspace" (fs) or "executable" (exec). Pure;
+ * static strings. */
+const char *launcher_violation_contract(const char *kind, const char *detail);
 
 struct launcher_buffer {
 	char *data;

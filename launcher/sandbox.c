@@ -157,6 +157,13 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	if (r < 0 || in.type != LAUNCHER_SYNC_GO)
 		_exit(LAUNCHER_EXIT_FAILED);
 	s.last = launcher_now_usec();
+	/* Root's sandbox under a profile: clone kept host root's ids, which its user namespace does
+	 * not map; become that namespace's root (an unprivileged host id), whose capabilities it
+	 * has, before making anything. */
+	if (ctx->userns && ctx->uid == 0 && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
+		fail(sync_fd, &m,
+		     al_error_set_errno(&m.err, -errno,
+					"Failed to become root of the sandbox's user namespace"));
 
 	/* Without root, the egress proxy's network is this user namespace's to make: first, so
 	 * that the proxy's process takes its sockets while this one builds its root. */
