@@ -97,6 +97,18 @@ static struct json_object *languages_json(void)
 	return o;
 }
 
+/* The capsule profiles this machine can enforce for this user (launcher_capabilities()). */
+static struct json_object *profiles_json(const struct launcher_capabilities *c)
+{
+	struct json_object *a = json_object_new_array();
+
+	if (a && c->profile_linux_ns_v1 &&
+	    json_object_array_add(a, json_object_new_string(
+					 policy_profile_to_string(POLICY_PROFILE_LINUX_NS_V1))) < 0)
+		return json_object_put(a), NULL;
+	return a;
+}
+
 int agent_capabilities_print(FILE *out)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -117,6 +129,7 @@ int agent_capabilities_print(FILE *out)
 	r |= al_json_add(o, "filesystem", filesystem_json(&c));
 	r |= al_json_add(o, "network_policy", json_object_new_boolean(c.network_policy));
 	r |= al_json_add(o, "tls_interception", json_object_new_boolean(c.tls_interception));
+	r |= al_json_add(o, "profiles", profiles_json(&c));
 	r |= al_json_add(o, "persistent_sessions", json_object_new_boolean(true));
 	r |= al_json_add(o, "languages", languages_json());
 	return r != 0 ? -ENOMEM : agent_json_print(out, o);

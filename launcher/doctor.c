@@ -753,6 +753,18 @@ static bool doctor_ok(const struct doctor *d, const char *feature)
 	return false;
 }
 
+/* Whether the space- or comma-separated list holds word ("cpu,cpuacct" in v1). */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ' || p[-1] == ',') &&
+		    (p[n] == '\0' || p[n] == ' ' || p[n] == ','))
+			return true;
+	return false;
+}
+
 void launcher_capabilities(struct launcher_capabilities *ret)
 {
 	struct doctor d = {0};
@@ -782,6 +794,11 @@ void launcher_capabilities(struct launcher_capabilities *ret)
 	 * the sandbox's user namespace. */
 	ret->network_policy = ret->net_ns && (geteuid() == 0 || ret->user_ns);
 	ret->tls_interception = ret->network_policy;
+	ret->profile_linux_ns_v1 =
+	    (geteuid() == 0 ? doctor_ok(&d, "user namespaces (root)") : ret->user_ns) &&
+	    ret->mount_ns && ret->pid_ns && ret->net_ns && ret->seccomp && ret->landlock_abi > 0 &&
+	    ret->cgroup_limits && has_word(ret->cgroup_controllers, "cpu") &&
+	    (has_word(ret->cgroup_controllers, "io") || has_word(ret->cgroup_controllers, "blkio"));
 	for (size_t i = 0; i < d.n; i++)
 		ret->missing += d.checks[i].status == DOCTOR_MISSING;
 }

@@ -245,7 +245,10 @@ struct launcher_capabilities {
 	struct fusefs_features fs; /* the workspace's transport and passthrough, and why */
 	bool network_policy;	   /* egress rules: veth pair, proxy netns (needs root) */
 	bool tls_interception;	   /* credential swap inside HTTPS */
-	int missing;		   /* required features that are missing: nothing runs */
+	/* linux-ns-v1 can be enforced for this user: all four namespaces (root's user namespace
+	 * too), seccomp, landlock, and memory, pids, cpu and io cgroup limits */
+	bool profile_linux_ns_v1;
+	int missing; /* required features that are missing: nothing runs */
 };
 void launcher_capabilities(struct launcher_capabilities *ret);
 
