@@ -32,7 +32,7 @@
 # and openssl with apt-get when missing. Everything it starts listens on 127.0.0.1 ports 18082
 # (nginx, HTTPS with h2) and 18083 (gRPC), runs in the foreground with its files in one folder
 # under /tmp, and is stopped and removed at exit. Takes ~1 to 2.5 min a round on this 2-vCPU
-# VM, depending on its load: 4 to 8 min by default (3 min 36 s at a load average of 8).
+# VM, depending on its load: 3 to 8 min by default (3 min 36 s at a load average of 8).
 
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
