@@ -32,6 +32,7 @@
 #include "broker/client.h"
 #include "common/log.h"
 #include "netns/http-flow-internal.h"
+#include "netns/sigv4-internal.h"
 
 #define H2_STREAMS_MAX 100
 #define H2_WINDOW (256 * 1024)	     /* each stream's receive window, on both sides */
@@ -582,10 +583,68 @@ static int rewrite_fields(struct netns_h2 *h, const struct h2_fields *in, struct
 	return r;
 }
 
+/* A request signed with an AWS key's surrogate (SigV4, http-flow-sigv4.c) is verified with the
+ * surrogate secret and signed again with the real one, as in HTTP/1.1: the fields are seen as an
+ * HTTP/1.1 head (:authority as its Host, which SigV4 signs), and *out gets them back with the
+ * re-signed :path, Authorization and X-Amz-Security-Token. 1 then, 0 for any other request. A
+ * body the request does not hash cannot be gathered here: such a request is refused. */
+static int sigv4_resign(struct netns_h2 *h, const struct h2_fields *in, struct h2_fields *out,
+			struct al_error *err)
+{
+	_cleanup_(flow_sigv4_text_done) struct flow_sigv4_text text = {0};
+	_cleanup_free_ struct netns_http_request *req = NULL, *re = NULL;
+	bool own_host = !fields_get(in, "host", &(size_t){0});
+	const char *v;
+	size_t n;
+	int r;
+
+	req = calloc(1, sizeof(*req));
+	re = calloc(1, sizeof(*re));
+	if (!req || !re)
+		return -ENOMEM;
+	req->minor_version = 1;
+	req->keep_alive = true;
+	req->method = fields_get(in, ":method", &req->method_len);
+	req->target = fields_get(in, ":path", &req->target_len);
+	if (!req->method || !req->target)
+		return 0;
+	v = fields_get(in, ":authority", &n);
+	if (own_host && v && req->n_headers < NETNS_HTTP_HEADERS_MAX)
+		req->headers[req->n_headers++] = (struct netns_http_header){
+		    .name = "host", .name_len = 4, .value = v, .value_len = n};
+	for (size_t i = 0; i < in->n && req->n_headers < NETNS_HTTP_HEADERS_MAX; i++)
+		if (!is_pseudo(in, i))
+			req->headers[req->n_headers++] = (struct netns_http_header){
+			    .name = field_name(in, i),
+			    .name_len = in->f[i].name_len,
+			    .value = field_value(in, i),
+			    .value_len = in->f[i].value_len,
+			};
+	r = flow_sigv4_request(h->f, req, NULL, 0, re, &text, err);
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; r >= 0 && i < in->n && is_pseudo(in, i); i++) {
+		const char *name = field_name(in, i);
+		size_t nl = in->f[i].name_len;
+
+		if (ascii_eq(name, nl, ":path"))
+			r = fields_add(out, (const uint8_t *)name, nl, (const uint8_t *)re->target,
+				       re->target_len);
+		else
+			r = fields_add(out, (const uint8_t *)name, nl,
+				       (const uint8_t *)field_value(in, i), in->f[i].value_len);
+	}
+	for (size_t i = own_host ? 1 : 0; r >= 0 && i < re->n_headers; i++)
+		r = fields_add(out, (const uint8_t *)re->headers[i].name, re->headers[i].name_len,
+			       (const uint8_t *)re->headers[i].value, re->headers[i].value_len);
+	return r < 0 ? r : 1;
+}
+
 static void request_head(struct h2_stream *st)
 {
 	struct netns_h2 *h = st->h;
-	struct h2_fields out = {0};
+	struct h2_fields out = {0}, resigned = {0};
+	const struct h2_fields *in = &st->req_in;
 	_cleanup_free_ bool *sensitive = NULL;
 	_cleanup_free_ nghttp2_nv *nv = NULL;
 	const nghttp2_data_provider prd = {.source.ptr = st, .read_callback = upstream_read};
@@ -604,13 +663,18 @@ static void request_head(struct h2_stream *st)
 		r = al_error_set(&err, -EMSGSIZE, "The request head is longer than %d bytes",
 				 NETNS_HTTP_HEAD_MAX);
 	else
-		r = check_request(h, &st->req_in, &err);
+		r = sigv4_resign(h, &st->req_in, &resigned, &err);
+	if (r > 0)
+		in = &resigned;
+	if (r >= 0)
+		r = check_request(h, in, &err);
 	if (r >= 0)
 		r = flow_sidecar(h->f, &err);
 	if (r >= 0)
-		r = rewrite_fields(h, &st->req_in, &out, &sensitive, &err);
+		r = rewrite_fields(h, in, &out, &sensitive, &err);
 	h->f->stream = 0;
 	fields_done(&st->req_in);
+	fields_done(&resigned);
 	if (r >= 0) {
 		nv = fields_nv(&out, sensitive);
 		r = nv ? 0 : -ENOMEM;
