@@ -82,9 +82,10 @@ write_policy "$policy" <<EOF2
 EOF2
 
 cat >"$WS/grpc-call.py" <<'EOF2'
-import os, sys
+import os, sys, time
 import grpc
 target, auth, body = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+hold = len(sys.argv) > 4  # after the call, wait for the host's memory scan
 ch = grpc.secure_channel(target, grpc.ssl_channel_credentials())
 call = ch.unary_unary("/airlock.Echo/Call")
 try:
@@ -93,6 +94,9 @@ try:
     print("OK", resp.decode(), "trailer=" + trailers.get("x-seen-auth", ""))
 except grpc.RpcError as e:
     print("ERR", e.code().name)
+if hold:
+    open("/workspace/scan-ready", "w").write(os.environ["TOKEN"])
+    time.sleep(8)
 EOF2
 
 probe='
@@ -112,13 +116,25 @@ r unbound_msg "$(curl -s -m 10 --http2 -H "X-Leak: $TOKEN" $O/leak-header 2>&1)"
 r grpc "$(/usr/bin/python3 /workspace/grpc-call.py $G "Bearer $TOKEN" hello 2>&1)"
 r grpc_unbound "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN" hello 2>&1)"
 r grpc_stderr "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN" hello 2>&1 >/dev/null)"
+r grpc_scanned "$(/usr/bin/python3 /workspace/grpc-call.py $G "Bearer $TOKEN" hello hold 2>&1)"
 r grpc_bound2 "$(/usr/bin/python3 /workspace/grpc-call.py other.test:'$gp' "Bearer $TOKEN2" hi 2>&1)"
 r ws "$(node /workspace/h2-ws.cjs client https://api.test:'$wp'/chat "Bearer $TOKEN" "token=$TOKEN" 2>&1)"
 r ws_unbound "$(node /workspace/h2-ws.cjs client https://other.test:'$wp'/chat "Bearer $TOKEN2" "token=$TOKEN" 2>&1)"
 r h2c "$(curl -s -m 10 --http2-prior-knowledge -o /dev/null -w "%{http_code}" --noproxy "*" http://api.test:'$h1p'/ 2>&1)"
 '
+# The host scans the memory of the gRPC client that held the surrogate, after its call, while it
+# still runs (helpers/mem-scan.py): the real token must not be there, the surrogate must.
+(
+	wait_for 120 test -e "$WS/scan-ready"
+	pid=$(pgrep -f "^/usr/bin/python3 /workspace/grpc-call.py .* hold$" | head -n 1)
+	/usr/bin/python3 "$IT_SOURCE_ROOT/tests/integration/helpers/mem-scan.py" "$pid" \
+		"real=$token" "surrogate=$(cat "$WS/scan-ready")" >"$IT_TMP/scan.out" 2>&1
+	kill -0 "$pid" 2>/dev/null && echo alive >>"$IT_TMP/scan.out"
+) &
+scanner=$!
 sb_run -p "$policy" --upstream-ca "$pki/ca.pem" --audit "$IT_TMP/audit.jsonl" --json \
 	-- /bin/sh -c "$probe"
+wait "$scanner"
 assert_eq 0 "$AL_RC" "the sandbox with HTTP/2 upstreams runs"
 json_get "$IT_TMP/al.out" 'd["stdout"]' >"$IT_TMP/probe.out"
 get() { sed -n "s/^$1=//p" "$IT_TMP/probe.out" | head -n 1 | sed 's/ $//'; }
@@ -140,12 +156,16 @@ assert_eq 403 "$(get unbound)" "a surrogate toward a host its credential is not 
 assert_contains "$(get unbound_msg)" "airlock:" "... with airlock's message"
 assert_eq "OK auth=Bearer $sur body=hello trailer=Bearer $sur" "$(get grpc)" \
 	"gRPC: the metadata's surrogate is swapped, and the echo (body, trailers) turned back"
-assert_eq 1 "$(grep -cx "Bearer $token" "$IT_TMP/grpc.log")" "the gRPC server saw the real token"
+assert_eq 2 "$(grep -cx "Bearer $token" "$IT_TMP/grpc.log")" "the gRPC server saw the real token"
+assert_eq alive "$(sed -n 2p "$IT_TMP/scan.out")" \
+	"the host scanned the gRPC client's memory after its call, while it still ran"
+assert_match '^real=0 surrogate=[1-9]' "$(head -n 1 "$IT_TMP/scan.out")" \
+	"no real value in the memory of the sandbox's gRPC client (the scan sees the surrogate there)"
 assert_eq "ERR PERMISSION_DENIED" "$(get grpc_unbound)" \
 	"gRPC metadata with a surrogate toward an unbound host is refused"
 assert_eq "" "$(get grpc_stderr)" "... as a gRPC status (trailers-only), which the client reads without complaint"
 assert_match "^OK auth=Bearer ghp_" "$(get grpc_bound2)" "... while that host's own credential works"
-assert_eq 2 "$(grep -c "Bearer ghp_" "$IT_TMP/grpc.log")" "only the two allowed calls reached the gRPC server"
+assert_eq 3 "$(grep -c "Bearer ghp_" "$IT_TMP/grpc.log")" "only the three allowed calls reached the gRPC server"
 assert_eq "status:200 echo:got:token=$sur" "$(get ws)" \
 	"WebSocket over HTTP/2: the frames' surrogate is swapped and the echo turned back"
 assert_eq 1 "$(grep -cx "auth=Bearer $token ext= text=token=$token" "$IT_TMP/ws.log")" \

@@ -135,34 +135,15 @@ open("/workspace/scan-ready", "w").write(os.environ["AWS_ACCESS_KEY_ID"])
 time.sleep(8)
 EOF
 
-# The host's side of the memory scan: every readable mapping of the client, searched for the
-# real values and (to show that the scan sees the process) for the surrogate key id.
-cat >"$IT_TMP/scan.py" <<'EOF'
-import os, re, sys
-pid = int(sys.argv[1])
-needles = {k: v.encode() for k, v in (a.split("=", 1) for a in sys.argv[2:])}
-found = {k: 0 for k in needles}
-with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
-    for line in maps:
-        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
-        if "r" not in m.group(3) or "[vvar]" in line or "[vsyscall]" in line:
-            continue
-        a, b = int(m.group(1), 16), int(m.group(2), 16)
-        try:
-            mem.seek(a)
-            data = mem.read(b - a)
-        except OSError:
-            continue
-        for k, v in needles.items():
-            found[k] += data.count(v)
-print(" ".join("%s=%d" % kv for kv in sorted(found.items())))
-EOF
+# The host's side of the memory scan (helpers/mem-scan.py): every readable mapping of the client,
+# searched for the real values and (to show that the scan sees the process) the surrogate key id.
 (
 	wait_for 60 test -e "$WS/scan-ready"
 	pid=$(pgrep -f "^$PY /workspace/client.py" | head -n 1)
 	sur=$(cat "$WS/scan-ready")
-	"$PY" "$IT_TMP/scan.py" "$pid" "real_akid=$real_akid" "real_secret=$real_secret" \
-		"real_token=$real_token" "surrogate_akid=$sur" >"$IT_TMP/scan.out" 2>&1
+	"$PY" "$IT_SOURCE_ROOT/tests/integration/helpers/mem-scan.py" "$pid" \
+		"real_akid=$real_akid" "real_secret=$real_secret" "real_token=$real_token" \
+		"surrogate_akid=$sur" >"$IT_TMP/scan.out" 2>&1
 	kill -0 "$pid" 2>/dev/null && echo alive >>"$IT_TMP/scan.out"
 ) &
 scanner=$!
