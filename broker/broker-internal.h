@@ -142,13 +142,20 @@ int broker_source_read(const struct broker_sources *s, const struct policy_crede
 #define BROKER_SURROGATE_PREFIX "airlock_sur_"
 #define BROKER_SURROGATE_MAX 512
 
+enum broker_surrogate_shape {
+	BROKER_SHAPE_OF_VALUE,	 /* read from the real value (below) */
+	BROKER_SHAPE_AWS_SECRET, /* an AWS secret access key's: 40 of [A-Za-z0-9+/], no prefix */
+};
+
 /* A new random surrogate (malloc'd, NUL-terminated) for real. When real has a known token
  * format (ghp_, github_pat_, sk-ant-, sk-, xoxb-, glpat-, AKIA, ...) the surrogate keeps its
  * prefix, its length and each character's class (digit, lower, upper; others kept in place),
  * so client libraries that check the shape accept it; otherwise "airlock_sur_" and 32 random
- * letters and digits. Never equal to real, always at least 128 random bits or as many as the
- * format holds. */
-int broker_surrogate_new(const struct broker_secret *real, char **ret);
+ * letters and digits. A shape the policy knows (an AWS secret access key, which has no prefix to
+ * be recognised by) is made as that shape's. Never equal to real, always at least 128 random bits
+ * or as many as the format holds. */
+int broker_surrogate_new(const struct broker_secret *real, enum broker_surrogate_shape shape,
+			 char **ret);
 
 /* ---- redact.c: real values out of a sandbox's output ----
  *

@@ -458,7 +458,11 @@ static int arm(struct broker_session *s, struct al_error *err)
 	if (r >= 0)
 		r = broker_redact_stream_new(&s->streams[1]);
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
-		r = broker_surrogate_new(s->creds[i].value, &s->creds[i].surrogate);
+		r = broker_surrogate_new(s->creds[i].value,
+					 s->creds[i].spec->kind == POLICY_CRED_AWS_SECRET
+					     ? BROKER_SHAPE_AWS_SECRET
+					     : BROKER_SHAPE_OF_VALUE,
+					 &s->creds[i].surrogate);
 		if (r < 0 || value_seen(s, i))
 			continue;
 		total += s->creds[i].value->len;

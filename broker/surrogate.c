@@ -18,6 +18,7 @@
 #include "broker/broker-internal.h"
 
 #define SURROGATE_GENERIC_RANDOM 32 /* characters of [A-Za-z0-9]: 190 bits */
+#define SURROGATE_AWS_SECRET_LEN 40
 /* A shaped surrogate must hold this much randomness (in thousandths of a bit), or it could be
  * guessed, or come out equal to the real value too often. */
 #define SURROGATE_MIN_MILLIBITS (64 * 1000)
@@ -206,24 +207,42 @@ static bool surrogate_holds(const char *s, size_t len, const struct broker_secre
 	return memmem(s, len, real->data, real->len) != NULL;
 }
 
-int broker_surrogate_new(const struct broker_secret *real, char **ret)
+/* An AWS secret access key's shape: 40 characters of base64's alphabet (240 bits). */
+static void surrogate_aws_secret(char *s)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	for (size_t i = 0; i < SURROGATE_AWS_SECRET_LEN; i++)
+		s[i] = b64[randombytes_uniform(sizeof(b64) - 1)];
+	s[SURROGATE_AWS_SECRET_LEN] = '\0';
+}
+
+int broker_surrogate_new(const struct broker_secret *real, enum broker_surrogate_shape shape,
+			 char **ret)
 {
 	_cleanup_free_ char *s = NULL;
-	const struct token_format *f;
+	const struct token_format *f = NULL;
+	bool aws = shape == BROKER_SHAPE_AWS_SECRET;
 	size_t len;
 
 	assert(real && ret);
 	if (sodium_init() < 0)
 		return -EIO;
-	f = token_format_of(real);
-	len = f ? real->len : strlen(BROKER_SURROGATE_PREFIX) + SURROGATE_GENERIC_RANDOM;
+	if (!aws)
+		f = token_format_of(real);
+	len = aws ? SURROGATE_AWS_SECRET_LEN
+	      : f ? real->len
+		  : strlen(BROKER_SURROGATE_PREFIX) + SURROGATE_GENERIC_RANDOM;
 	s = malloc(len + 1);
 	if (!s)
 		return -ENOMEM;
 	/* A shaped surrogate holds 64 bits or more, and a generic one can only hold a short real
 	 * value: a second try is rare, a third rarer still. */
 	for (;;) {
-		if (f)
+		if (aws)
+			surrogate_aws_secret(s);
+		else if (f)
 			surrogate_shaped(f, real, s);
 		else
 			surrogate_generic(s);

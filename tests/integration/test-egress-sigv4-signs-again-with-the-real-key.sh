@@ -159,6 +159,7 @@ akid=$(get akid)
 assert_match '^ASIA[A-Z0-9]{16}$' "$akid" "the sandbox holds an AWS-shaped surrogate key id"
 assert_ne "$real_akid" "$akid" "... not the real one"
 assert_ne "$real_secret" "$(get secret)" "the sandbox holds a surrogate secret access key"
+assert_match '^[A-Za-z0-9+/]{40}$' "$(get secret)" "... shaped like AWS's (40 characters of base64's alphabet)"
 assert_ne "$real_token" "$(get token)" "... and a surrogate session token"
 
 assert_eq "200 bucket" "$(get s3_list)" "S3 ListObjectsV2 (signed header) reaches the upstream signed with the real key"

@@ -65,7 +65,7 @@ static char *surrogate(const struct broker_secret *real)
 {
 	char *s = NULL;
 
-	assert_int_equal(broker_surrogate_new(real, &s), 0);
+	assert_int_equal(broker_surrogate_new(real, BROKER_SHAPE_OF_VALUE, &s), 0);
 	assert_non_null(s);
 	/* Whatever the form, the real value is never in it. */
 	assert_null(memmem(s, strlen(s), real->data, real->len));
@@ -233,8 +233,26 @@ static void test_surrogate_of_piece_of_generic_prefix_is_still_made(void **state
 	_cleanup_free_ char *s = NULL;
 
 	(void)state;
-	assert_int_equal(broker_surrogate_new(real, &s), 0);
+	assert_int_equal(broker_surrogate_new(real, BROKER_SHAPE_OF_VALUE, &s), 0);
 	assert_generic(s);
+}
+
+/* An AWS secret access key has no prefix: the policy says what it is, and its surrogate is 40
+ * characters of base64's alphabet whatever the real value looks like. */
+static void test_surrogate_of_an_aws_secret_is_shaped_like_one(void **state)
+{
+	_cleanup_(broker_secret_freep) struct broker_secret *real =
+	    make_bytes("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", 40);
+	_cleanup_free_ char *s = NULL, *t = NULL;
+
+	(void)state;
+	assert_int_equal(broker_surrogate_new(real, BROKER_SHAPE_AWS_SECRET, &s), 0);
+	assert_int_equal(broker_surrogate_new(real, BROKER_SHAPE_AWS_SECRET, &t), 0);
+	assert_int_equal(strlen(s), 40);
+	assert_int_equal(
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"), 40);
+	assert_string_not_equal(s, t);
+	assert_null(memmem(s, 40, real->data, real->len));
 }
 
 static void test_surrogate_fits_the_limit(void **state)
@@ -257,6 +275,7 @@ int main(void)
 	    cmocka_unit_test(test_surrogate_of_binary_value_is_generic),
 	    cmocka_unit_test(test_surrogate_never_holds_a_short_real_value),
 	    cmocka_unit_test(test_surrogate_of_piece_of_generic_prefix_is_still_made),
+	    cmocka_unit_test(test_surrogate_of_an_aws_secret_is_shaped_like_one),
 	    cmocka_unit_test(test_surrogate_fits_the_limit),
 	};
 
