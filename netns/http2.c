@@ -35,6 +35,10 @@
 #include "netns/sigv4-internal.h"
 
 #define H2_STREAMS_MAX 100
+/* What a connection's streams may hold of their rewritten heads, in all: a stream that waits for
+ * the upstream (a request queued behind the upstream's own stream limit, a reset not sent yet)
+ * keeps its head in libnghttp2's queue after the sandbox is done with it. */
+#define H2_HEADS_MAX (1024 * 1024)
 #define H2_WINDOW (256 * 1024)	     /* each stream's receive window, on both sides */
 #define H2_CONN_WINDOW (1024 * 1024) /* each connection's */
 #define H2_CONTINUATIONS_MAX 8
@@ -70,7 +74,8 @@ struct h2_stream {
 	struct netns_buf req_hold, up_body;
 	size_t up_unacked; /* bytes of the sandbox's DATA not consumed yet (its window) */
 	bool req_end, req_submitted;
-	bool req_grpc; /* application/grpc: refusals are answered as gRPC statuses */
+	size_t head_bytes; /* of the head as it went upstream (counted in the connection's) */
+	bool req_grpc;	   /* application/grpc: refusals are answered as gRPC statuses */
 
 	/* the response: the same the other way */
 	struct h2_fields resp_in;
@@ -93,7 +98,9 @@ struct netns_h2 {
 	const struct netns_http_flow_options *o;
 	nghttp2_session *sb, *up; /* the sandbox's side (server), the upstream's (client) */
 	struct h2_stream *streams;
-	size_t n_open; /* streams the sandbox has open */
+	size_t n_open;	   /* streams the sandbox has open */
+	size_t n_streams;  /* streams not freed yet (the sandbox's, and the upstream's after it) */
+	size_t head_bytes; /* their rewritten heads */
 	bool goaway_sent;
 	bool connect_protocol; /* the sandbox was told it may use extended CONNECT */
 	int error;	       /* a failure in a callback (-ENOMEM) */
@@ -231,6 +238,7 @@ static struct h2_stream *stream_new(struct netns_h2 *h, int32_t sid)
 		h->streams->prev = st;
 	h->streams = st;
 	h->n_open++;
+	h->n_streams++;
 	return st;
 }
 
@@ -254,6 +262,8 @@ static void stream_free(struct h2_stream *st)
 	netns_buf_done(&st->down_body);
 	flow_ws_dir_done(&st->ws_up);
 	flow_ws_dir_done(&st->ws_down);
+	h->n_streams--;
+	h->head_bytes -= st->head_bytes;
 	free(st);
 }
 
@@ -680,6 +690,8 @@ static void request_head(struct h2_stream *st)
 		r = nv ? 0 : -ENOMEM;
 	}
 	if (r >= 0) {
+		st->head_bytes = netns_buf_len(&out.text);
+		h->head_bytes += st->head_bytes;
 		id = nghttp2_submit_request(h->up, NULL, nv, out.n, st->req_end ? NULL : &prd, st);
 		if (id < 0)
 			r = al_error_set(&err, -EIO, "The upstream takes no more streams: %s",
@@ -995,6 +1007,14 @@ static int sb_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
 	if (frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+		/* Streams the sandbox is done with but the upstream is not count too, so that
+		 * resets cannot pile up requests behind a slow upstream: past the bounds, a new
+		 * stream is refused (the client may try it again). */
+		if (h->n_streams >= H2_STREAMS_MAX || h->head_bytes >= H2_HEADS_MAX) {
+			(void)nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+							NGHTTP2_REFUSED_STREAM);
+			return 0;
+		}
 		st = stream_new(h, frame->hd.stream_id);
 		if (!st || nghttp2_session_set_stream_user_data(s, frame->hd.stream_id, st) < 0) {
 			h->error = -ENOMEM;

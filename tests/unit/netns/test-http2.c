@@ -46,6 +46,7 @@ struct fixture {
 	bool server_silent;   /* the server takes bytes but never reads them (flow control) */
 	size_t server_unread; /* ... and how many it left unread */
 	int error;	      /* the last netns_h2_* error */
+	int refused_streams;  /* the client's streams closed with REFUSED_STREAM */
 };
 
 static struct fixture *fx;
@@ -139,6 +140,8 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *userdat
 	(void)s;
 	sn->closed = true;
 	sn->close_code = code;
+	if (userdata == fx->c && code == NGHTTP2_REFUSED_STREAM)
+		fx->refused_streams++;
 	return 0;
 }
 
@@ -474,6 +477,57 @@ static void test_flow_control_is_end_to_end(void **state)
 	assert_int_equal(left, 0);
 }
 
+static ssize_t never_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
+			  uint32_t *flags, nghttp2_data_source *source, void *userdata)
+{
+	(void)s, (void)id, (void)buf, (void)length, (void)flags, (void)source, (void)userdata;
+	return NGHTTP2_ERR_DEFERRED;
+}
+
+/* An upstream that takes one stream at a time and never answers: the sandbox's requests queue
+ * behind it, and resetting them (below the reset rate limit) frees the sandbox's stream slots
+ * but not the queued heads. Past the connection's bounds new streams are refused, instead of
+ * heads piling up without end (found by the red team: 540 MB in 80 s). */
+static void test_streams_queued_behind_the_upstream_are_bounded(void **state)
+{
+	struct fixture *f = *state;
+	static char big[16000];
+	const nghttp2_settings_entry one = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1};
+	nghttp2_data_provider prd = {.read_callback = never_read};
+	nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "https"), NV(":authority", HOST),
+			   NV(":path", "/"), NV("x-big", "")};
+
+	memset(big, 'b', sizeof(big) - 1);
+	nv[4].value = (uint8_t *)big;
+	nv[4].valuelen = sizeof(big) - 1;
+	nv[4].flags = NGHTTP2_NV_FLAG_NO_INDEX;
+	assert_int_equal(nghttp2_submit_settings(f->server, NGHTTP2_FLAG_NONE, &one, 1), 0);
+	pump(f);
+	for (int i = 0; i < 400 && f->error >= 0; i++) {
+		int32_t id = nghttp2_submit_request(f->client, NULL, nv, 5, &prd, NULL);
+
+		assert_true(id > 0);
+		client_flush(f);
+		if (i > 0) /* the first holds the upstream's one stream */
+			assert_int_equal(nghttp2_submit_rst_stream(f->client, NGHTTP2_FLAG_NONE, id,
+								   NGHTTP2_CANCEL),
+					 0);
+		client_flush(f);
+		if (i % 20 == 19)
+			pump(f);
+	}
+	pump(f);
+	assert_int_equal(f->error, 0);
+	/* At most 100 streams (or 1 MiB of heads) wait: the next one is refused at once. */
+	{
+		int32_t id = get(f, "/next", NULL, NULL);
+
+		pump(f);
+		assert_true(seen_of(f->c, id)->closed);
+		assert_int_equal(seen_of(f->c, id)->close_code, NGHTTP2_REFUSED_STREAM);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +544,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_rapid_reset_ends_the_connection, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flow_control_is_end_to_end, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_streams_queued_behind_the_upstream_are_bounded,
+					    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
