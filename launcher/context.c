@@ -70,6 +70,38 @@ static int add_mounts(struct launcher_context *ctx, struct al_error *err)
 	return 0;
 }
 
+/* An image is the sandbox's root, read-only: no folder the sandbox may write (the workspace, a
+ * writable mount) may be the image, lie in it or hold it, or the sandbox would write programs
+ * into its own root and run them from there (found by review). Compared by real paths. */
+static int check_image_apart(const struct launcher_context *ctx, struct al_error *err)
+{
+	_cleanup_free_ char *ws = NULL;
+
+	if (!ctx->image)
+		return 0;
+	if (ctx->policy->workspace.root) {
+		ws = realpath(ctx->policy->workspace.root, NULL);
+		if (ws && (al_path_is_within(ws, ctx->image) || al_path_is_within(ctx->image, ws)))
+			return al_error_set(
+			    err, -EPERM,
+			    "isolation.image: %s and workspace.root %s overlap: the "
+			    "sandbox could write its own root",
+			    ctx->image, ws);
+	}
+	for (size_t i = 0; i < ctx->n_binds; i++) {
+		const char *src = ctx->binds[i].source;
+
+		if (!ctx->binds[i].read_only &&
+		    (al_path_is_within(src, ctx->image) || al_path_is_within(ctx->image, src)))
+			return al_error_set(
+			    err, -EPERM,
+			    "isolation.image: %s and the writable mount %s overlap: "
+			    "the sandbox could write its own root",
+			    ctx->image, src);
+	}
+	return 0;
+}
+
 static int make_identity(struct launcher_context *ctx)
 {
 	int r;
@@ -167,6 +199,8 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	r = strv_copy(opts->argv, &ctx->argv);
 	if (r >= 0)
 		r = add_mounts(ctx, err);
+	if (r >= 0)
+		r = check_image_apart(ctx, err);
 	if (r >= 0)
 		r = launcher_env_build(p, &ctx->envp);
 	if (r >= 0)
