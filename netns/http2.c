@@ -42,6 +42,11 @@
 #define H2_WINDOW (256 * 1024)	     /* each stream's receive window, on both sides */
 #define H2_CONN_WINDOW (1024 * 1024) /* each connection's */
 #define H2_CONTINUATIONS_MAX 8
+/* Frames a session may hold queued (answers, resets, refusals) before the input that makes more
+ * of them waits: a sandbox that sends and never reads would otherwise grow them without end. The
+ * input is taken H2_FEED_STEP bytes at a time between two looks at the queues. */
+#define H2_QUEUE_MAX 1024
+#define H2_FEED_STEP 4096
 #define H2_RESET_BURST 1000 /* streams the sandbox may reset at once, then H2_RESET_RATE/s */
 #define H2_RESET_RATE 33
 #define H2_FLOOD_FACTOR 4 /* a field section this many times the limit ends the connection */
@@ -1326,25 +1331,39 @@ struct netns_h2 *netns_h2_free(struct netns_h2 *h)
 	return NULL;
 }
 
-static int feed(struct netns_h2 *h, nghttp2_session *s, const uint8_t *buf, size_t len,
-		const char *from, struct al_error *err)
+static bool queues_full(const struct netns_h2 *h)
 {
-	ssize_t n = nghttp2_session_mem_recv(s, buf, len);
-
-	if (h->error < 0)
-		return al_error_set(err, h->error, "Out of memory in HTTP/2 with %s", from);
-	if (n < 0)
-		return al_error_set(err, n == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EBADMSG,
-				    "HTTP/2 from %s: %s", from, nghttp2_strerror((int)n));
-	return 0;
+	return nghttp2_session_get_outbound_queue_size(h->sb) > H2_QUEUE_MAX ||
+	       nghttp2_session_get_outbound_queue_size(h->up) > H2_QUEUE_MAX;
 }
 
-int netns_h2_sandbox_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err)
+static ssize_t feed(struct netns_h2 *h, nghttp2_session *s, const uint8_t *buf, size_t len,
+		    const char *from, struct al_error *err)
+{
+	size_t done = 0;
+
+	while (done < len && !queues_full(h)) {
+		ssize_t n =
+		    nghttp2_session_mem_recv(s, buf + done, MIN(len - done, (size_t)H2_FEED_STEP));
+
+		if (h->error < 0)
+			return al_error_set(err, h->error, "Out of memory in HTTP/2 with %s", from);
+		if (n < 0)
+			return al_error_set(err, n == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EBADMSG,
+					    "HTTP/2 from %s: %s", from, nghttp2_strerror((int)n));
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t netns_h2_sandbox_in(struct netns_h2 *h, const uint8_t *buf, size_t len,
+			    struct al_error *err)
 {
 	return feed(h, h->sb, buf, len, "the sandbox", err);
 }
 
-int netns_h2_upstream_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err)
+ssize_t netns_h2_upstream_in(struct netns_h2 *h, const uint8_t *buf, size_t len,
+			     struct al_error *err)
 {
 	return feed(h, h->up, buf, len, "the upstream", err);
 }

@@ -352,10 +352,13 @@ int netns_h2_new(const struct netns_http_flow_options *o, struct netns_h2 **ret)
 /* Wipes every value it holds. */
 struct netns_h2 *netns_h2_free(struct netns_h2 *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_h2 *, netns_h2_free);
-/* Takes all len bytes from the sandbox, or from the upstream: -EBADMSG for a connection error
- * (err says why), -ENOMEM. */
-int netns_h2_sandbox_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err);
-int netns_h2_upstream_in(struct netns_h2 *h, const uint8_t *buf, size_t len, struct al_error *err);
+/* Takes bytes from the sandbox, or from the upstream: how many (fewer than len, even none, while
+ * what is queued for either side waits to be taken out: netns_h2_out(), then feed the rest),
+ * -EBADMSG for a connection error (err says why), -ENOMEM. */
+ssize_t netns_h2_sandbox_in(struct netns_h2 *h, const uint8_t *buf, size_t len,
+			    struct al_error *err);
+ssize_t netns_h2_upstream_in(struct netns_h2 *h, const uint8_t *buf, size_t len,
+			     struct al_error *err);
 /* Appends what is to be sent to each side, while each buffer is under NETNS_HTTP_FLOW_OUT_MAX. */
 int netns_h2_out(struct netns_h2 *h, struct netns_buf *to_sandbox, struct netns_buf *to_upstream,
 		 struct al_error *err);

@@ -800,6 +800,24 @@ static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
 	return 0;
 }
 
+/* Gives what in holds from one side to the HTTP/2 connection, which takes what it can: the rest
+ * waits in in (which, full, stops reading that side) until what is queued for the sides is out. */
+static int h2_take(struct conn *c, struct netns_buf *in, bool sandbox, bool *progress,
+		   struct al_error *err)
+{
+	ssize_t n = sandbox
+			? netns_h2_sandbox_in(c->h2, netns_buf_head(in), netns_buf_len(in), err)
+			: netns_h2_upstream_in(c->h2, netns_buf_head(in), netns_buf_len(in), err);
+
+	if (n < 0)
+		return (int)n;
+	if (n > 0) {
+		netns_buf_consume(in, (size_t)n);
+		*progress = true;
+	}
+	return 0;
+}
+
 /* One round of an HTTP/2 connection: each side's bytes in, then what each is to get out. A
  * connection error (the sandbox's or the upstream's) ends both sides. */
 static int h2_round(struct conn *c, bool *progress)
@@ -808,11 +826,8 @@ static int h2_round(struct conn *c, bool *progress)
 	int r;
 
 	r = read_side(c->cfd, c->ctls, &c->cin, &c->c_eof, progress);
-	if (r >= 0 && netns_buf_len(&c->cin) > 0) {
-		r = netns_h2_sandbox_in(c->h2, netns_buf_head(&c->cin), netns_buf_len(&c->cin),
-					&err);
-		buf_consume_all(&c->cin);
-	}
+	if (r >= 0 && netns_buf_len(&c->cin) > 0)
+		r = h2_take(c, &c->cin, true, progress, &err);
 	if (r >= 0 && !c->u_eof) {
 		bool was_eof = c->u_eof;
 
@@ -821,11 +836,8 @@ static int h2_round(struct conn *c, bool *progress)
 		if (c->u_eof && !was_eof)
 			netns_h2_upstream_eof(c->h2);
 	}
-	if (r >= 0 && netns_buf_len(&c->uin) > 0) {
-		r = netns_h2_upstream_in(c->h2, netns_buf_head(&c->uin), netns_buf_len(&c->uin),
-					 &err);
-		buf_consume_all(&c->uin);
-	}
+	if (r >= 0 && netns_buf_len(&c->uin) > 0)
+		r = h2_take(c, &c->uin, false, progress, &err);
 	if (r >= 0)
 		r = netns_h2_out(c->h2, &c->to_c, &c->to_u, &err);
 	if (r >= 0 && !c->u_eof)

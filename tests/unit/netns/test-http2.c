@@ -224,6 +224,46 @@ static int teardown(void **state)
 	return 0;
 }
 
+static void deliver(struct fixture *f);
+
+/* Gives n bytes from the client (or the server) to the proxy, whole: what it does not take yet
+ * waits for its queued frames to be delivered. */
+static int give(struct fixture *f, bool client, const uint8_t *p, size_t n)
+{
+	struct al_error err = {0};
+
+	while (n > 0) {
+		ssize_t k = client ? netns_h2_sandbox_in(f->h, p, n, &err)
+				   : netns_h2_upstream_in(f->h, p, n, &err);
+
+		if (k < 0)
+			return (int)k;
+		p += k;
+		n -= (size_t)k;
+		if (n > 0)
+			deliver(f);
+	}
+	return 0;
+}
+
+/* Takes what the proxy has for each side out, and hands it over. */
+static void deliver(struct fixture *f)
+{
+	struct al_error err = {0};
+
+	f->error = netns_h2_out(f->h, &f->to_c, &f->to_u, &err);
+	if (netns_buf_len(&f->to_u) > 0) {
+		assert_true(nghttp2_session_mem_recv(f->server, netns_buf_head(&f->to_u),
+						     netns_buf_len(&f->to_u)) >= 0);
+		netns_buf_consume(&f->to_u, netns_buf_len(&f->to_u));
+	}
+	if (netns_buf_len(&f->to_c) > 0) {
+		assert_true(nghttp2_session_mem_recv(f->client, netns_buf_head(&f->to_c),
+						     netns_buf_len(&f->to_c)) >= 0);
+		netns_buf_consume(&f->to_c, netns_buf_len(&f->to_c));
+	}
+}
+
 /* Moves bytes until nothing moves: what the client sends to the proxy, what the proxy has for
  * each side, what the server answers. Stops at a connection error (f->error). */
 static void pump(struct fixture *f)
@@ -238,13 +278,13 @@ static void pump(struct fixture *f)
 		moved = false;
 		while ((n = nghttp2_session_mem_send(f->client, &p)) > 0) {
 			moved = true;
-			f->error = netns_h2_sandbox_in(f->h, p, (size_t)n, &err);
+			f->error = give(f, true, p, (size_t)n);
 			if (f->error < 0)
 				return;
 		}
 		while ((n = nghttp2_session_mem_send(f->server, &p)) > 0) {
 			moved = true;
-			f->error = netns_h2_upstream_in(f->h, p, (size_t)n, &err);
+			f->error = give(f, false, p, (size_t)n);
 			if (f->error < 0)
 				return;
 		}
@@ -273,8 +313,9 @@ static void client_flush(struct fixture *f)
 	const uint8_t *p;
 	ssize_t n;
 
+	(void)err;
 	while (f->error >= 0 && (n = nghttp2_session_mem_send(f->client, &p)) > 0)
-		f->error = netns_h2_sandbox_in(f->h, p, (size_t)n, &err);
+		f->error = give(f, true, p, (size_t)n);
 }
 
 #define NV(n, v)                                                                                   \
@@ -392,15 +433,15 @@ static void test_a_continuation_flood_ends_the_connection(void **state)
 	/* CONTINUATION on stream 1, no flags, "x: y" literal without indexing */
 	static const uint8_t cont[] = {0, 0, 5, 9, 0, 0, 0, 0, 1, 0x00, 1, 'x', 1, 'y'};
 	struct al_error err = {0};
-	int r;
+	ssize_t r;
 
 	/* A fresh connection of raw bytes (the fixture's client stays silent). */
 	r = netns_h2_sandbox_in(f->h, preface, sizeof(preface) - 1, &err);
-	assert_int_equal(r, 0);
+	assert_int_equal(r, sizeof(preface) - 1);
 	r = netns_h2_sandbox_in(f->h, settings, sizeof(settings), &err);
-	assert_int_equal(r, 0);
+	assert_int_equal(r, sizeof(settings));
 	r = netns_h2_sandbox_in(f->h, headers, sizeof(headers), &err);
-	assert_int_equal(r, 0);
+	assert_int_equal(r, sizeof(headers));
 	for (int i = 0; i < 100 && r >= 0; i++)
 		r = netns_h2_sandbox_in(f->h, cont, sizeof(cont), &err);
 	assert_true(r < 0 || netns_h2_done(f->h));
@@ -528,6 +569,45 @@ static void test_streams_queued_behind_the_upstream_are_bounded(void **state)
 	}
 }
 
+/* A sandbox that opens streams and never reads what it is answered (the proxy refusing them as
+ * fast as they come): past a bound of frames queued for it, the proxy takes no more of its input,
+ * instead of queueing refusals without end (found by the red team: 540 MB in 60 s). */
+static void test_a_sandbox_that_never_reads_stops_being_read(void **state)
+{
+	struct fixture *f = *state;
+	static const uint8_t preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	static const uint8_t settings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+	/* HEADERS, END_HEADERS, on stream ID: :method GET, :scheme https, :path / (indexed),
+	 * :authority api.test (literal, indexed name) */
+	uint8_t headers[] = {0,	   0,	 13, 1,	  4,   0,   0,	 0,   0,   0x82, 0x87,
+			     0x84, 0x01, 8,  'a', 'p', 'i', '.', 't', 'e', 's',	 't'};
+	struct al_error err = {0};
+	size_t taken = 0, offered = 0;
+
+	assert_int_equal(netns_h2_sandbox_in(f->h, preface, sizeof(preface) - 1, &err),
+			 sizeof(preface) - 1);
+	assert_int_equal(netns_h2_sandbox_in(f->h, settings, sizeof(settings), &err),
+			 sizeof(settings));
+	/* Streams past every limit, as fast as they come; nothing is ever read back. */
+	for (uint32_t id = 1; id < 2 * 400000; id += 2) {
+		ssize_t k;
+
+		headers[5] = (uint8_t)(id >> 24);
+		headers[6] = (uint8_t)(id >> 16);
+		headers[7] = (uint8_t)(id >> 8);
+		headers[8] = (uint8_t)id;
+		k = netns_h2_sandbox_in(f->h, headers, sizeof(headers), &err);
+		assert_true(k >= 0);
+		offered += sizeof(headers);
+		taken += (size_t)k;
+		assert_int_equal(netns_h2_out(f->h, &f->to_c, &f->to_u, &err), 0);
+		if (k == 0)
+			break;
+	}
+	assert_true(taken < offered);
+	assert_true(netns_buf_len(&f->to_c) <= NETNS_HTTP_FLOW_OUT_MAX + 65536);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +626,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flow_control_is_end_to_end, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_streams_queued_behind_the_upstream_are_bounded,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_sandbox_that_never_reads_stops_being_read, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
