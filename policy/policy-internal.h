@@ -244,3 +244,16 @@ const char *policy_injection_to_string(enum policy_injection i);
 
 /* Sorts p->network.resolve by name (the canonical order). */
 void policy_sort_resolve(struct policy *p);
+
+/* policy-host.c: what a profile's contracts measure a policy against on the host that checks
+ * it (unit tests wrap these two). */
+struct policy_host_facts {
+	uint64_t mem_total; /* bytes (MemTotal) */
+	uint64_t pid_max;   /* /proc/sys/kernel/pid_max, at most POLICY_PIDS_MAX */
+	uint64_t cpus;	    /* online */
+};
+int policy_host_facts(struct policy_host_facts *ret);
+/* Stats the file path names inside root ("/", or an image's folder), every symbolic link
+ * followed and resolved inside root, as the sandbox would see it. -errno. */
+struct stat;
+int policy_host_stat(const char *root, const char *path, struct stat *ret);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/path-util.h"
 #include "policy/policy-internal.h"
@@ -85,9 +86,66 @@ static int check_egress(const struct policy *p, struct al_error *err)
 	return 0;
 }
 
+/* Where the sandbox finds path: in the source of the mount it lies in (the deepest), in the
+ * workspace, or in its root (the image's folder, or the host's /). */
+static const char *where_in_sandbox(const struct policy *p, const char *path, const char **ret_rel)
+{
+	const char *root = p->image ? p->image : "/", *target = "/";
+
+	*ret_rel = path;
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (al_path_is_within(path, p->mounts[i].target) &&
+		    strlen(p->mounts[i].target) > strlen(target)) {
+			target = p->mounts[i].target;
+			root = p->mounts[i].source;
+		}
+	if (al_path_is_within(path, p->workspace.mount) &&
+	    strlen(p->workspace.mount) > strlen(target)) {
+		target = p->workspace.mount;
+		root = p->workspace.root;
+	}
+	if (!streq(target, "/"))
+		*ret_rel = path[strlen(target)] ? path + strlen(target) : "/";
+	return root;
+}
+
+/* An entry is one program: a regular executable file, links followed, as the sandbox sees it.
+ * Landlock grants a directory's entry to everything below it ("/usr": every program). */
+static int check_executable_file(const struct policy *p, size_t i, struct al_error *err)
+{
+	const char *path = p->executables.items[i], *rel, *root = where_in_sandbox(p, path, &rel);
+	struct stat st;
+	int r;
+
+	r = policy_host_stat(root, rel, &st);
+	if (r < 0)
+		return al_error_set(err, -EINVAL,
+				    "executables[%zu]: " NS_V1 " needs a regular executable file: "
+				    "%s: %s",
+				    i, QUOTE(path), strerror(-r));
+	if (S_ISDIR(st.st_mode))
+		return al_error_set(err, -EINVAL,
+				    "executables[%zu]: " NS_V1 " needs a regular executable file, "
+				    "not the directory %s (which allows every program below it)",
+				    i, QUOTE(path));
+	if (!S_ISREG(st.st_mode))
+		return al_error_set(err, -EINVAL,
+				    "executables[%zu]: " NS_V1 " needs a regular executable file, "
+				    "and %s is not a regular file",
+				    i, QUOTE(path));
+	if (!(st.st_mode & 0111))
+		return al_error_set(err, -EINVAL,
+				    "executables[%zu]: " NS_V1 " needs a regular executable file, "
+				    "and %s is not executable",
+				    i, QUOTE(path));
+	return 0;
+}
+
 /* An empty list is no allow list at all (every program may run): more than 64. */
 static int check_executable(const struct policy *p, struct al_error *err)
 {
+	int r;
+
 	if (p->executables.n == 0)
 		return al_error_set(err, -EINVAL,
 				    "executables: " NS_V1 " needs an allow list of at most %d "
@@ -98,6 +156,11 @@ static int check_executable(const struct policy *p, struct al_error *err)
 				    "executables: " NS_V1 " allows at most %d executables (this "
 				    "policy has %zu)",
 				    POLICY_PROFILE_EXECUTABLES_MAX, p->executables.n);
+	for (size_t i = 0; i < p->executables.n; i++) {
+		r = check_executable_file(p, i, err);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 

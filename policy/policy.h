@@ -292,7 +292,8 @@ int policy_profile_from_string(const char *s, enum policy_profile *ret);
 size_t policy_profile_n_contracts(enum policy_profile prof);
 const char *policy_profile_contract(enum policy_profile prof, size_t i);
 /* Whether p meets contract i of prof: 0, or -EINVAL with err naming the field and the contract
- * ("resources.cpu: linux-ns-v1 needs a cpu limit"). Pure: looks at nothing but p. */
+ * ("resources.cpu: linux-ns-v1 needs a cpu limit"). Looks at p and at the host that checks it:
+ * the files executables names (policy-host.c). */
 int policy_profile_check_contract(const struct policy *p, enum policy_profile prof, size_t i,
 				  struct al_error *err);
 /* Every contract of prof: the first refusal. */

@@ -82,6 +82,16 @@ refused executables-70 'executables: linux-ns-v1 allows at most 64 executables (
 	< <(policy executables="$(executables 70)")
 refused executables-none 'executables: linux-ns-v1 needs an allow list' \
 	< <(policy executables='[]')
+# Each entry is one regular executable file: a directory would allow every program below it.
+refused executables-dir 'executables[0]: linux-ns-v1 needs a regular executable file, not the directory "/usr"' \
+	< <(policy executables='["/usr"]')
+refused executables-glob 'executables[1]: linux-ns-v1 needs a regular executable file: "/usr/bin/*": No such file' \
+	< <(policy executables='["/usr/bin/sh", "/usr/bin/*"]')
+policy executables='["/usr/bin/sh", "/usr/bin"]' | sed 's/"profile": "linux-ns-v1", //' >"$IT_TMP/dir.json"
+al_run policy check --profile linux-ns-v1 "$IT_TMP/dir.json"
+assert_eq 1 "$AL_RC" "policy check --profile fails a directory in executables"
+assert_contains "$AL_OUT" 'linux-ns-v1 executable: executables[1]: linux-ns-v1 needs a regular executable file, not the directory "/usr/bin"' \
+	"the executable line names the directory"
 refused tmp 'mounts[0].target: linux-ns-v1 needs /tmp a tmpfs of its own' \
 	< <(policy mounts='[{"source": "/usr/share", "target": "/tmp", "mode": "ro"}]')
 refused workspace-relative 'workspace.root: linux-ns-v1 needs an absolute path' \

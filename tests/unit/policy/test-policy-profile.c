@@ -2,8 +2,49 @@
  * the field and the contract) and accepted; the general bounds every policy has. */
 
 #include <errno.h>
+#include <sys/stat.h>
 
+#include "policy/policy-internal.h"
 #include "tests/unit/policy/policy-test.h"
+
+/* The host the contracts measure against (policy-host.c, wrapped): 8 GiB, pid_max 32768, 4 CPUs,
+ * and a file system where every path is a program but these. */
+int __wrap_policy_host_facts(struct policy_host_facts *ret);
+int __wrap_policy_host_facts(struct policy_host_facts *ret)
+{
+	*ret =
+	    (struct policy_host_facts){.mem_total = UINT64_C(8) << 30, .pid_max = 32768, .cpus = 4};
+	return 0;
+}
+
+int __wrap_policy_host_stat(const char *root, const char *path, struct stat *ret);
+int __wrap_policy_host_stat(const char *root, const char *path, struct stat *ret)
+{
+	static const struct {
+		const char *root, *path;
+		mode_t mode;
+	} files[] = {
+	    {"/", "/usr", S_IFDIR | 0755},
+	    {"/", "/usr/bin", S_IFDIR | 0755},
+	    {"/", "/usr/bin/notes.txt", S_IFREG | 0644},
+	    {"/", "/dev/null", S_IFCHR | 0666},
+	    {"/", "/usr/bin/missing", 0},
+	    {"/", "/usr/bin/*", 0},
+	    {"/opt/tools", "/bin/tool", S_IFREG | 0755},
+	    {"/opt/tools", "/bin", S_IFDIR | 0755},
+	};
+
+	*ret = (struct stat){.st_mode = S_IFREG | 0755};
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		if (!streq(root, files[i].root) || !streq(path, files[i].path))
+			continue;
+		if (files[i].mode == 0)
+			return -ENOENT;
+		ret->st_mode = files[i].mode;
+		return 0;
+	}
+	return streq(root, "/") ? 0 : -ENOENT;
+}
 
 /* The parts of a policy that conforms to linux-ns-v1; a test replaces one. */
 struct parts {
@@ -236,6 +277,39 @@ static void test_executable_allow_list_has_1_to_64_entries(void **state)
 	accepted(&pt);
 }
 
+/* Each entry is one program: a regular executable file (links followed), as the sandbox sees it
+ * (through a mount's source). A directory would allow everything below it. */
+static void test_executable_entries_are_regular_executable_files(void **state)
+{
+	struct parts pt = CONFORMING;
+
+	(void)state;
+	pt.executables = "['/usr']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file, not the "
+		     "directory \"/usr\" (which allows every program below it)");
+	pt.executables = "['/usr/bin/python3', '/usr/bin']";
+	refused(&pt, "executables[1]: linux-ns-v1 needs a regular executable file, not the "
+		     "directory \"/usr/bin\"");
+	pt.executables = "['/usr/bin/notes.txt']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file, and "
+		     "\"/usr/bin/notes.txt\" is not executable");
+	pt.executables = "['/dev/null']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file, and "
+		     "\"/dev/null\" is not a regular file");
+	pt.executables = "['/usr/bin/missing']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file: "
+		     "\"/usr/bin/missing\": No such file or directory");
+	pt.executables = "['/usr/bin/*']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file: "
+		     "\"/usr/bin/*\": No such file or directory");
+	pt.mounts = "[{'source': '/opt/tools', 'target': '/tools', 'mode': 'ro'}]";
+	pt.executables = "['/tools/bin/tool']";
+	accepted(&pt);
+	pt.executables = "['/tools/bin']";
+	refused(&pt, "executables[0]: linux-ns-v1 needs a regular executable file, not the "
+		     "directory \"/tools/bin\"");
+}
+
 static void test_tmp_stays_a_tmpfs_of_its_own(void **state)
 {
 	struct parts pt = CONFORMING;
@@ -316,6 +390,7 @@ int main(void)
 	    cmocka_unit_test(test_cgroup_io_needs_a_weight_in_range),
 	    cmocka_unit_test(test_egress_is_denied_by_default_with_at_most_256_routes),
 	    cmocka_unit_test(test_executable_allow_list_has_1_to_64_entries),
+	    cmocka_unit_test(test_executable_entries_are_regular_executable_files),
 	    cmocka_unit_test(test_tmp_stays_a_tmpfs_of_its_own),
 	    cmocka_unit_test(test_workspace_root_is_absolute_plain_and_no_system_folder),
 	    cmocka_unit_test(test_without_the_profile_lists_reach_1024),
