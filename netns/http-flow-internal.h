@@ -405,6 +405,11 @@ int flow_bound_values(struct netns_http_flow *f, struct al_error *err);
  * response head. */
 int flow_refresh_values(struct netns_http_flow *f);
 
+/* Whether p (n bytes) holds a real value the flow knows (resolved, bound or the sidecar's) in
+ * any case of its letters: HTTP/2 field names are lower case, so a value an upstream put in one
+ * comes folded, where the un-swap (which keeps case) would not find it. */
+bool flow_holds_value_nocase(const struct netns_http_flow *f, const char *p, size_t n);
+
 /* ---- http-flow-request.c: request heads ---- */
 
 /* Refuses a surrogate in p: as it is (unless raw_ok, where it is swapped), base64-encoded, or

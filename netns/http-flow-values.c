@@ -293,3 +293,27 @@ int flow_bound_values(struct netns_http_flow *f, struct al_error *err)
 	}
 	return 0;
 }
+
+/* Whether p[0..n) holds b[0..m) in any case of its ASCII letters. */
+static bool holds_nocase(const char *p, size_t n, const char *b, size_t m)
+{
+	for (size_t i = 0; m > 0 && i + m <= n; i++)
+		if (ascii_eq_n(p + i, m, b, m))
+			return true;
+	return false;
+}
+
+bool flow_holds_value_nocase(const struct netns_http_flow *f, const char *p, size_t n)
+{
+	for (size_t i = 0; i < f->n_surrogates; i++) {
+		const struct broker_secret *v = f->values[i] ? f->values[i] : f->bound[i];
+
+		if (v && v->len >= VALUE_MIN && holds_nocase(p, n, v->data, v->len))
+			return true;
+	}
+	for (size_t i = 0; i < f->n_side; i++)
+		if (f->side[i].value_len >= VALUE_MIN &&
+		    holds_nocase(p, n, f->sidecar->data + f->side[i].value, f->side[i].value_len))
+			return true;
+	return false;
+}

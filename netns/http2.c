@@ -791,6 +791,13 @@ static int unswap_fields(struct netns_h2 *h, const struct h2_fields *in, struct 
 		size_t nl = in->f[i].name_len, vl = in->f[i].value_len;
 		struct match mt;
 
+		/* A name holding a value cannot be turned back (a surrogate may have upper-case
+		 * letters, which a name may not): the response is refused. */
+		if (flow_holds_value_nocase(h->f, name, nl)) {
+			r = al_error_set(err, -EIO,
+					 "A response field's name holds a credential's value");
+			break;
+		}
 		if (ascii_eq(name, nl, "content-length")) {
 			if (flow_matcher_find(&h->f->values_m, (const uint8_t *)v,
 					      (const uint8_t *)v + vl, &mt))

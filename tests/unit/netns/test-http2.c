@@ -42,11 +42,12 @@ struct fixture {
 	struct seen c[STREAMS + 1], s[STREAMS + 1]; /* by stream id / 2 */
 	int swapped, refused;
 	uint32_t refused_stream;
-	const char *answer;   /* the server's response body */
-	bool server_silent;   /* the server takes bytes but never reads them (flow control) */
-	size_t server_unread; /* ... and how many it left unread */
-	int error;	      /* the last netns_h2_* error */
-	int refused_streams;  /* the client's streams closed with REFUSED_STREAM */
+	const char *answer;	  /* the server's response body */
+	const char *answer_field; /* and a field it adds, named so (value "1"), or NULL */
+	bool server_silent;	  /* the server takes bytes but never reads them (flow control) */
+	size_t server_unread;	  /* ... and how many it left unread */
+	int error;		  /* the last netns_h2_* error */
+	int refused_streams;	  /* the client's streams closed with REFUSED_STREAM */
 };
 
 static struct fixture *fx;
@@ -160,14 +161,20 @@ static ssize_t answer_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
 /* The upstream answers each request once it ended: 200 and fx->answer. */
 static int server_frame(nghttp2_session *s, const nghttp2_frame *frame, void *userdata)
 {
-	const nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)"200", 7, 3, 0}};
+	const nghttp2_nv nv[] = {
+	    {(uint8_t *)":status", (uint8_t *)"200", 7, 3, 0},
+	    {(uint8_t *)fx->answer_field, (uint8_t *)"1",
+	     fx->answer_field ? strlen(fx->answer_field) : 0, 1, 0},
+	};
 	nghttp2_data_provider prd = {.source.ptr = (void *)fx->answer,
 				     .read_callback = answer_read};
 
 	(void)userdata;
 	if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
 	    (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-		assert_int_equal(nghttp2_submit_response(s, frame->hd.stream_id, nv, 1, &prd), 0);
+		assert_int_equal(nghttp2_submit_response(s, frame->hd.stream_id, nv,
+							 fx->answer_field ? 2 : 1, &prd),
+				 0);
 	return 0;
 }
 
@@ -358,6 +365,23 @@ static void test_a_surrogate_in_a_field_is_swapped_and_the_echo_turned_back(void
 	assert_true(seen_of(f->c, id)->closed);
 	assert_int_equal(f->swapped, 1);
 	assert_true(netns_h2_idle(f->h));
+}
+
+/* HTTP/2 names are lower case, so a value an upstream puts in one cannot be turned back (the
+ * surrogate may hold upper-case letters), and comes folded: the response is refused (found by
+ * the red team: the real token reached the sandbox in a header name). */
+static void test_a_value_in_a_response_field_name_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	int32_t id;
+
+	f->answer_field = "x-real-value-one-0123-seen";
+	id = get(f, "/", "authorization", "Bearer " S1);
+	pump(f);
+	assert_int_equal(f->error, 0);
+	assert_int_equal(seen_of(f->c, id)->status, 502);
+	assert_null(strstr(seen_of(f->c, id)->headers, V1));
+	assert_int_equal(f->refused, 1);
 }
 
 static void test_a_surrogate_in_the_path_is_refused_on_its_stream_only(void **state)
@@ -615,6 +639,8 @@ int main(void)
 		test_a_surrogate_in_a_field_is_swapped_and_the_echo_turned_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_surrogate_in_the_path_is_refused_on_its_stream_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_value_in_a_response_field_name_is_refused, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_a_surrogate_toward_an_unbound_host_is_refused,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_another_authority_is_refused, setup, teardown),
