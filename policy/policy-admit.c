@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -136,6 +137,58 @@ static bool rule_is_wide(const struct policy_net_rule *rule)
 	return false;
 }
 
+struct span {
+	uint64_t first, last;
+};
+
+static int span_compare(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Whether the allow rules of family cover together more than one rule may alone (an IPv4 /8, an
+ * IPv6 /16): their ranges merged, so that a rule repeated (on another port) or inside another
+ * counts once. IPv6 is counted in /64s, a longer prefix as one whole /64 (a bound, not less). */
+static bool rules_are_wide_together(const struct policy *p, uint8_t family)
+{
+	struct span spans[POLICY_LIST_MAX];
+	unsigned unit_bits = family == AF_INET ? 32 : 64, wide = family == AF_INET ? 8 : 16;
+	uint64_t total = 0, limit = UINT64_C(1) << (unit_bits - wide);
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->network.n_rules && n < ELEMENTSOF(spans); i++) {
+		const struct policy_net_rule *rule = &p->network.rules[i];
+		uint64_t first = 0;
+		unsigned host_bits;
+
+		if (rule->action != POLICY_NET_ALLOW || rule->kind != POLICY_DEST_CIDR ||
+		    rule->family != family)
+			continue;
+		for (unsigned b = 0; b < unit_bits / 8; b++)
+			first = first << 8 | rule->addr[b];
+		host_bits = rule->prefix_len >= unit_bits ? 0 : unit_bits - rule->prefix_len;
+		first &= host_bits >= 64 ? 0 : ~((UINT64_C(1) << host_bits) - 1);
+		spans[n].first = first;
+		spans[n].last =
+		    first + (host_bits >= 64 ? UINT64_MAX : (UINT64_C(1) << host_bits) - 1);
+		n++;
+	}
+	qsort(spans, n, sizeof(spans[0]), span_compare);
+	for (size_t i = 0; i < n;) {
+		struct span s = spans[i];
+
+		for (i++; i < n && spans[i].first <= s.last; i++)
+			s.last = MAX(s.last, spans[i].last);
+		/* s.last - s.first + 1 addresses (units); more than limit in all is wide */
+		if (s.last - s.first >= limit - total)
+			return true;
+		total += s.last - s.first + 1;
+	}
+	return false;
+}
+
 static void network_tier(const struct policy *p, struct tier_walk *t)
 {
 	if (p->network.default_action == POLICY_NET_ALLOW)
@@ -151,6 +204,11 @@ static void network_tier(const struct policy *p, struct tier_walk *t)
 		else
 			tier_raise(t, 2, "egress", "network.rules[%zu]", i);
 	}
+	if (rules_are_wide_together(p, AF_INET) || rules_are_wide_together(p, AF_INET6))
+		tier_raise(t, 3,
+			   "rules allowing together a wide part of the internet (more than an "
+			   "IPv4 /8 or an IPv6 /16)",
+			   "network.rules");
 	if (p->network.n_resolve > 0)
 		tier_raise(t, 2, "pinned names", "network.resolve");
 }

@@ -78,6 +78,9 @@ refused egress-default 'network.default: linux-ns-v1 needs egress denied by defa
 	< <(policy network='{"default": "allow"}')
 refused egress-routes 'network.rules: linux-ns-v1 allows at most 256 routes (this policy has 300)' \
 	< <(policy network="$(rules 300)")
+# Rules are judged together: two /8s (or 256 of them, all of IPv4) are a tier 3 policy, as a /7 is.
+refused egress-together 'network.rules: rules allowing together a wide part of the internet' \
+	< <(policy network='{"default": "deny", "rules": [{"destination": "10.0.0.0/8", "action": "allow"}, {"destination": "11.0.0.0/8", "action": "allow"}]}')
 refused executables-70 'executables: linux-ns-v1 allows at most 64 executables (this policy has 70)' \
 	< <(policy executables="$(executables 70)")
 refused executables-none 'executables: linux-ns-v1 needs an allow list' \

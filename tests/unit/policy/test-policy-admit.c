@@ -190,6 +190,25 @@ static const struct tier_case {
      "{'network':{'rules':[{'destination':'0.0.0.0/1','action':'allow'},"
      "{'destination':'128.0.0.0/1','action':'allow'}]}}",
      3, "network.rules[0]", "a rule allowing a wide part"},
+    /* Together too: what the allow rules cover at once, each address counted once. */
+    {"two /8 rules together are tier 3",
+     "{'network':{'rules':[{'destination':'10.0.0.0/8','action':'allow'},"
+     "{'destination':'11.0.0.0/8','action':'allow'}]}}",
+     3, "network.rules", "rules allowing together a wide part"},
+    {"a /8 repeated on other ports, and a /16 within it, stay tier 2",
+     "{'network':{'rules':[{'destination':'10.0.0.0/8','action':'allow','port':80},"
+     "{'destination':'10.0.0.0/8','action':'allow','port':443},"
+     "{'destination':'10.1.0.0/16','action':'allow'},"
+     "{'destination':'11.0.0.0/8','action':'deny'}]}}",
+     2, "network.rules[0]", "egress"},
+    {"two IPv6 /16 rules together are tier 3",
+     "{'network':{'rules':[{'destination':'2001::/16','action':'allow'},"
+     "{'destination':'2002::/16','action':'allow'}]}}",
+     3, "network.rules", "rules allowing together a wide part"},
+    {"two IPv6 /17 rules (a /16) stay tier 2",
+     "{'network':{'rules':[{'destination':'2001::/17','action':'allow'},"
+     "{'destination':'2001:8000::/17','action':'allow'}]}}",
+     2, "network.rules[0]", "egress"},
     {"a wide IPv6 range is tier 3",
      "{'network':{'rules':[{'destination':'2000::/3','action':'allow'}]}}", 3, "network.rules[0]",
      "a rule allowing a wide part"},
