@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "broker/client.h"
 #include "netns/http-flow-internal.h"
@@ -21,6 +22,10 @@
 #include "policy/policy.h"
 
 #define TOKEN_HEADER "x-amz-security-token"
+/* How far from now a request's X-Amz-Date may be (AWS's own allowance of clock skew), and how old
+ * a presigned URL's may be (the longest X-Amz-Expires AWS takes: 7 days). */
+#define SKEW_SEC (15 * 60)
+#define PRESIGNED_AGE_MAX (7 * 24 * 60 * 60)
 
 static const struct policy_credential *credential_named(const struct netns_http_flow *f,
 							const char *name)
@@ -217,6 +222,64 @@ static int amz_date(const struct netns_http_request *req, const struct netns_sig
 		return al_error_set(err, -EBADMSG, "A SigV4 request without a valid X-Amz-Date");
 	if (memcmp(ret->p, s->date.p, 8) != 0)
 		return al_error_set(err, -EBADMSG, "X-Amz-Date is not the SigV4 scope's date");
+	return 0;
+}
+
+/* Whether the signed header list (names separated by ';') names name. */
+static bool signs_header(const struct netns_sigv4 *s, const char *name)
+{
+	const char *p = s->signed_headers, *end = p + s->signed_headers_len;
+
+	while (p < end) {
+		const char *semi = memchr(p, ';', (size_t)(end - p));
+		size_t n = semi ? (size_t)(semi - p) : (size_t)(end - p);
+
+		if (ascii_eq(p, n, name))
+			return true;
+		p += n + 1;
+	}
+	return false;
+}
+
+/* YYYYMMDDTHHMMSSZ as seconds since the epoch, or -1. */
+static time_t parse_amz_date(const struct netns_sigv4_str *d)
+{
+	struct tm tm = {0};
+	char buf[17];
+
+	if (d->n != 16)
+		return -1;
+	memcpy(buf, d->p, 16);
+	buf[16] = '\0';
+	if (sscanf(buf, "%4d%2d%2dT%2d%2d%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+		   &tm.tm_min, &tm.tm_sec) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return timegm(&tm);
+}
+
+/* What a signature made with the real key must be bound to, so that the sandbox cannot have one
+ * for another host, without the token, or for later (found by the red team): the Host (and the
+ * session token, when the request carries it in a header) among the signed headers, and a date
+ * near now (a presigned URL's no later than now and at most 7 days old). */
+static int check_binding(const struct netns_http_request *req, const struct netns_sigv4 *s,
+			 const struct netns_sigv4_str *date, struct al_error *err)
+{
+	time_t t = parse_amz_date(date), now = time(NULL);
+
+	if (!signs_header(s, "host"))
+		return al_error_set(err, -EPERM, "A SigV4 request must sign its Host header");
+	if (!s->presigned && header_named(req, TOKEN_HEADER, NULL) &&
+	    !signs_header(s, TOKEN_HEADER))
+		return al_error_set(err, -EPERM,
+				    "A SigV4 request must sign its X-Amz-Security-Token header");
+	if (t < 0)
+		return al_error_set(err, -EBADMSG, "A SigV4 request without a valid X-Amz-Date");
+	if (t > now + SKEW_SEC ||
+	    (s->presigned ? t < now - PRESIGNED_AGE_MAX - SKEW_SEC : t < now - SKEW_SEC))
+		return al_error_set(err, -EPERM,
+				    "The SigV4 request's X-Amz-Date is too far from the time now");
 	return 0;
 }
 
@@ -493,6 +556,8 @@ int flow_sigv4_request(struct netns_http_flow *f, const struct netns_http_reques
 	};
 	d->rq_fwd.headers = d->fwd;
 	r = amz_date(req, s, &d->rq_sent.amz_date, err);
+	if (r >= 0)
+		r = check_binding(req, s, &d->rq_sent.amz_date, err);
 	if (r >= 0)
 		r = payload_hash(req, s, body, body_len, d, &d->rq_sent.payload_hash, err);
 	if (r < 0)

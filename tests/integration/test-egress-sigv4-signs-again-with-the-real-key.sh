@@ -120,6 +120,31 @@ call("wrong_secret", lambda: client("s3", secret="x" * 40).list_objects_v2(Bucke
 call("other_host", lambda: client("s3", endpoint="https://other.test:$sp").list_objects_v2(Bucket="bucket"))
 fetch("raw_secret", urllib.request.Request(E + "/leak-secret",
                                            headers={"X-Leak": os.environ["AWS_SECRET_ACCESS_KEY"]}))
+# A signature that does not sign the Host, and a presigned URL dated 300 days ahead: either made
+# with the real key would be usable elsewhere or later (found by the red team).
+import datetime
+import botocore.auth as ba
+from botocore.auth import S3SigV4QueryAuth
+creds = botocore.session.get_session().get_credentials()
+class NoHost(SigV4Auth):
+    def headers_to_sign(self, request):
+        h = super().headers_to_sign(request)
+        del h["host"]
+        return h
+q = AWSRequest(method="GET", url=E + "/bucket/leak-nohost",
+               headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+NoHost(creds, "s3", "us-east-1").add_auth(q)
+fetch("no_host", urllib.request.Request(q.url, headers=dict(q.headers)))
+real_datetime = ba.datetime.datetime
+class Later(real_datetime):
+    @classmethod
+    def utcnow(cls):
+        return real_datetime.utcnow() + datetime.timedelta(days=300)
+ba.datetime.datetime = Later
+q = AWSRequest(method="GET", url=E + "/bucket/leak-future")
+S3SigV4QueryAuth(creds, "s3", "us-east-1", expires=604800).add_auth(q)
+ba.datetime.datetime = real_datetime
+fetch("future_presigned", q.url)
 # Chunk signing (botocore does not sign chunks): a request that announces it, signed properly.
 body = b"5;chunk-signature=" + b"0" * 64 + b"\r\nhello\r\n0;chunk-signature=" + b"0" * 64 + b"\r\n\r\n"
 q = AWSRequest(method="PUT", url=E + "/bucket/leak-chunked", data=body,
@@ -180,6 +205,8 @@ assert_eq 403 "$(get wrong_region)" "a region outside the credential's scope is 
 assert_eq 403 "$(get wrong_service)" "a service outside the credential's scope is refused (403)"
 assert_eq 403 "$(get wrong_secret)" "a signature the surrogate secret does not verify is refused (403)"
 assert_eq 403 "$(get other_host)" "the key on a host its credential is not bound to is refused (403)"
+assert_eq 403 "$(get no_host)" "a signature that does not sign the Host is refused (403)"
+assert_eq 403 "$(get future_presigned)" "a presigned URL dated 300 days ahead is refused (403)"
 assert_eq 403 "$(get raw_secret)" "the raw surrogate secret in a header is refused (403)"
 assert_eq 403 "$(get chunked)" "chunk signing is refused (403): it would go out with the sandbox's chunk signatures"
 assert_eq 0 "$(grep -c 'leak\|eu-west-1\|DescribeRegions\|"other.test' "$up")" "no refused request reached an upstream"
