@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -40,25 +41,79 @@ static int check_seccomp(const struct policy *p, struct al_error *err)
 	return 0;
 }
 
+/* What the host that checks the policy has: a limit above it limits nothing. */
+static int host_facts(const char *field, struct policy_host_facts *ret, struct al_error *err)
+{
+	int r = policy_host_facts(ret);
+
+	if (r < 0)
+		return al_error_set(err, -EINVAL,
+				    "%s: " NS_V1 " cannot measure the limit against this host: %s",
+				    field, strerror(-r));
+	return 0;
+}
+
 static int check_memory(const struct policy *p, struct al_error *err)
 {
+	struct policy_host_facts host;
+	int r;
+
 	if (p->resources.memory == 0)
 		return al_error_set(err, -EINVAL,
 				    "resources.memory: " NS_V1 " needs a memory limit");
+	r = host_facts("resources.memory", &host, err);
+	if (r < 0)
+		return r;
+	if (p->resources.memory > host.mem_total)
+		return al_error_set(err, -EINVAL,
+				    "resources.memory: " NS_V1
+				    " needs a memory limit of at most the host's memory (%" PRIu64
+				    " bytes), not %" PRIu64,
+				    host.mem_total, p->resources.memory);
 	return 0;
 }
 
 static int check_pids(const struct policy *p, struct al_error *err)
 {
+	struct policy_host_facts host;
+	int r;
+
 	if (p->resources.pids == 0)
 		return al_error_set(err, -EINVAL, "resources.pids: " NS_V1 " needs a pids limit");
+	r = host_facts("resources.pids", &host, err);
+	if (r < 0)
+		return r;
+	if (p->resources.pids >= host.pid_max)
+		return al_error_set(err, -EINVAL,
+				    "resources.pids: " NS_V1
+				    " needs a pids limit below the host's pid_max (%" PRIu64
+				    "), not %" PRIu64,
+				    host.pid_max, p->resources.pids);
 	return 0;
 }
 
 static int check_cpu(const struct policy *p, struct al_error *err)
 {
-	if (p->resources.cpu_millis == 0)
+	uint64_t m = p->resources.cpu_millis;
+	struct policy_host_facts host;
+	int r;
+
+	if (m == 0)
 		return al_error_set(err, -EINVAL, "resources.cpu: " NS_V1 " needs a cpu limit");
+	r = host_facts("resources.cpu", &host, err);
+	if (r < 0)
+		return r;
+	if (m / 1000 > host.cpus || (m / 1000 == host.cpus && m % 1000)) {
+		char cpus[32];
+
+		(void)snprintf(cpus, sizeof(cpus), m % 1000 ? "%" PRIu64 ".%03" PRIu64 : "%" PRIu64,
+			       m / 1000, m % 1000);
+		return al_error_set(err, -EINVAL,
+				    "resources.cpu: " NS_V1
+				    " needs a cpu limit of at most the host's %" PRIu64
+				    " online CPUs, not %s",
+				    host.cpus, cpus);
+	}
 	return 0;
 }
 

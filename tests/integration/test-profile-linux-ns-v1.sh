@@ -108,6 +108,21 @@ policy >"$IT_TMP/good.json"
 refused flag-seccomp 'seccomp: linux-ns-v1 needs the "restricted" or "strict" level' \
 	--seccomp baseline <"$IT_TMP/good.json"
 refused flag-memory 'resources.memory: linux-ns-v1 needs a memory limit' -m max <"$IT_TMP/good.json"
+# A limit at or above what the host has is no limit: memory above MemTotal (the numeric "max"),
+# pids at pid_max or more, cpu above the online CPUs; from the file and from -m.
+refused memory-numeric-max 'resources.memory: linux-ns-v1 needs a memory limit of at most the host'"'"'s memory' \
+	< <(policy resources='{"cpu": "1", "memory": "18446744073709551615", "pids": 32, "io_weight": 100}')
+refused flag-memory-numeric 'resources.memory: linux-ns-v1 needs a memory limit of at most the host'"'"'s memory' \
+	-m 9223372036854775807 <"$IT_TMP/good.json"
+refused pids-pid-max-limit 'resources.pids: linux-ns-v1 needs a pids limit below the host'"'"'s pid_max' \
+	< <(policy resources='{"cpu": "1", "memory": "1Gi", "pids": 4194304, "io_weight": 100}')
+refused cpu-1000 "resources.cpu: linux-ns-v1 needs a cpu limit of at most the host's $(nproc) online CPUs, not 1000" \
+	< <(policy resources='{"cpu": "1000", "memory": "1Gi", "pids": 32, "io_weight": 100}')
+al_run session start -p "$IT_TMP/good.json" --owner 0 -m 9223372036854775807
+[ "$AL_RC" = 0 ] && "$AIRLOCK" session stop "$(head -1 <<<"$AL_OUT")" >/dev/null 2>&1
+assert_eq 125 "$AL_RC" "session start -m 2^63-1 is refused"
+assert_contains "$AL_ERR" "resources.memory: linux-ns-v1 needs a memory limit of at most" \
+	"session start names the field and the contract"
 # Tier 3 and up: only the exact admitted hash runs, not the admitted file changed by a flag.
 policy extra='"tier": 3, ' >"$IT_TMP/tier3.json"
 it_admit "$IT_TMP/tier3.json"

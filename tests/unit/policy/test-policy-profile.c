@@ -236,6 +236,30 @@ static void test_cgroup_cpu_needs_a_quota(void **state)
 	accepted(&pt);
 }
 
+/* A limit above what the host has limits nothing: memory above MemTotal (8 GiB here), pids at
+ * pid_max (32768 here) or more, cpu above the online CPUs (4 here). */
+static void test_cgroup_limits_are_below_what_the_host_has(void **state)
+{
+	struct parts pt = CONFORMING;
+
+	(void)state;
+	pt.resources = "{'cpu': '1', 'memory': '18446744073709551615', 'pids': 64, 'io_weight': 1}";
+	refused(&pt, "resources.memory: linux-ns-v1 needs a memory limit of at most the host's "
+		     "memory (8589934592 bytes), not 18446744073709551615");
+	pt.resources = "{'cpu': '1', 'memory': '8Gi', 'pids': 64, 'io_weight': 1}";
+	accepted(&pt);
+	pt.resources = "{'cpu': '1', 'memory': '1Gi', 'pids': 32768, 'io_weight': 1}";
+	refused(&pt, "resources.pids: linux-ns-v1 needs a pids limit below the host's pid_max "
+		     "(32768), not 32768");
+	pt.resources = "{'cpu': '1', 'memory': '1Gi', 'pids': 32767, 'io_weight': 1}";
+	accepted(&pt);
+	pt.resources = "{'cpu': '1000', 'memory': '1Gi', 'pids': 64, 'io_weight': 1}";
+	refused(&pt, "resources.cpu: linux-ns-v1 needs a cpu limit of at most the host's 4 "
+		     "online CPUs, not 1000");
+	pt.resources = "{'cpu': '4', 'memory': '1Gi', 'pids': 64, 'io_weight': 1}";
+	accepted(&pt);
+}
+
 static void test_cgroup_io_needs_a_weight_in_range(void **state)
 {
 	struct parts pt = CONFORMING;
@@ -387,6 +411,7 @@ int main(void)
 	    cmocka_unit_test(test_cgroup_memory_needs_a_limit),
 	    cmocka_unit_test(test_cgroup_pids_needs_a_limit),
 	    cmocka_unit_test(test_cgroup_cpu_needs_a_quota),
+	    cmocka_unit_test(test_cgroup_limits_are_below_what_the_host_has),
 	    cmocka_unit_test(test_cgroup_io_needs_a_weight_in_range),
 	    cmocka_unit_test(test_egress_is_denied_by_default_with_at_most_256_routes),
 	    cmocka_unit_test(test_executable_allow_list_has_1_to_64_entries),
