@@ -227,11 +227,40 @@ static int check_environment(const struct policy *p, struct al_error *err)
 	return 0;
 }
 
+/* The system folders of the sandbox's read-only root: no mount nor the workspace may cover one
+ * or anything below it (a writable /etc is ld.so.preload; a bind over /usr/bin, other programs
+ * at the allowed paths). /tmp is the tmp contract's; /home, /srv, /workspace stay free. */
+static const char *const root_system_folders[] = {"/etc",   "/usr",   "/bin",	 "/sbin", "/lib",
+						  "/lib32", "/lib64", "/libx32", "/boot", "/opt",
+						  "/run",   "/var",   "/proc",	 "/sys",  "/dev"};
+
+static const char *covered_system_folder(const char *target)
+{
+	for (size_t i = 0; i < ELEMENTSOF(root_system_folders); i++)
+		if (al_path_is_within(target, root_system_folders[i]))
+			return root_system_folders[i];
+	return NULL;
+}
+
 /* / is a read-only tmpfs (or an image mirrored read-only): no policy field makes it writable,
- * and no mount may target / itself (the parser refuses it). */
+ * no mount may target / itself (the parser refuses it), nor cover one of its system folders. */
 static int check_rootfs(const struct policy *p, struct al_error *err)
 {
-	(void)p, (void)err;
+	const char *dir = covered_system_folder(p->workspace.mount);
+
+	if (dir)
+		return al_error_set(err, -EINVAL,
+				    "workspace.mount: " NS_V1 " needs a read-only root, and %s "
+				    "would cover the system folder %s",
+				    QUOTE(p->workspace.mount), dir);
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		dir = covered_system_folder(p->mounts[i].target);
+		if (dir)
+			return al_error_set(err, -EINVAL,
+					    "mounts[%zu].target: " NS_V1 " needs a read-only root, "
+					    "and %s would cover the system folder %s",
+					    i, QUOTE(p->mounts[i].target), dir);
+	}
 	return 0;
 }
 

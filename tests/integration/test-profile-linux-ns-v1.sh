@@ -95,6 +95,11 @@ al_run policy check --profile linux-ns-v1 "$IT_TMP/dir.json"
 assert_eq 1 "$AL_RC" "policy check --profile fails a directory in executables"
 assert_contains "$AL_OUT" 'linux-ns-v1 executable: executables[1]: linux-ns-v1 needs a regular executable file, not the directory "/usr/bin"' \
 	"the executable line names the directory"
+# The read-only root's system folders are covered by no mount nor the workspace.
+refused rootfs-etc 'workspace.mount: linux-ns-v1 needs a read-only root, and "/etc" would cover the system folder /etc' \
+	< <(policy workspace="{\"root\": \"$WS\", \"mount\": \"/etc\"}")
+refused rootfs-run 'mounts[0].target: linux-ns-v1 needs a read-only root, and "/run/x" would cover the system folder /run' \
+	< <(policy mounts='[{"source": "/usr/share", "target": "/run/x", "mode": "ro"}]')
 refused tmp 'mounts[0].target: linux-ns-v1 needs /tmp a tmpfs of its own' \
 	< <(policy mounts='[{"source": "/usr/share", "target": "/tmp", "mode": "ro"}]')
 refused workspace-relative 'workspace.root: linux-ns-v1 needs an absolute path' \

@@ -334,6 +334,35 @@ static void test_executable_entries_are_regular_executable_files(void **state)
 		     "directory \"/tools/bin\"");
 }
 
+/* No mount nor the workspace covers a system folder of the read-only root. */
+static void test_rootfs_system_folders_are_not_covered(void **state)
+{
+	struct parts pt = CONFORMING;
+
+	(void)state;
+	pt.workspace = "{'root': '/srv/project', 'mount': '/etc'}";
+	refused(&pt, "workspace.mount: linux-ns-v1 needs a read-only root, and \"/etc\" would "
+		     "cover the system folder /etc");
+	pt.workspace = "{'root': '/srv/project', 'mount': '/usr/local/bin'}";
+	refused(&pt, "workspace.mount: linux-ns-v1 needs a read-only root, and \"/usr/local/bin\" "
+		     "would cover the system folder /usr");
+	pt.workspace = "{'root': '/srv/project', 'mount': '/run'}";
+	refused(&pt, "workspace.mount: linux-ns-v1 needs a read-only root, and \"/run\" would "
+		     "cover the system folder /run");
+	pt.workspace = "{'root': '/srv/project', 'mount': '/home/user/project'}";
+	accepted(&pt);
+	pt.workspace = "{'root': '/srv/project', 'mount': '/workspace'}";
+	accepted(&pt);
+	pt.mounts = "[{'source': '/srv/libs', 'target': '/lib/x86_64-linux-gnu', 'mode': 'ro'}]";
+	refused(&pt, "mounts[0].target: linux-ns-v1 needs a read-only root, and "
+		     "\"/lib/x86_64-linux-gnu\" would cover the system folder /lib");
+	pt.mounts = "[{'source': '/srv/data', 'target': '/var/data', 'mode': 'ro'}]";
+	refused(&pt, "mounts[0].target: linux-ns-v1 needs a read-only root, and \"/var/data\" "
+		     "would cover the system folder /var");
+	pt.mounts = "[{'source': '/srv/data', 'target': '/data', 'mode': 'ro'}]";
+	accepted(&pt);
+}
+
 static void test_tmp_stays_a_tmpfs_of_its_own(void **state)
 {
 	struct parts pt = CONFORMING;
@@ -416,6 +445,7 @@ int main(void)
 	    cmocka_unit_test(test_egress_is_denied_by_default_with_at_most_256_routes),
 	    cmocka_unit_test(test_executable_allow_list_has_1_to_64_entries),
 	    cmocka_unit_test(test_executable_entries_are_regular_executable_files),
+	    cmocka_unit_test(test_rootfs_system_folders_are_not_covered),
 	    cmocka_unit_test(test_tmp_stays_a_tmpfs_of_its_own),
 	    cmocka_unit_test(test_workspace_root_is_absolute_plain_and_no_system_folder),
 	    cmocka_unit_test(test_without_the_profile_lists_reach_1024),
