@@ -293,6 +293,25 @@ static bool has_dot_component(const char *path)
 	return false;
 }
 
+/* Beyond the system folders: root's home (all of it: its own files are the host admin's), the
+ * shared /var/tmp, /lost+found, what runs below /run, and a home folder's dot-entries (~/.config,
+ * ~/.ssh: what the host user's programs read and run). */
+static const char *const private_trees[] = {"/root", "/var/tmp", "/lost+found", "/run"};
+
+static bool is_private_folder(const char *root)
+{
+	const char *rest = startswith(root, "/home/");
+
+	for (size_t i = 0; i < ELEMENTSOF(private_trees); i++)
+		if (al_path_is_within(root, private_trees[i]))
+			return true;
+	if (!rest)
+		return false;
+	rest += strcspn(rest, "/"); /* the user's folder */
+	rest += strspn(rest, "/");
+	return rest[0] == '.';
+}
+
 static int check_workspace(const struct policy *p, struct al_error *err)
 {
 	const char *root = p->workspace.root;
@@ -308,6 +327,13 @@ static int check_workspace(const struct policy *p, struct al_error *err)
 		return al_error_set(err, -EINVAL,
 				    "workspace.root: " NS_V1 " refuses the system folder %s",
 				    QUOTE(root));
+	if (is_private_folder(root))
+		return al_error_set(
+		    err, -EINVAL,
+		    "workspace.root: " NS_V1
+		    " refuses %s (root's home, a home folder's dot-entry, /var/tmp, "
+		    "/lost+found or /run)",
+		    QUOTE(root));
 	return 0;
 }
 

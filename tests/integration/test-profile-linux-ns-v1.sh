@@ -106,6 +106,10 @@ refused workspace-relative 'workspace.root: linux-ns-v1 needs an absolute path' 
 	< <(policy workspace='{"root": "."}')
 refused workspace-system 'workspace.root: linux-ns-v1 refuses the system folder "/home"' \
 	< <(policy workspace='{"root": "/home"}')
+refused workspace-root-home 'workspace.root: linux-ns-v1 refuses "/root/.config" (root'"'"'s home' \
+	< <(policy workspace='{"root": "/root/.config"}')
+refused workspace-var-tmp 'workspace.root: linux-ns-v1 refuses "/var/tmp"' \
+	< <(policy workspace='{"root": "/var/tmp"}')
 refused profile-unknown 'profile: "linux-ns-v2" is not a profile airlock enforces' \
 	< <(policy | sed 's/linux-ns-v1/linux-ns-v2/')
 # The run's own flags are held to the contracts too.

@@ -392,6 +392,22 @@ static void test_workspace_root_is_absolute_plain_and_no_system_folder(void **st
 	refused(&pt, "workspace.root: linux-ns-v1 refuses the system folder \"/etc/airlock-work\"");
 	pt.workspace = "{'root': '/home'}";
 	refused(&pt, "workspace.root: linux-ns-v1 refuses the system folder \"/home\"");
+	pt.workspace = "{'root': '/root/.config'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/root/.config\" (root's home");
+	pt.workspace = "{'root': '/root/project'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/root/project\" (root's home");
+	pt.workspace = "{'root': '/home/user/.ssh'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/home/user/.ssh\"");
+	pt.workspace = "{'root': '/home/user/.config/git'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/home/user/.config/git\"");
+	pt.workspace = "{'root': '/var/tmp'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/var/tmp\"");
+	pt.workspace = "{'root': '/lost+found'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/lost+found\"");
+	pt.workspace = "{'root': '/run/user/1000'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/run/user/1000\"");
+	pt.workspace = "{'root': '/home/user/project.git'}";
+	accepted(&pt);
 	pt.workspace = "{'root': '/home/user/./project'}"; /* "." is normalised away */
 	accepted(&pt);
 }
