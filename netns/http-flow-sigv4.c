@@ -241,22 +241,23 @@ static bool signs_header(const struct netns_sigv4 *s, const char *name)
 	return false;
 }
 
-/* YYYYMMDDTHHMMSSZ as seconds since the epoch, or -1. */
-static time_t parse_amz_date(const struct netns_sigv4_str *d)
+/* YYYYMMDDTHHMMSSZ as seconds since the epoch in *ret; false when d is not that. */
+static bool parse_amz_date(const struct netns_sigv4_str *d, time_t *ret)
 {
 	struct tm tm = {0};
 	char buf[17];
 
 	if (d->n != 16)
-		return -1;
+		return false;
 	memcpy(buf, d->p, 16);
 	buf[16] = '\0';
 	if (sscanf(buf, "%4d%2d%2dT%2d%2d%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
 		   &tm.tm_min, &tm.tm_sec) != 6)
-		return -1;
+		return false;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
-	return timegm(&tm);
+	*ret = timegm(&tm);
+	return *ret != (time_t)-1;
 }
 
 /* What a signature made with the real key must be bound to, so that the sandbox cannot have one
@@ -266,7 +267,7 @@ static time_t parse_amz_date(const struct netns_sigv4_str *d)
 static int check_binding(const struct netns_http_request *req, const struct netns_sigv4 *s,
 			 const struct netns_sigv4_str *date, struct al_error *err)
 {
-	time_t t = parse_amz_date(date), now = time(NULL);
+	time_t t = 0, now = time(NULL);
 
 	if (!signs_header(s, "host"))
 		return al_error_set(err, -EPERM, "A SigV4 request must sign its Host header");
@@ -274,7 +275,7 @@ static int check_binding(const struct netns_http_request *req, const struct netn
 	    !signs_header(s, TOKEN_HEADER))
 		return al_error_set(err, -EPERM,
 				    "A SigV4 request must sign its X-Amz-Security-Token header");
-	if (t < 0)
+	if (!parse_amz_date(date, &t))
 		return al_error_set(err, -EBADMSG, "A SigV4 request without a valid X-Amz-Date");
 	if (t > now + SKEW_SEC ||
 	    (s->presigned ? t < now - PRESIGNED_AGE_MAX - SKEW_SEC : t < now - SKEW_SEC))
