@@ -426,6 +426,23 @@ assert_clean()
 
 # ---- set-up and end ----
 
+# it_test_pki NAME...: a test CA and a server certificate for the names (the first its CN, all
+# in its subjectAltName) in $IT_TMP/pki: ca.pem, ca.key, srv.pem, srv.key; sets $pki to that.
+it_test_pki()
+{
+	local san="" n
+	pki=$IT_TMP/pki
+	mkdir -p "$pki"
+	for n in "$@"; do san="$san${san:+,}DNS:$n"; done
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+		-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
+	printf 'subjectAltName=%s\n' "$san" >"$pki/ext"
+	openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
+		-CAcreateserial -days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+}
+
 # it_upstream [--as UID] OUT ARG...: starts helpers/upstream.py ARG... in the background (as UID
 # with --as), its output in OUT, and waits until it serves; it_upstreams_stop (or it_cleanup)
 # ends it.

@@ -25,15 +25,7 @@ gp=$((h2p + 1))		    # gRPC
 h1p=$((h2p + 2))	    # HTTP/1.1 only
 wp=$((h2p + 3))		    # WebSocket over HTTP/2 (Node)
 
-pki=$IT_TMP/pki
-mkdir -p "$pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-	-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:api.test,DNS:other.test\n' >"$pki/ext"
-openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+it_test_pki api.test other.test
 
 # nghttpd serves files: one holds the real token, which the sandbox must see as its surrogate.
 www=$IT_TMP/www

@@ -17,15 +17,7 @@ export REAL_AKID=ASIA$(rand 16 'A-Z0-9') REAL_SECRET=$(rand 38 'A-Za-z0-9')/+
 export REAL_TOKEN=IQoJb3JpZ2luX2VjE$(rand 120 'A-Za-z0-9')/+=
 hp=$((20000 + $$ % 20000))
 
-pki=$IT_TMP/pki
-mkdir -p "$pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=aws.test" \
-	-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:aws.test\n' >"$pki/ext"
-openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+it_test_pki aws.test
 
 up=$IT_TMP/upstream.jsonl
 : >"$up"
