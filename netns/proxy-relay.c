@@ -667,91 +667,6 @@ static int handshakes(struct conn *c)
 	return 0;
 }
 
-/* One round of both directions; *progress when any byte moved. */
-static int flow_round(struct conn *c, bool *progress)
-{
-	uint8_t buf[PROXY_CHUNK];
-	struct al_error err = {0};
-	ssize_t n;
-
-	/* The sandbox's requests, through the flow, to the upstream. */
-	if (!c->failed && !c->c_eof && netns_buf_len(&c->cin) < PROXY_CHUNK) {
-		n = end_read(c->cfd, c->ctls, buf, sizeof(buf));
-		if (n > 0 && netns_buf_append(&c->cin, buf, (size_t)n, 2 * PROXY_CHUNK) < 0)
-			return -ENOMEM;
-		if (n == 0)
-			c->c_eof = true;
-		else if (n < 0 && n != -EAGAIN)
-			return (int)n;
-		*progress |= n >= 0;
-	}
-	if (!c->failed && netns_buf_len(&c->cin) > 0) {
-		n = netns_http_flow_request(c->flow, netns_buf_head(&c->cin),
-					    netns_buf_len(&c->cin), &c->to_u, &err);
-		if (n < 0) {
-			flow_fail(c, (int)n, err.msg);
-			*progress = true;
-		} else {
-			netns_buf_consume(&c->cin, (size_t)n);
-			*progress |= n > 0;
-		}
-	}
-	if (c->u_ready && !c->failed && netns_buf_len(&c->to_u) > 0) {
-		n = end_write(c->ufd, c->utls, netns_buf_head(&c->to_u), netns_buf_len(&c->to_u));
-		if (n > 0)
-			netns_buf_consume(&c->to_u, (size_t)n);
-		else if (n != -EAGAIN)
-			return n < 0 ? (int)n : -EIO;
-		*progress |= n > 0;
-	}
-
-	/* The upstream's responses, through the flow, to the sandbox. */
-	if (c->u_ready && !c->u_eof && netns_buf_len(&c->uin) < PROXY_CHUNK) {
-		n = end_read(c->ufd, c->utls, buf, sizeof(buf));
-		if (n > 0 && netns_buf_append(&c->uin, buf, (size_t)n, 2 * PROXY_CHUNK) < 0)
-			return -ENOMEM;
-		if (n > 0)
-			explicit_bzero(buf, (size_t)n); /* it may hold a real value */
-		if (n == 0) {
-			c->u_eof = true;
-		} else if (n < 0 && n != -EAGAIN) {
-			c->u_eof = true; /* a reset upstream ends the responses like a close */
-		}
-		*progress |= n >= 0;
-	}
-	if (!c->failed && netns_buf_len(&c->uin) > 0) {
-		n = netns_http_flow_response(c->flow, netns_buf_head(&c->uin),
-					     netns_buf_len(&c->uin), &c->to_c, &err);
-		if (n == -EIO) {
-			/* A compressed body after a value was sent could hide it: a violation. */
-			c->audited = false;
-			proxy_audit(c, "deny", err.msg);
-			proxy_violation(c->proxy, "credential", "%s:%u %s", c->flow_opts.host,
-					c->port, err.msg);
-		}
-		if (n < 0)
-			return (int)n;
-		netns_buf_consume(&c->uin, (size_t)n);
-		*progress |= n > 0;
-	}
-	if (!c->failed && c->u_eof && netns_buf_len(&c->uin) == 0 && !c->eof_flushed) {
-		/* A close-delimited body ends here; a cut-short response ends the sandbox's side
-		 * with a reset, so that it is not taken as complete. */
-		c->eof_error = netns_http_flow_response_eof(c->flow, &c->to_c, &err) < 0;
-		c->eof_flushed = true;
-		*progress = true;
-	}
-	if (netns_buf_len(&c->to_c) > 0) {
-		n = end_write(c->cfd, c->ctls, netns_buf_head(&c->to_c), netns_buf_len(&c->to_c));
-		if (n > 0)
-			netns_buf_consume(&c->to_c, (size_t)n);
-		else if (n != -EAGAIN)
-			return n < 0 ? (int)n : -EIO;
-		*progress |= n > 0;
-	}
-	return 0;
-}
-
 static void buf_consume_all(struct netns_buf *b)
 {
 	if (netns_buf_len(b) > 0)
@@ -800,6 +715,69 @@ static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
 	return 0;
 }
 
+/* One round of both directions; *progress when any byte moved. */
+static int flow_round(struct conn *c, bool *progress)
+{
+	struct al_error err = {0};
+	ssize_t n;
+	int r;
+
+	/* The sandbox's requests, through the flow, to the upstream. */
+	if (!c->failed) {
+		r = read_side(c->cfd, c->ctls, &c->cin, &c->c_eof, progress);
+		if (r < 0)
+			return r;
+	}
+	if (!c->failed && netns_buf_len(&c->cin) > 0) {
+		n = netns_http_flow_request(c->flow, netns_buf_head(&c->cin),
+					    netns_buf_len(&c->cin), &c->to_u, &err);
+		if (n < 0) {
+			flow_fail(c, (int)n, err.msg);
+			*progress = true;
+		} else {
+			netns_buf_consume(&c->cin, (size_t)n);
+			*progress |= n > 0;
+		}
+	}
+	if (c->u_ready && !c->failed) {
+		r = write_side(c->ufd, c->utls, &c->to_u, progress);
+		if (r < 0)
+			return r;
+	}
+
+	/* The upstream's responses, through the flow, to the sandbox. */
+	if (c->u_ready) {
+		r = read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			c->u_eof = true; /* a reset upstream ends the responses like a close */
+	}
+	if (!c->failed && netns_buf_len(&c->uin) > 0) {
+		n = netns_http_flow_response(c->flow, netns_buf_head(&c->uin),
+					     netns_buf_len(&c->uin), &c->to_c, &err);
+		if (n == -EIO) {
+			/* A compressed body after a value was sent could hide it: a violation. */
+			c->audited = false;
+			proxy_audit(c, "deny", err.msg);
+			proxy_violation(c->proxy, "credential", "%s:%u %s", c->flow_opts.host,
+					c->port, err.msg);
+		}
+		if (n < 0)
+			return (int)n;
+		netns_buf_consume(&c->uin, (size_t)n);
+		*progress |= n > 0;
+	}
+	if (!c->failed && c->u_eof && netns_buf_len(&c->uin) == 0 && !c->eof_flushed) {
+		/* A close-delimited body ends here; a cut-short response ends the sandbox's side
+		 * with a reset, so that it is not taken as complete. */
+		c->eof_error = netns_http_flow_response_eof(c->flow, &c->to_c, &err) < 0;
+		c->eof_flushed = true;
+		*progress = true;
+	}
+	return write_side(c->cfd, c->ctls, &c->to_c, progress);
+}
+
 /* Gives what in holds from one side to the HTTP/2 connection, which takes what it can: the rest
  * waits in in (which, full, stops reading that side) until what is queued for the sides is out. */
 static int h2_take(struct conn *c, struct netns_buf *in, bool sandbox, bool *progress,
@@ -832,7 +810,7 @@ static int h2_round(struct conn *c, bool *progress)
 		bool was_eof = c->u_eof;
 
 		if (read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress) < 0)
-			c->u_eof = true;
+			c->u_eof = true; /* as in flow_round() */
 		if (c->u_eof && !was_eof)
 			netns_h2_upstream_eof(c->h2);
 	}
