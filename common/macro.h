@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _noreturn_ __attribute__((noreturn))
@@ -49,6 +50,11 @@ static inline void freep(void *p)
 static inline bool streq(const char *a, const char *b)
 {
 	return strcmp(a, b) == 0;
+}
+
+static inline bool strcaseeq(const char *a, const char *b)
+{
+	return strcasecmp(a, b) == 0;
 }
 
 static inline bool streq_ptr(const char *a, const char *b)

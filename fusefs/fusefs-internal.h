@@ -32,6 +32,11 @@ bool fusefs_glob_match(const char *pattern, const char *path);
  * to decide whether a folder rename can change what rules say about its contents. */
 bool fusefs_glob_match_below(const char *pattern, const char *dir);
 
+/* The same, but an ASCII letter matches itself in either case: for the built-in lists, which
+ * must hold on a file system that folds case. */
+bool fusefs_glob_match_fold(const char *pattern, const char *path);
+bool fusefs_glob_match_below_fold(const char *pattern, const char *dir);
+
 /* ---- rules.c: per-path decisions ---- */
 
 enum {

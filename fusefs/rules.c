@@ -11,7 +11,12 @@
  *    it): it is false when the read or the write list is empty, and when every write pattern can
  *    be shown to match nothing writable. A write pattern without wildcards names one path, which
  *    fusefs_rules_decide() settles; a pattern with wildcards counts as writable unless a deny
- *    pattern is the same pattern, or is made of plain names and "**" and matches it as text. */
+ *    pattern is the same pattern, or is made of plain names and "**" and matches it as text.
+ *  - What hides or protects matches names in any case (ASCII letters): workspace.deny, the
+ *    built-in lists and git's names. On a file system that folds case (a casefold ext4 folder,
+ *    vfat, exfat, SMB, WSL's drives) "SECRETS/key" is "secrets/key"; where it does not, hiding
+ *    or protecting the other spellings too costs nothing anyone asked for. workspace.read and
+ *    workspace.write match exactly: another spelling there gets less, never more. */
 
 #include <assert.h>
 #include <fcntl.h>
@@ -91,13 +96,14 @@ static const struct {
 };
 
 /* What can tell one place from another for the git rules (git_check_kind(), symbolic links
- * below .git): a folder moved where one of these sees its contents differently is not moved
- * whole (fusefs_rules_rename_is_uniform()). */
+ * below a git folder): a folder moved where one of these sees its contents differently is not
+ * moved whole (fusefs_rules_rename_is_uniform()). Matched as the rules match them: "*.git" is
+ * ".git" too, in any case (fusefs_rules_in_git()). */
 static const char *const git_globs[] = {
-    "**/.git",
-    "**/.git/**",
-    "**/.git/**/sequencer/*",
-    "**/.git/**/rebase-merge/*",
+    "**/*.git",
+    "**/*.git/**",
+    "**/*.git/**/sequencer/*",
+    "**/*.git/**/rebase-merge/*",
 };
 
 struct rules_glob {
@@ -198,6 +204,23 @@ static bool list_matches(const struct rules_list *l, const char *path)
 	return false;
 }
 
+/* The same in either case: for what hides or protects (the deny list, the names the git config
+ * gives), which must hold on a file system that folds case. */
+static bool list_matches_fold(const struct rules_list *l, const char *path)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (fusefs_glob_match_fold(l->items[i].glob, path))
+			return true;
+	return false;
+}
+
+/* Is the component s[0, l) name, in any case? Git's names are matched so: on a file system that
+ * folds case, ".GIT/CONFIG" is the file git reads. */
+static bool component_is(const char *s, size_t l, const char *name)
+{
+	return l == strlen(name) && strncasecmp(s, name, l) == 0;
+}
+
 static bool list_matches_below(const struct rules_list *l, const char *dir)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -221,7 +244,7 @@ static bool is_hook_sample(const char *path)
 	const char *base = strrchr(path, '/');
 	size_t l;
 
-	if (!base || base - path < 5 || memcmp(base - 5, "hooks", 5) != 0 ||
+	if (!base || base - path < 5 || !component_is(base - 5, 5, "hooks") ||
 	    (base - path > 5 && base[-6] != '/'))
 		return false;
 	l = strlen(base + 1);
@@ -256,25 +279,25 @@ static enum fusefs_git_check git_check_kind(const char *path, bool is_dir)
 	base = base ? base + 1 : path;
 	for (pl = 0; parent - pl > path && parent[-(ptrdiff_t)pl - 1] != '/'; pl++)
 		;
-	if (streq(base, ".gitmodules"))
+	if (strcaseeq(base, ".gitmodules"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (streq(base, ".git"))
+	if (strcaseeq(base, ".git"))
 		return FUSEFS_GIT_CHECK_GITFILE;
 	if (!is_below_git(path))
-		return streq(base, "HEAD") ? FUSEFS_GIT_CHECK_HEAD : FUSEFS_GIT_CHECK_NONE;
-	if (streq(base, "config") || streq(base, "config.worktree"))
+		return strcaseeq(base, "HEAD") ? FUSEFS_GIT_CHECK_HEAD : FUSEFS_GIT_CHECK_NONE;
+	if (strcaseeq(base, "config") || strcaseeq(base, "config.worktree"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (streq(base, "commondir"))
+	if (strcaseeq(base, "commondir"))
 		return FUSEFS_GIT_CHECK_COMMONDIR;
-	if (streq(base, "gitdir"))
+	if (strcaseeq(base, "gitdir"))
 		return FUSEFS_GIT_CHECK_GITDIR;
-	if (streq(base, "git-rebase-todo"))
+	if (strcaseeq(base, "git-rebase-todo"))
 		return FUSEFS_GIT_CHECK_TODO;
-	if (pl == 9 && memcmp(parent - pl, "sequencer", 9) == 0 && streq(base, "todo"))
+	if (component_is(parent - pl, pl, "sequencer") && strcaseeq(base, "todo"))
 		return FUSEFS_GIT_CHECK_TODO;
-	if (pl == 9 && memcmp(parent - pl, "sequencer", 9) == 0 && streq(base, "opts"))
+	if (component_is(parent - pl, pl, "sequencer") && strcaseeq(base, "opts"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (pl == 12 && memcmp(parent - pl, "rebase-merge", 12) == 0 && streq(base, "strategy"))
+	if (component_is(parent - pl, pl, "rebase-merge") && strcaseeq(base, "strategy"))
 		return FUSEFS_GIT_CHECK_STRATEGY;
 	return FUSEFS_GIT_CHECK_NONE;
 }
@@ -286,7 +309,7 @@ static bool is_protected(const struct fusefs_rules *rules, const char *path)
 	if (!rules->protect)
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++) {
-		if (!fusefs_glob_match(protected_entries[i].glob, path))
+		if (!fusefs_glob_match_fold(protected_entries[i].glob, path))
 			continue;
 		if (protected_entries[i].but_sample && is_hook_sample(path))
 			continue;
@@ -295,7 +318,7 @@ static bool is_protected(const struct fusefs_rules *rules, const char *path)
 			return false;
 		return !write_names(rules, path);
 	}
-	return list_matches(&rules->git_named, path) && !write_names(rules, path);
+	return list_matches_fold(&rules->git_named, path) && !write_names(rules, path);
 }
 
 /* No ancestor of path needs a look of its own: a read pattern that matches path, or could match
@@ -306,7 +329,7 @@ unsigned fusefs_rules_decide(const struct fusefs_rules *rules, const char *path,
 	bool is_root = path[0] == '\0';
 	unsigned hidden = is_root ? FUSEFS_ACCESS_TRAVERSE : 0;
 
-	if (list_matches(&rules->deny, path))
+	if (list_matches_fold(&rules->deny, path))
 		return hidden;
 	if (!list_matches(&rules->read, path)) {
 		if ((is_dir || is_root) && list_matches_below(&rules->read, path))
@@ -336,7 +359,7 @@ bool fusefs_rules_may_symlink(const struct fusefs_rules *rules, const char *path
 	base = base ? base + 1 : path;
 	if (!rules->protect || write_names(rules, path))
 		return true;
-	if (streq(base, ".git") || streq(base, "HEAD"))
+	if (strcaseeq(base, ".git") || strcaseeq(base, "HEAD"))
 		return false;
 	/* A link to a git folder would let what git writes through a path of the workspace
 	 * (a submodule's core.worktree) land in it (found by review). */
@@ -348,7 +371,7 @@ bool fusefs_rules_may_symlink(const struct fusefs_rules *rules, const char *path
 	 * lies below .git too and is checked there as what it is. Not as "hooks" (the hooks
 	 * would then lie at a name nothing protects), nor as a checked name. */
 	return target && target[0] && !strchr(target, '/') && !streq(target, ".") &&
-	       !streq(target, "..") && !streq(base, "hooks") &&
+	       !streq(target, "..") && !strcaseeq(base, "hooks") &&
 	       git_check_kind(path, false) == FUSEFS_GIT_CHECK_NONE;
 }
 
@@ -372,7 +395,7 @@ static bool deny_covers(const char *deny, const char *w)
 
 	if (rest && (rest[0] == '\0' || streq(rest, "/**")))
 		return true; /* the same pattern */
-	return glob_is_plain(deny) && fusefs_glob_match(deny, w);
+	return glob_is_plain(deny) && fusefs_glob_match_fold(deny, w);
 }
 
 /* Can the write pattern w match a path that is writable? See the top of the file. */
@@ -451,16 +474,20 @@ bool fusefs_rules_any_writable(const struct fusefs_rules *rules)
  * dir for some j, and the rest of the match over X depends on j alone (and, when component j-1 is
  * "**", on that "**" going on into X). So the set of j whose prefix matches dir says all that dir
  * contributes: when each prefix matches both folders or neither, no X tells them apart. */
-static bool glob_is_uniform(const char *glob, const char *from, const char *to)
+static bool glob_is_uniform(const char *glob, const char *from, const char *to, bool fold)
 {
+	bool (*match)(const char *, const char *) =
+	    fold ? fusefs_glob_match_fold : fusefs_glob_match;
+	bool (*below)(const char *, const char *) =
+	    fold ? fusefs_glob_match_below_fold : fusefs_glob_match_below;
 	char prefix[RULES_GLOB_MAX + 1];
 	size_t len = strlen(glob);
 
-	if (!fusefs_glob_match_below(glob, from) && !fusefs_glob_match_below(glob, to))
+	if (!below(glob, from) && !below(glob, to))
 		return true; /* it matches below neither */
 	assert(len <= RULES_GLOB_MAX);
 	memcpy(prefix, glob, len + 1);
-	if (fusefs_glob_match("", from) != fusefs_glob_match("", to))
+	if (match("", from) != match("", to))
 		return false; /* the empty prefix: one of them is the root */
 	for (size_t i = 0;; i++) {
 		char c = prefix[i];
@@ -468,7 +495,7 @@ static bool glob_is_uniform(const char *glob, const char *from, const char *to)
 		if (c != '/' && c != '\0')
 			continue;
 		prefix[i] = '\0';
-		if (fusefs_glob_match(prefix, from) != fusefs_glob_match(prefix, to))
+		if (match(prefix, from) != match(prefix, to))
 			return false;
 		if (c == '\0')
 			return true;
@@ -476,10 +503,10 @@ static bool glob_is_uniform(const char *glob, const char *from, const char *to)
 	}
 }
 
-static bool list_is_uniform(const struct rules_list *l, const char *from, const char *to)
+static bool list_is_uniform(const struct rules_list *l, const char *from, const char *to, bool fold)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (!glob_is_uniform(l->items[i].glob, from, to))
+		if (!glob_is_uniform(l->items[i].glob, from, to, fold))
 			return false;
 	return true;
 }
@@ -490,15 +517,16 @@ static bool list_is_uniform(const struct rules_list *l, const char *from, const 
 bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char *from,
 				    const char *to)
 {
-	if (!list_is_uniform(&rules->read, from, to) || !list_is_uniform(&rules->write, from, to) ||
-	    !list_is_uniform(&rules->deny, from, to) ||
-	    !list_is_uniform(&rules->git_named, from, to))
+	if (!list_is_uniform(&rules->read, from, to, false) ||
+	    !list_is_uniform(&rules->write, from, to, false) ||
+	    !list_is_uniform(&rules->deny, from, to, true) ||
+	    !list_is_uniform(&rules->git_named, from, to, true))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
-		if (!glob_is_uniform(protected_entries[i].glob, from, to))
+		if (!glob_is_uniform(protected_entries[i].glob, from, to, true))
 			return false;
 	for (size_t i = 0; i < ELEMENTSOF(git_globs); i++)
-		if (!glob_is_uniform(git_globs[i], from, to))
+		if (!glob_is_uniform(git_globs[i], from, to, true))
 			return false;
 	return true;
 }

@@ -6,6 +6,7 @@
  *  - fusefs_glob_match() and fusefs_glob_match_below() against a dynamic-programming matcher
  *    written from the definition, and a path below the folder that match_below promises;
  *  - a path that matches has every ancestor matched below;
+ *  - the _fold forms match as the plain ones do on both strings lower-cased;
  *  - "P/\**" matches a path exactly when P matches the path or one of its ancestors (which is how
  *    deny patterns hide what is below a denied folder);
  *  - with the pattern as read and write list, then as deny list: WRITE implies READ, PROTECTED
@@ -174,6 +175,23 @@ static void check_match(const char *pattern, const struct split *p, const char *
  * which is linear, is checked on all of them. */
 #define ANCESTORS_MATCH_BUDGET (1u << 16)
 
+/* The _fold forms are the plain ones on both strings with their ASCII letters lower-cased. */
+static void check_fold(const char *pattern, const char *path)
+{
+	_cleanup_free_ char *lp = strdup(pattern), *ls = strdup(path);
+
+	if (!lp || !ls)
+		abort();
+	for (char *c = lp; *c; c++)
+		*c = *c >= 'A' && *c <= 'Z' ? (char)(*c - 'A' + 'a') : *c;
+	for (char *c = ls; *c; c++)
+		*c = *c >= 'A' && *c <= 'Z' ? (char)(*c - 'A' + 'a') : *c;
+	if (fusefs_glob_match_fold(pattern, path) != fusefs_glob_match(lp, ls))
+		fail("match_fold differs from the match of the lower-cased strings", pattern, path);
+	if (fusefs_glob_match_below_fold(pattern, path) != fusefs_glob_match_below(lp, ls))
+		fail("match_below_fold differs from the lower-cased strings'", pattern, path);
+}
+
 /* Ancestors, and "pattern/\**" against path. m is the reference table of pattern against path:
  * its last row says which ancestors (prefixes of the path) the pattern matches. */
 static void check_ancestors(const char *pattern, const struct split *p, const char *path,
@@ -334,6 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref_table(p, s, m);
 	check_match(pattern, p, path, s, m);
 	check_ancestors(pattern, p, path, s, m);
+	check_fold(pattern, path);
 	check_rules(as_read, pattern, p->n, path);
 	as_deny = rules_for(deny_json);
 	if (!as_deny)

@@ -43,6 +43,12 @@ try "echo 'echo hi' >.zshrc" ".zshrc is refused"
 try "echo '{}' >.devcontainer.json" ".devcontainer.json is refused"
 try "mkdir -p .claude/hooks && echo 'echo hi' >.claude/hooks/pre.sh" ".claude/hooks is refused"
 try "echo 'node-options=--require /workspace/x.js' >.npmrc" ".npmrc is refused"
+# Other spellings: on a folder that folds case (this kernel has none to test with: no
+# CONFIG_UNICODE, no vfat) they are the same files, so they are refused everywhere.
+try "mkdir -p .GIT/Hooks && $hook >.GIT/Hooks/pre-commit" ".GIT/Hooks/pre-commit is refused"
+try "mkdir -p CI/Git-Hooks && $hook >CI/Git-Hooks/pre-commit" \
+	"another spelling of the folder core.hooksPath names is refused"
+try "echo 'echo hi' >.ZshRC" ".ZshRC is refused"
 sb_sh 'cd /workspace && echo two >>f && mkdir -p ci/other && echo x >ci/other/y && echo ok'
 assert_eq ok "$AL_OUT" "the rest of the workspace stays writable"
 

@@ -109,6 +109,20 @@ static void test_double_star_backtracks_over_components(void **state)
 	assert_false(fusefs_glob_match("x/**/y/**/z", "x/z/y"));
 }
 
+static void test_fold_forms_match_letters_in_either_case_only(void **state)
+{
+	(void)state;
+	assert_true(fusefs_glob_match_fold("**/.git/**/hooks/*/**", "a/.GIT/Hooks/pre-commit"));
+	assert_true(fusefs_glob_match_fold("**/*.git", "R.Git"));
+	assert_true(fusefs_glob_match_fold("A?c", "aXC"));
+	assert_false(fusefs_glob_match("**/.git/**", ".GIT/config"));
+	assert_false(fusefs_glob_match_fold(".git", ".gi"));
+	assert_false(fusefs_glob_match_fold("a@", "a`")); /* '@' and '`' are no letters */
+	assert_false(fusefs_glob_match_fold("\xc3\xa9", "\xc3\x89")); /* ASCII only */
+	assert_true(fusefs_glob_match_below_fold(".GIT/hooks", ".git"));
+	assert_false(fusefs_glob_match_below(".GIT/hooks", ".git"));
+}
+
 static void test_match_below_follows_the_documented_examples(void **state)
 {
 	static const struct {
@@ -340,6 +354,7 @@ int main(void)
 	    cmocka_unit_test(test_double_star_matches_many_components),
 	    cmocka_unit_test(test_star_backtracks_within_a_component),
 	    cmocka_unit_test(test_double_star_backtracks_over_components),
+	    cmocka_unit_test(test_fold_forms_match_letters_in_either_case_only),
 	    cmocka_unit_test(test_match_below_follows_the_documented_examples),
 	    cmocka_unit_test(test_match_agrees_with_the_definition_on_every_small_case),
 	    cmocka_unit_test(test_match_below_agrees_with_the_definition_on_every_small_case),

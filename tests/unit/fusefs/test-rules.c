@@ -167,6 +167,17 @@ static void test_deny_wins_over_read_and_write(void **state)
 	      {"x/keys/a.pem", false, R | W});
 }
 
+/* On a file system that folds case, "SECRET/key" is "secret/key": deny holds in any case, while
+ * read and write match exactly (another spelling gets less, never more). */
+static void test_deny_holds_in_any_case_read_and_write_match_exactly(void **state)
+{
+	(void)state;
+	CHECK("{'read': ['src/**', 'Secret/**'], 'write': ['src/**', 'Secret/**'], "
+	      "'deny': ['secret', '**/.env']}",
+	      {"SECRET/key", false, 0}, {"Secret", true, 0}, {"a/.ENV", false, 0},
+	      {"src/a", false, R | W}, {"SRC/a", false, 0}, {"src/.Env", false, 0});
+}
+
 static void test_deny_hides_everything_below_a_denied_folder(void **state)
 {
 	(void)state;
@@ -484,6 +495,26 @@ static void test_rename_of_git_folder_is_not_uniform(void **state)
 	assert_false(fusefs_rules_rename_is_uniform(rules, ".vscode", "vscode"));
 	/* Moving a folder with a .git inside keeps the .git at any depth protected. */
 	assert_true(fusefs_rules_rename_is_uniform(rules, "repo", "old/repo"));
+	/* As the rules see them: in any case, and a bare repository's NAME.git (fuzz-glob found
+	 * the case in CI: "a/.gIt" moved to "zz" took the check off its config). */
+	assert_false(fusefs_rules_rename_is_uniform(rules, "a/.gIt", "zz"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "zz", "a/.GIT"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "zz", "r.git"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".VSCode", "vscode"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git/x/Sequencer", ".git/x/s"));
+}
+
+/* On a file system that folds case (a casefold ext4 folder, vfat, exfat, SMB, WSL's drives),
+ * ".GIT/hooks" is ".git/hooks": the built-in lists and git's names hold in any case. */
+static void test_built_in_protection_holds_in_any_case(void **state)
+{
+	(void)state;
+	CHECK(NULL, {".GIT/hooks/pre-commit", false, R | P}, {".git/HOOKS/pre-push", false, R | P},
+	      {"a/.Git/Hooks/post-checkout", false, R | P}, {".BashRC", false, R | P},
+	      {".VSCode/tasks.json", false, R | P}, {".GIT/CONFIG", false, R | W | C},
+	      {"r.GIT/config", false, R | W | C}, {".git/SEQUENCER/todo", false, R | W | C},
+	      {"sub/.GIT", false, R | W | C}, {"Head", false, R | W | C},
+	      {".git/HOOKS/pre-commit.sample", false, R | W}, {"bashrc", false, R | W});
 }
 
 static void test_rename_under_uniform_rules_is_uniform(void **state)
@@ -683,10 +714,12 @@ int main(void)
 	    cmocka_unit_test(test_empty_write_list_makes_everything_read_only),
 	    cmocka_unit_test(test_empty_read_list_hides_everything),
 	    cmocka_unit_test(test_deny_wins_over_read_and_write),
+	    cmocka_unit_test(test_deny_holds_in_any_case_read_and_write_match_exactly),
 	    cmocka_unit_test(test_deny_hides_everything_below_a_denied_folder),
 	    cmocka_unit_test(test_denied_folder_hides_readable_paths_below_it),
 	    cmocka_unit_test(test_git_config_is_content_checked_at_any_depth),
 	    cmocka_unit_test(test_hooks_of_every_git_folder_are_protected_but_samples),
+	    cmocka_unit_test(test_built_in_protection_holds_in_any_case),
 	    cmocka_unit_test(test_git_folders_are_writable_but_what_git_reads_as_settings),
 	    cmocka_unit_test(test_symbolic_links_are_refused_at_and_below_git),
 	    cmocka_unit_test(test_protect_false_lifts_every_entry_and_check),
