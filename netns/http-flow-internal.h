@@ -278,6 +278,8 @@ struct body_sniff {
 	size_t n;
 };
 
+struct netns_sigv4_chunks;
+
 struct sidecar_line {
 	size_t name, name_len, value, value_len; /* offsets into the sidecar secret */
 };
@@ -339,6 +341,10 @@ struct netns_http_flow {
 	size_t req_whole;
 	const uint8_t *req_body;
 	size_t req_body_len;
+	/* A SigV4 body signed chunk by chunk: its re-signer (sigv4-chunks.c), and what it gave
+	 * back of the bytes at hand, on its way to the search. */
+	struct netns_sigv4_chunks *req_chunks;
+	struct netns_buf req_signed;
 	int error;
 	uint32_t stream; /* the HTTP/2 stream whose head is at work (http2.c), for the audit */
 };

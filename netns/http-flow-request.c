@@ -548,12 +548,15 @@ int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_re
 			   struct netns_buf *out, struct al_error *err)
 {
 	_cleanup_(flow_sigv4_text_done) struct flow_sigv4_text text = {0};
+	_cleanup_(netns_sigv4_chunks_freep) struct netns_sigv4_chunks *chunks = NULL;
 	struct netns_http_request resigned;
 	size_t start = netns_buf_len(out);
 	int r;
 
-	/* Signed with a surrogate AWS key: verified, and signed again (http-flow-sigv4.c). */
-	r = flow_sigv4_request(f, req, f->req_body, f->req_body_len, &resigned, &text, err);
+	/* Signed with a surrogate AWS key: verified, and signed again (http-flow-sigv4.c); a body
+	 * signed chunk by chunk is signed again as it streams (request_data()). */
+	r = flow_sigv4_request(f, req, f->req_body, f->req_body_len, &resigned, &text, &chunks,
+			       err);
 	if (r < 0)
 		return r;
 	if (r > 0)
@@ -588,5 +591,7 @@ int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_re
 		f->req_left = req->content_length;
 	} else
 		request_done(f);
+	if (f->req == REQ_BODY || f->req == REQ_CHUNK_LINE)
+		f->req_chunks = TAKE_PTR(chunks);
 	return 0;
 }

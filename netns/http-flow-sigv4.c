@@ -5,10 +5,14 @@
  * X-Amz-Security-Token (header or query), and the new signature in place of the sandbox's. The
  * real secret never goes on the wire, and its surrogate is never swapped (a raw one is refused).
  *
- * What is not done (refused, so nothing goes out unsigned or with the sandbox's signature):
- * aws-chunked bodies signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), and a body
- * whose hash the request does not carry (x-amz-content-sha256) unless http-flow.c gathered it
- * whole first (flow_sigv4_body_wanted()). */
+ * An aws-chunked body signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, and -TRAILER)
+ * is signed again chunk by chunk as it streams (sigv4-chunks.c), along a chain whose seed is the
+ * new signature of the head.
+ *
+ * What is not done (refused, so nothing goes out unsigned or with the sandbox's signature): a
+ * body whose hash the request does not carry (x-amz-content-sha256) unless http-flow.c gathered
+ * it whole first (flow_sigv4_body_wanted()), and chunk signing where the caller cannot stream
+ * the body through a re-signer (HTTP/2). */
 
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +90,11 @@ static const struct netns_http_header *header_named(const struct netns_http_requ
 	if (ret_count)
 		*ret_count = n;
 	return h;
+}
+
+static bool value_is(const struct netns_http_header *h, const char *s)
+{
+	return h->value_len == strlen(s) && memcmp(h->value, s, h->value_len) == 0;
 }
 
 /* The origin-form of req's target: its path and query. */
@@ -167,24 +176,32 @@ struct sides {
 	struct netns_http_header sent[NETNS_HTTP_HEADERS_MAX], fwd[NETNS_HTTP_HEADERS_MAX];
 	struct netns_sigv4_request rq_sent, rq_fwd;
 	char payload[NETNS_SIGV4_HEX_LEN + 1];
+	char real_sig[NETNS_SIGV4_HEX_LEN + 1]; /* the head's new signature */
+	bool streaming, trailer;		/* the body is signed chunk by chunk */
 };
 
 /* The payload hash: x-amz-content-sha256, else UNSIGNED-PAYLOAD for a presigned S3 request,
- * else the SHA-256 of the body (which must then be here whole). */
+ * else the SHA-256 of the body (which must then be here whole). A body signed chunk by chunk
+ * sets d->streaming, where the caller can stream it (can_stream). */
 static int payload_hash(const struct netns_http_request *req, const struct netns_sigv4 *s,
-			const uint8_t *body, size_t body_len, struct sides *d,
+			const uint8_t *body, size_t body_len, bool can_stream, struct sides *d,
 			struct netns_sigv4_str *ret, struct al_error *err)
 {
 	const struct netns_http_header *h = header_named(req, "x-amz-content-sha256", NULL);
 	int r;
 
 	if (h) {
-		if (ascii_eq(h->value, h->value_len, "streaming-aws4-hmac-sha256-payload") ||
-		    ascii_eq(h->value, h->value_len, "streaming-aws4-hmac-sha256-payload-trailer"))
+		d->trailer = value_is(h, NETNS_SIGV4_STREAMING "-TRAILER");
+		d->streaming = d->trailer || value_is(h, NETNS_SIGV4_STREAMING);
+		if (d->streaming && !can_stream)
 			return al_error_set(err, -EPERM,
-					    "SigV4 chunk signing (%s) is not supported through the "
-					    "proxy: sign the payload whole, or send it unsigned",
+					    "SigV4 chunk signing (%s) is not supported over HTTP/2: "
+					    "sign the payload whole, or send it unsigned",
 					    NETNS_SIGV4_STREAMING);
+		if (d->streaming && (req->body == NETNS_HTTP_BODY_NONE ||
+				     (req->body == NETNS_HTTP_BODY_LENGTH && req->content_length == 0)))
+			return al_error_set(err, -EBADMSG,
+					    "A request signed chunk by chunk has no body");
 		*ret = (struct netns_sigv4_str){h->value, h->value_len};
 		return 0;
 	}
@@ -500,6 +517,7 @@ static int sign_again(struct netns_http_flow *f, const struct netns_http_request
 		return r;
 	if (s->presigned)
 		memcpy(t->p + sig_at, sig, NETNS_SIGV4_HEX_LEN);
+	memcpy(d->real_sig, sig, sizeof(sig));
 	for (size_t i = 0; i < req->n_headers; i++) {
 		struct netns_http_header *h = &ret->headers[i];
 
@@ -519,9 +537,71 @@ static int sign_again(struct netns_http_flow *f, const struct netns_http_request
 	return 1;
 }
 
+/* x-amz-decoded-content-length: the length of the data an aws-chunked body carries. */
+static int decoded_length(const struct netns_http_request *req, uint64_t *ret,
+			  struct al_error *err)
+{
+	const struct netns_http_header *h = header_named(req, "x-amz-decoded-content-length", NULL);
+	uint64_t v = 0;
+
+	if (!h || h->value_len == 0 || h->value_len > 15)
+		goto bad;
+	for (size_t i = 0; i < h->value_len; i++) {
+		if (h->value[i] < '0' || h->value[i] > '9')
+			goto bad;
+		v = v * 10 + (uint64_t)(h->value[i] - '0');
+	}
+	*ret = v;
+	return 0;
+bad:
+	return al_error_set(err, -EBADMSG,
+			    "A request signed chunk by chunk needs a valid "
+			    "x-amz-decoded-content-length");
+}
+
+/* The re-signer of a body signed chunk by chunk: both chains' keys and seeds (the sandbox's
+ * signature of the head, and the new one). */
+static int chunks_new(struct netns_http_flow *f, const struct netns_http_request *req,
+		      const struct netns_sigv4 *s, const struct policy_credential *key,
+		      const struct sides *d, struct netns_sigv4_chunks **ret, struct al_error *err)
+{
+	_cleanup_free_ struct netns_sigv4_chunks_keys *k = NULL;
+	const struct broker_secret *secret;
+	const char *scope = s->key_id.p + s->key_id.n + 1;
+	size_t idx;
+	int r;
+
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	r = decoded_length(req, &k->decoded_len, err);
+	if (r >= 0)
+		r = resolve_part(f, key, key->aws_secret, &idx, &secret, err);
+	if (r < 0)
+		return r;
+	r = netns_sigv4_signing_key(s, (const uint8_t *)f->o.surrogates[idx],
+				    strlen(f->o.surrogates[idx]), k->sandbox_key);
+	if (r >= 0)
+		r = netns_sigv4_signing_key(s, (const uint8_t *)secret->data, secret->len,
+					    k->real_key);
+	if (r >= 0) {
+		memcpy(k->sandbox_seed, s->signature, sizeof(k->sandbox_seed));
+		memcpy(k->real_seed, d->real_sig, sizeof(k->real_seed));
+		memcpy(k->amz_date, d->rq_sent.amz_date.p, 16);
+		(void)snprintf(k->scope, sizeof(k->scope), "%s", scope);
+		k->trailer = d->trailer;
+		r = netns_sigv4_chunks_new(k, ret);
+	}
+	explicit_bzero(k, sizeof(*k));
+	if (r < 0)
+		return al_error_set(err, r, "Setting up the signing of an aws-chunked body failed");
+	return 0;
+}
+
 int flow_sigv4_request(struct netns_http_flow *f, const struct netns_http_request *req,
 		       const uint8_t *body, size_t body_len, struct netns_http_request *ret,
-		       struct flow_sigv4_text *t, struct al_error *err)
+		       struct flow_sigv4_text *t, struct netns_sigv4_chunks **ret_chunks,
+		       struct al_error *err)
 {
 	_cleanup_free_ struct sides *d = NULL;
 	const struct policy_credential *key;
@@ -560,12 +640,20 @@ int flow_sigv4_request(struct netns_http_flow *f, const struct netns_http_reques
 	if (r >= 0)
 		r = check_binding(req, s, &d->rq_sent.amz_date, err);
 	if (r >= 0)
-		r = payload_hash(req, s, body, body_len, d, &d->rq_sent.payload_hash, err);
+		r = payload_hash(req, s, body, body_len, ret_chunks != NULL, d,
+				 &d->rq_sent.payload_hash, err);
 	if (r < 0)
 		return r;
 	d->rq_fwd.amz_date = d->rq_sent.amz_date;
 	d->rq_fwd.payload_hash = d->rq_sent.payload_hash;
-	return sign_again(f, req, s, key, key_idx, d, ret, t, err);
+	r = sign_again(f, req, s, key, key_idx, d, ret, t, err);
+	if (r > 0 && d->streaming) {
+		r = chunks_new(f, req, s, key, d, ret_chunks, err);
+		if (r >= 0)
+			r = 1;
+	}
+	explicit_bzero(d->real_sig, sizeof(d->real_sig));
+	return r;
 }
 
 ssize_t flow_sigv4_body_wanted(struct netns_http_flow *f, const struct netns_http_request *req)

@@ -176,6 +176,8 @@ struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f)
 	netns_buf_done(&f->resp_acc);
 	netns_buf_done(&f->resp_hold);
 	netns_buf_done(&f->work);
+	f->req_chunks = netns_sigv4_chunks_free(f->req_chunks);
+	netns_buf_done(&f->req_signed);
 	flow_ws_dir_done(&f->ws_up);
 	flow_ws_dir_done(&f->ws_down);
 	explicit_bzero(f->ws_masks, sizeof(f->ws_masks));
@@ -260,6 +262,45 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 	return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
 }
 
+/* The end of a body signed chunk by chunk: its last chunk must have come. */
+static int request_chunks_end(struct netns_http_flow *f, struct al_error *err)
+{
+	bool done = netns_sigv4_chunks_done(f->req_chunks);
+
+	f->req_chunks = netns_sigv4_chunks_free(f->req_chunks);
+	if (!done)
+		return al_error_set(err, -EBADMSG,
+				    "The request body ends before the last chunk of its aws-chunked "
+				    "body");
+	return 0;
+}
+
+/* Bytes of a body: searched for surrogates (and refused with one) on their way out; a body
+ * signed chunk by chunk goes through its re-signer first, and what it gives back is searched. */
+static int request_body_pass(struct netns_http_flow *f, const uint8_t *buf, size_t n, bool final,
+			     bool chunked, struct netns_buf *out, struct al_error *err)
+{
+	ssize_t k;
+	int r;
+
+	if (!f->req_chunks)
+		return flow_body_pass(&f->req_hold, &f->surrogates, "request body", buf, n, final,
+				      chunked, out, err);
+	k = netns_sigv4_chunks_feed(f->req_chunks, buf, n, &f->req_signed, err);
+	if (k < 0)
+		return (int)k;
+	if (final) {
+		r = request_chunks_end(f, err);
+		if (r < 0)
+			return r;
+	}
+	r = flow_body_pass(&f->req_hold, &f->surrogates, "request body",
+			   netns_buf_head(&f->req_signed), netns_buf_len(&f->req_signed), final,
+			   chunked, out, err);
+	buf_clear(&f->req_signed);
+	return r;
+}
+
 static ssize_t request_data(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 			    struct netns_buf *out, struct al_error *err)
 {
@@ -273,8 +314,7 @@ static ssize_t request_data(struct netns_http_flow *f, const uint8_t *buf, size_
 		if (r < 0)
 			return r;
 	}
-	r = flow_body_pass(&f->req_hold, &f->surrogates, "request body", buf, n,
-			   !chunked && n == f->req_left, chunked, out, err);
+	r = request_body_pass(f, buf, n, !chunked && n == f->req_left, chunked, out, err);
 	if (r < 0)
 		return r;
 	f->req_left -= n;
@@ -308,8 +348,10 @@ static ssize_t request_chunk_line(struct netns_http_flow *f, const uint8_t *buf,
 	if (r < 0)
 		return r;
 	if (size == 0) {
-		r = flow_body_pass(&f->req_hold, &f->surrogates, "request body", NULL, 0, true,
-				   true, out, err);
+		r = f->req_chunks ? request_chunks_end(f, err) : 0;
+		if (r >= 0)
+			r = flow_body_pass(&f->req_hold, &f->surrogates, "request body", NULL, 0,
+					   true, true, out, err);
 		if (r < 0)
 			return r;
 		f->req = REQ_TRAILERS;

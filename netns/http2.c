@@ -635,7 +635,7 @@ static int sigv4_resign(struct netns_h2 *h, const struct h2_fields *in, struct h
 			    .value = field_value(in, i),
 			    .value_len = in->f[i].value_len,
 			};
-	r = flow_sigv4_request(h->f, req, NULL, 0, re, &text, err);
+	r = flow_sigv4_request(h->f, req, NULL, 0, re, &text, NULL, err);
 	if (r <= 0)
 		return r;
 	for (size_t i = 0; r >= 0 && i < in->n && is_pseudo(in, i); i++) {

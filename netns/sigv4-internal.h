@@ -87,6 +87,15 @@ int netns_sigv4_sign(const struct netns_sigv4 *s, const struct netns_sigv4_reque
 		     const uint8_t *secret, size_t secret_len,
 		     char ret[static NETNS_SIGV4_HEX_LEN + 1], struct al_error *err);
 
+/* The signing key of s's scope (its date, region and service) for the secret access key secret:
+ * kSigning, which signs the chunks of a streaming body too. -ENOMEM, -EIO. */
+#define NETNS_SIGV4_KEY_LEN 32
+int netns_sigv4_signing_key(const struct netns_sigv4 *s, const uint8_t *secret, size_t secret_len,
+			    uint8_t key[static NETNS_SIGV4_KEY_LEN]);
+/* HMAC-SHA256 of n bytes at data under a signing key, as lower-case hex and a NUL. -EIO. */
+int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data,
+			 size_t n, char ret[static NETNS_SIGV4_HEX_LEN + 1]);
+
 /* Whether two signatures (64 hex digits each) are equal, in constant time. */
 bool netns_sigv4_equal(const char *a, const char *b);
 
@@ -95,6 +104,39 @@ int netns_sigv4_sha256_hex(const void *p, size_t n, char ret[static NETNS_SIGV4_
 
 /* Whether s (n bytes) is 64 lower-case hex digits. */
 bool netns_sigv4_is_hex64(const char *s, size_t n);
+
+/* ---- sigv4-chunks.c: aws-chunked bodies signed chunk by chunk ----
+ * (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, and its -TRAILER form). The body is taken as it comes
+ * and given back with each chunk's signature (and the trailers') made again with the real
+ * signing key, once the sandbox's verified with the surrogate one: a chunk goes out only whole,
+ * so each is held (at most NETNS_SIGV4_CHUNK_MAX bytes). The body keeps its length. */
+
+#define NETNS_SIGV4_CHUNK_MAX NETNS_SIGV4_BODY_MAX
+
+struct netns_sigv4_chunks_keys {
+	uint8_t sandbox_key[NETNS_SIGV4_KEY_LEN], real_key[NETNS_SIGV4_KEY_LEN];
+	char sandbox_seed[NETNS_SIGV4_HEX_LEN + 1], real_seed[NETNS_SIGV4_HEX_LEN + 1];
+	char amz_date[17];			    /* YYYYMMDDTHHMMSSZ */
+	char scope[NETNS_SIGV4_CREDENTIAL_MAX]; /* DATE/REGION/SERVICE/aws4_request */
+	bool trailer;				    /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+	uint64_t decoded_len;			    /* x-amz-decoded-content-length */
+};
+
+struct netns_sigv4_chunks;
+/* A body's re-signer, with a copy of k (which the caller wipes). -ENOMEM. */
+int netns_sigv4_chunks_new(const struct netns_sigv4_chunks_keys *k,
+			   struct netns_sigv4_chunks **ret);
+/* Frees c, its keys and what it holds wiped. */
+struct netns_sigv4_chunks *netns_sigv4_chunks_free(struct netns_sigv4_chunks *c);
+/* Takes n bytes of the body (all of them) and appends to out what of it is ready, signed
+ * again. -EBADMSG (malformed, more or less data than x-amz-decoded-content-length, bytes after
+ * the end), -EMSGSIZE (a chunk too large), -EPERM (a signature the surrogate key does not
+ * make), -ENOMEM, -EIO. */
+ssize_t netns_sigv4_chunks_feed(struct netns_sigv4_chunks *c, const uint8_t *p, size_t n,
+				struct netns_buf *out, struct al_error *err);
+/* Whether the body ended: its last chunk, and trailers, all out. */
+bool netns_sigv4_chunks_done(const struct netns_sigv4_chunks *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_sigv4_chunks *, netns_sigv4_chunks_free);
 
 /* ---- http-flow-sigv4.c: SigV4 requests of the inspected flow ---- */
 
@@ -115,11 +157,14 @@ bool flow_sigv4_is_secret(const struct netns_http_flow *f, size_t idx);
  * *ret (req with its target or Authorization and X-Amz-Security-Token replaced, pointing into t
  * and the flow's values). Returns 1 then, 0 for a request that is not such (ret untouched),
  * -EPERM (a signature that does not verify, a scope outside the credential's, a key not bound to
- * the host, chunk signing, a body it cannot hash), -EBADMSG (malformed), -ENOMEM. body (body_len
- * bytes) is the whole body when http-flow.c gathered it (flow_sigv4_body_wanted()), else NULL. */
+ * the host, a body it cannot hash, chunk signing where ret_chunks is NULL), -EBADMSG (malformed),
+ * -ENOMEM. body (body_len bytes) is the whole body when http-flow.c gathered it
+ * (flow_sigv4_body_wanted()), else NULL. A body signed chunk by chunk gets *ret_chunks, its
+ * re-signer, which the caller feeds the body through and frees. */
 int flow_sigv4_request(struct netns_http_flow *f, const struct netns_http_request *req,
 		       const uint8_t *body, size_t body_len, struct netns_http_request *ret,
-		       struct flow_sigv4_text *t, struct al_error *err);
+		       struct flow_sigv4_text *t, struct netns_sigv4_chunks **ret_chunks,
+		       struct al_error *err);
 /* The bytes of body to gather before req's head is judged: its Content-Length when req is
  * signed with a surrogate key id, has a body of at most NETNS_SIGV4_BODY_MAX and no
  * x-amz-content-sha256; else 0. -ENOMEM. */

@@ -617,8 +617,8 @@ static int hmac(const uint8_t *key, size_t key_len, const void *data, size_t n, 
 }
 
 /* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region), service), "aws4_request"). */
-static int signing_key(const struct netns_sigv4 *s, const uint8_t *secret, size_t secret_len,
-		       uint8_t key[32])
+int netns_sigv4_signing_key(const struct netns_sigv4 *s, const uint8_t *secret, size_t secret_len,
+			    uint8_t key[static NETNS_SIGV4_KEY_LEN])
 {
 	uint8_t *k0;
 	int r;
@@ -665,12 +665,24 @@ int netns_sigv4_sign(const struct netns_sigv4 *s, const struct netns_sigv4_reque
 		     (int)s->region.n, s->region.p, (int)s->service.n, s->service.p, cr_hash);
 	if (l < 0 || (size_t)l >= sizeof(sts))
 		return al_error_set(err, -EBADMSG, "The SigV4 scope is too long");
-	r = signing_key(s, secret, secret_len, key);
+	r = netns_sigv4_signing_key(s, secret, secret_len, key);
 	if (r >= 0)
 		r = hmac(key, sizeof(key), sts, (size_t)l, sig);
 	OPENSSL_cleanse(key, sizeof(key));
 	if (r < 0)
 		return al_error_set(err, r, "Signing failed");
+	to_hex(sig, sizeof(sig), ret);
+	return 0;
+}
+
+int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data,
+			 size_t n, char ret[static NETNS_SIGV4_HEX_LEN + 1])
+{
+	uint8_t sig[32];
+	int r = hmac(key, NETNS_SIGV4_KEY_LEN, data, n, sig);
+
+	if (r < 0)
+		return r;
 	to_hex(sig, sizeof(sig), ret);
 	return 0;
 }
