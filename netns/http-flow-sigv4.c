@@ -194,12 +194,14 @@ static int payload_hash(const struct netns_http_request *req, const struct netns
 		d->trailer = value_is(h, NETNS_SIGV4_STREAMING "-TRAILER");
 		d->streaming = d->trailer || value_is(h, NETNS_SIGV4_STREAMING);
 		if (d->streaming && !can_stream)
-			return al_error_set(err, -EPERM,
-					    "SigV4 chunk signing (%s) is not supported over HTTP/2: "
-					    "sign the payload whole, or send it unsigned",
-					    NETNS_SIGV4_STREAMING);
-		if (d->streaming && (req->body == NETNS_HTTP_BODY_NONE ||
-				     (req->body == NETNS_HTTP_BODY_LENGTH && req->content_length == 0)))
+			return al_error_set(
+			    err, -EPERM,
+			    "SigV4 chunk signing (%s) is not supported over HTTP/2: "
+			    "sign the payload whole, or send it unsigned",
+			    NETNS_SIGV4_STREAMING);
+		if (d->streaming &&
+		    (req->body == NETNS_HTTP_BODY_NONE ||
+		     (req->body == NETNS_HTTP_BODY_LENGTH && req->content_length == 0)))
 			return al_error_set(err, -EBADMSG,
 					    "A request signed chunk by chunk has no body");
 		*ret = (struct netns_sigv4_str){h->value, h->value_len};
@@ -538,8 +540,7 @@ static int sign_again(struct netns_http_flow *f, const struct netns_http_request
 }
 
 /* x-amz-decoded-content-length: the length of the data an aws-chunked body carries. */
-static int decoded_length(const struct netns_http_request *req, uint64_t *ret,
-			  struct al_error *err)
+static int decoded_length(const struct netns_http_request *req, uint64_t *ret, struct al_error *err)
 {
 	const struct netns_http_header *h = header_named(req, "x-amz-decoded-content-length", NULL);
 	uint64_t v = 0;

@@ -269,9 +269,10 @@ static int request_chunks_end(struct netns_http_flow *f, struct al_error *err)
 
 	f->req_chunks = netns_sigv4_chunks_free(f->req_chunks);
 	if (!done)
-		return al_error_set(err, -EBADMSG,
-				    "The request body ends before the last chunk of its aws-chunked "
-				    "body");
+		return al_error_set(
+		    err, -EBADMSG,
+		    "The request body ends before the last chunk of its aws-chunked "
+		    "body");
 	return 0;
 }
 

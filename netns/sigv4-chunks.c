@@ -52,8 +52,7 @@ struct netns_sigv4_chunks {
 	bool trailers_signed; /* the trailer signature came: only the empty line may follow */
 };
 
-int netns_sigv4_chunks_new(const struct netns_sigv4_chunks_keys *k,
-			   struct netns_sigv4_chunks **ret)
+int netns_sigv4_chunks_new(const struct netns_sigv4_chunks_keys *k, struct netns_sigv4_chunks **ret)
 {
 	struct netns_sigv4_chunks *c = calloc(1, sizeof(*c));
 
@@ -98,9 +97,8 @@ static int chain(const struct netns_sigv4_chunks *c, const uint8_t *key, bool tr
 
 /* Verifies sent (the sandbox's signature of what hashes to hash) along the sandbox's chain and
  * writes the real one into ret; both chains move on. */
-static int sign_link(struct netns_sigv4_chunks *c, bool trailer, const char *hash,
-		     const char *sent, char ret[static NETNS_SIGV4_HEX_LEN + 1],
-		     struct al_error *err)
+static int sign_link(struct netns_sigv4_chunks *c, bool trailer, const char *hash, const char *sent,
+		     char ret[static NETNS_SIGV4_HEX_LEN + 1], struct al_error *err)
 {
 	char want[NETNS_SIGV4_HEX_LEN + 1];
 	int r;
@@ -209,8 +207,7 @@ static int put_chunk(struct netns_sigv4_chunks *c, struct netns_buf *out, struct
 }
 
 /* A trailer line "name:value" (name a lower-case token), or the signature that ends them. */
-static int trailer_line(struct netns_sigv4_chunks *c, struct netns_buf *out,
-			struct al_error *err)
+static int trailer_line(struct netns_sigv4_chunks *c, struct netns_buf *out, struct al_error *err)
 {
 	const char *l = c->line, *colon = memchr(l, ':', c->line_n - 2);
 	char hash[NETNS_SIGV4_HEX_LEN + 1], sig[NETNS_SIGV4_HEX_LEN + 1];

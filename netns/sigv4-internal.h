@@ -93,8 +93,8 @@ int netns_sigv4_sign(const struct netns_sigv4 *s, const struct netns_sigv4_reque
 int netns_sigv4_signing_key(const struct netns_sigv4 *s, const uint8_t *secret, size_t secret_len,
 			    uint8_t key[static NETNS_SIGV4_KEY_LEN]);
 /* HMAC-SHA256 of n bytes at data under a signing key, as lower-case hex and a NUL. -EIO. */
-int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data,
-			 size_t n, char ret[static NETNS_SIGV4_HEX_LEN + 1]);
+int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data, size_t n,
+			 char ret[static NETNS_SIGV4_HEX_LEN + 1]);
 
 /* Whether two signatures (64 hex digits each) are equal, in constant time. */
 bool netns_sigv4_equal(const char *a, const char *b);
@@ -116,10 +116,10 @@ bool netns_sigv4_is_hex64(const char *s, size_t n);
 struct netns_sigv4_chunks_keys {
 	uint8_t sandbox_key[NETNS_SIGV4_KEY_LEN], real_key[NETNS_SIGV4_KEY_LEN];
 	char sandbox_seed[NETNS_SIGV4_HEX_LEN + 1], real_seed[NETNS_SIGV4_HEX_LEN + 1];
-	char amz_date[17];			    /* YYYYMMDDTHHMMSSZ */
+	char amz_date[17];			/* YYYYMMDDTHHMMSSZ */
 	char scope[NETNS_SIGV4_CREDENTIAL_MAX]; /* DATE/REGION/SERVICE/aws4_request */
-	bool trailer;				    /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
-	uint64_t decoded_len;			    /* x-amz-decoded-content-length */
+	bool trailer;				/* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+	uint64_t decoded_len;			/* x-amz-decoded-content-length */
 };
 
 struct netns_sigv4_chunks;

@@ -675,8 +675,8 @@ int netns_sigv4_sign(const struct netns_sigv4 *s, const struct netns_sigv4_reque
 	return 0;
 }
 
-int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data,
-			 size_t n, char ret[static NETNS_SIGV4_HEX_LEN + 1])
+int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const void *data, size_t n,
+			 char ret[static NETNS_SIGV4_HEX_LEN + 1])
 {
 	uint8_t sig[32];
 	int r = hmac(key, NETNS_SIGV4_KEY_LEN, data, n, sig);

@@ -6,12 +6,16 @@ usage: sigv4-upstream.py PORT LOG CERT KEY   (the real keys in $REAL_AKID, $REAL
 The expected signature is computed by botocore's own signer (botocore.auth) over the request as
 received: the method, path and query, the headers the signature names, the payload hash (the
 x-amz-content-sha256 header, UNSIGNED-PAYLOAD for a presigned S3 URL, else the SHA-256 of the
-body). The credential must name the real key id and the token must be the real one. Answers
+body). The credential must name the real key id and the token must be the real one. A body
+signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, and -TRAILER) must have every chunk
+and the trailers signed along the real key's chain, checked here by a verifier written from
+AWS's description; its data is what is logged. Answers
 200 with a minimal body each client parses (S3 ListBucket, STS GetCallerIdentity, else "ok"),
 403 with an AWS-style error otherwise. Every request is one JSON line in LOG: method, path,
 headers, body, verdict. Prints "ready" once it listens.
 """
 
+import hashlib
 import hmac
 import json
 import os
@@ -37,6 +41,51 @@ S3_LIST_OK = (b'<?xml version="1.0" encoding="UTF-8"?>'
               b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
               b"<Name>bucket</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys>"
               b"<IsTruncated>false</IsTruncated></ListBucketResult>")
+
+
+def signing_key(date, region, service):
+    k = ("AWS4" + SECRET).encode()
+    for part in (date, region, service, "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return k
+
+
+def dechunk(body, key, stamp, scope, seed, trailer):
+    """The data of an aws-chunked body each of whose signatures the real key made; raises
+    ValueError otherwise."""
+    def link(kind, prev, *hashes):
+        sts = "\n".join([kind, stamp, scope, prev] + list(hashes))
+        return hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+
+    data, prev, rest = b"", seed, body
+    empty = hashlib.sha256(b"").hexdigest()
+    while True:
+        line, rest = rest.split(b"\r\n", 1)
+        size, sig = line.split(b";chunk-signature=")
+        size = int(size, 16)
+        chunk, rest = rest[:size], rest[size:]
+        want = link("AWS4-HMAC-SHA256-PAYLOAD", prev, empty, hashlib.sha256(chunk).hexdigest())
+        if not hmac.compare_digest(want, sig.decode()):
+            raise ValueError("a chunk signature is not the real key's")
+        prev, data = want, data + chunk
+        if size == 0:
+            break
+        if rest[:2] != b"\r\n":
+            raise ValueError("a chunk is not followed by CRLF")
+        rest = rest[2:]
+    if not trailer:
+        if rest != b"\r\n":
+            raise ValueError("the body does not end after its last chunk")
+        return data
+    lines, canonical = rest.split(b"\r\n"), b""
+    for i, l in enumerate(lines):
+        if l.startswith(b"x-amz-trailer-signature:"):
+            want = link("AWS4-HMAC-SHA256-TRAILER", prev, hashlib.sha256(canonical).hexdigest())
+            if not hmac.compare_digest(want, l[24:].decode()) or lines[i + 1:] != [b"", b""]:
+                raise ValueError("the trailer signature is not the real key's")
+            return data
+        canonical += l + b"\n"
+    raise ValueError("the trailers have no signature")
 
 
 def check(method, target, headers, body):
@@ -81,6 +130,14 @@ def check(method, target, headers, body):
     want = auth.signature(auth.string_to_sign(req, auth.canonical_request(req)), req)
     if not hmac.compare_digest(want, sig):
         return "SignatureDoesNotMatch"
+    streaming = headers.get("x-amz-content-sha256", "")
+    if streaming.startswith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD"):
+        data = dechunk(body, signing_key(date, region, service), stamp,
+                       "/".join([date, region, service, "aws4_request"]), sig,
+                       streaming.endswith("-TRAILER"))
+        if len(data) != int(headers.get("x-amz-decoded-content-length")):
+            return "x-amz-decoded-content-length"
+        return data
     return None
 
 
@@ -115,6 +172,8 @@ class Handler(BaseHTTPRequestHandler):
             why = check(self.command, self.path, h, body)
         except Exception as e:  # a malformed request is a refusal too
             why = "error: %r" % (e,)
+        if isinstance(why, bytes):  # an aws-chunked body, verified: its data
+            body, why = why, None
         with LOCK, open(sys.argv[2], "a") as f:
             f.write(json.dumps({"method": self.command, "path": unquote(self.path),
                                 "headers": h.items, "body": body.decode("latin-1"),

@@ -36,9 +36,9 @@ static void scope_of(struct netns_sigv4 *s)
 	assert_int_equal(netns_sigv4_parse_authorization(auth, strlen(auth), s, &err), 1);
 }
 
-static void keys_of(const char *sandbox_secret, const char *sandbox_seed,
-		    const char *real_secret, const char *real_seed, bool trailer,
-		    uint64_t decoded_len, struct netns_sigv4_chunks_keys *k)
+static void keys_of(const char *sandbox_secret, const char *sandbox_seed, const char *real_secret,
+		    const char *real_seed, bool trailer, uint64_t decoded_len,
+		    struct netns_sigv4_chunks_keys *k)
 {
 	struct netns_sigv4 s;
 
@@ -248,7 +248,8 @@ static void test_what_is_refused(void **state)
 	    "5;chunk-signature=abc\r\nhello\r\n",
 	    "5;chunk-signature=" SIG1 "x\r\nhello\r\n",
 	    ";chunk-signature=" SIG1 "\r\nhello\r\n",
-	    "5;chunk-signature=AD80C730A21E5B8D04586A2213DD63B9A0E99E0E2307B0ADE35A65485A288648\r\n",
+	    "5;chunk-signature="
+	    "AD80C730A21E5B8D04586A2213DD63B9A0E99E0E2307B0ADE35A65485A288648\r\n",
 	    "5; chunk-signature=" SIG1 "\r\nhello\r\n",
 	    "5;chunk-signature=" SIG1 "\r\nhelloXX\r\n",
 	    "5;chunk-signature=" SIG1 "\r\nhello\r\n", /* well formed, but not its signature */
