@@ -593,7 +593,7 @@ static int chunks_new(struct netns_http_flow *f, const struct netns_http_request
 		k->trailer = d->trailer;
 		r = netns_sigv4_chunks_new(k, ret);
 	}
-	explicit_bzero(k, sizeof(*k));
+	wipe_free(TAKE_PTR(k), sizeof(struct netns_sigv4_chunks_keys));
 	if (r < 0)
 		return al_error_set(err, r, "Setting up the signing of an aws-chunked body failed");
 	return 0;
