@@ -9,9 +9,69 @@
  *
  * The _fold forms let an ASCII letter match itself in the other case too: the built-in lists
  * (rules.c) use them, because on a file system that folds case (a casefold ext4 folder, vfat,
- * exfat, SMB, WSL's drives) ".GIT/hooks" is ".git/hooks". */
+ * exfat, SMB, WSL's drives) ".GIT/hooks" is ".git/hooks". They also take the few other letters
+ * such a file system folds to ASCII ones as those (ascii_folds[]): a long s is an s there. */
+
+#include <string.h>
 
 #include "fusefs/fusefs-internal.h"
+
+/* What Unicode's full case folding (Linux's casefold: ext4, f2fs) or an upcase table (NTFS,
+ * exFAT: the long s is S) makes ASCII letters of, in UTF-8: ".ba\u017fhrc" is .bashrc there and
+ * ".git/con\ufb01g" git's config (red team). Every other non-ASCII letter folds to one that is not
+ * ASCII, so it cannot spell a name the built-in lists hold. Each is as long as its ASCII or
+ * longer. */
+static const struct {
+	const char *utf8;
+	const char *ascii;
+} ascii_folds[] = {
+    {"\xc3\x9f", "ss"},	    /* U+00DF sharp s */
+    {"\xc5\xbf", "s"},	    /* U+017F long s */
+    {"\xe1\xba\x9e", "ss"}, /* U+1E9E capital sharp s */
+    {"\xe2\x84\xaa", "k"},  /* U+212A Kelvin sign */
+    {"\xef\xac\x80", "ff"}, /* U+FB00..U+FB06: the Latin ligatures */
+    {"\xef\xac\x81", "fi"},  {"\xef\xac\x82", "fl"}, {"\xef\xac\x83", "ffi"},
+    {"\xef\xac\x84", "ffl"}, {"\xef\xac\x85", "st"}, {"\xef\xac\x86", "st"},
+};
+
+/* The longest path or pattern folded into a buffer (a path is at most FUSEFS_PATH_MAX, a pattern
+ * a policy string and "/\**"); a longer one is matched as it is, ASCII case folded only. */
+#define FOLD_MAX (2 * FUSEFS_PATH_MAX)
+
+static bool is_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s >= 0x80)
+			return false;
+	return true;
+}
+
+/* s with ASCII letters lower-cased and ascii_folds[] made ASCII, in buf (never longer than s);
+ * s itself when it has no byte above 0x7f or does not fit. */
+static const char *fold_text(const char *s, char *buf, size_t size)
+{
+	size_t n = 0, len = strlen(s);
+
+	if (len >= size || is_ascii(s))
+		return s;
+	while (*s) {
+		size_t i;
+
+		for (i = 0; i < ELEMENTSOF(ascii_folds); i++)
+			if (strncmp(s, ascii_folds[i].utf8, strlen(ascii_folds[i].utf8)) == 0)
+				break;
+		if (i < ELEMENTSOF(ascii_folds)) {
+			memcpy(buf + n, ascii_folds[i].ascii, strlen(ascii_folds[i].ascii));
+			n += strlen(ascii_folds[i].ascii);
+			s += strlen(ascii_folds[i].utf8);
+		} else {
+			buf[n++] = *s >= 'A' && *s <= 'Z' ? (char)(*s - 'A' + 'a') : *s;
+			s++;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
 
 /* The length of the component at s, which ends at '/' or at the end of the string. A loop, not
  * strcspn(): components are short and this runs for every step of a match. */
@@ -132,7 +192,9 @@ bool fusefs_glob_match(const char *pattern, const char *path)
 
 bool fusefs_glob_match_fold(const char *pattern, const char *path)
 {
-	return glob_match(pattern, path, true);
+	char p[FOLD_MAX], s[FOLD_MAX];
+
+	return glob_match(fold_text(pattern, p, sizeof(p)), fold_text(path, s, sizeof(s)), true);
 }
 
 bool fusefs_glob_match_below(const char *pattern, const char *dir)
@@ -142,5 +204,8 @@ bool fusefs_glob_match_below(const char *pattern, const char *dir)
 
 bool fusefs_glob_match_below_fold(const char *pattern, const char *dir)
 {
-	return glob_match_below(pattern, dir, true);
+	char p[FOLD_MAX], s[FOLD_MAX];
+
+	return glob_match_below(fold_text(pattern, p, sizeof(p)), fold_text(dir, s, sizeof(s)),
+				true);
 }

@@ -221,6 +221,14 @@ static bool component_is(const char *s, size_t l, const char *name)
 	return l == strlen(name) && strncasecmp(s, name, l) == 0;
 }
 
+/* Is the name (one component, or "dir/name" for a two-component tail) name as a file system that
+ * folds case sees it? In any case, and with what folds to ASCII there (fusefs_glob_match_fold():
+ * ".git/con\ufb01g" is git's config on a casefold ext4 folder). name has no wildcards. */
+static bool name_is(const char *s, const char *name)
+{
+	return fusefs_glob_match_fold(name, s);
+}
+
 static bool list_matches_below(const struct rules_list *l, const char *dir)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -279,25 +287,26 @@ static enum fusefs_git_check git_check_kind(const char *path, bool is_dir)
 	base = base ? base + 1 : path;
 	for (pl = 0; parent - pl > path && parent[-(ptrdiff_t)pl - 1] != '/'; pl++)
 		;
-	if (strcaseeq(base, ".gitmodules"))
+	if (name_is(base, ".gitmodules"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (strcaseeq(base, ".git"))
+	if (name_is(base, ".git"))
 		return FUSEFS_GIT_CHECK_GITFILE;
 	if (!is_below_git(path))
-		return strcaseeq(base, "HEAD") ? FUSEFS_GIT_CHECK_HEAD : FUSEFS_GIT_CHECK_NONE;
-	if (strcaseeq(base, "config") || strcaseeq(base, "config.worktree"))
+		return name_is(base, "HEAD") ? FUSEFS_GIT_CHECK_HEAD : FUSEFS_GIT_CHECK_NONE;
+	if (name_is(base, "config") || name_is(base, "config.worktree"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (strcaseeq(base, "commondir"))
+	if (name_is(base, "commondir"))
 		return FUSEFS_GIT_CHECK_COMMONDIR;
-	if (strcaseeq(base, "gitdir"))
+	if (name_is(base, "gitdir"))
 		return FUSEFS_GIT_CHECK_GITDIR;
-	if (strcaseeq(base, "git-rebase-todo"))
+	if (name_is(base, "git-rebase-todo"))
 		return FUSEFS_GIT_CHECK_TODO;
-	if (component_is(parent - pl, pl, "sequencer") && strcaseeq(base, "todo"))
+	/* parent - pl: the parent's name, then "/" and base */
+	if (name_is(parent - pl, "sequencer/todo"))
 		return FUSEFS_GIT_CHECK_TODO;
-	if (component_is(parent - pl, pl, "sequencer") && strcaseeq(base, "opts"))
+	if (name_is(parent - pl, "sequencer/opts"))
 		return FUSEFS_GIT_CHECK_CONFIG;
-	if (component_is(parent - pl, pl, "rebase-merge") && strcaseeq(base, "strategy"))
+	if (name_is(parent - pl, "rebase-merge/strategy"))
 		return FUSEFS_GIT_CHECK_STRATEGY;
 	return FUSEFS_GIT_CHECK_NONE;
 }
@@ -371,7 +380,7 @@ bool fusefs_rules_may_symlink(const struct fusefs_rules *rules, const char *path
 	 * lies below .git too and is checked there as what it is. Not as "hooks" (the hooks
 	 * would then lie at a name nothing protects), nor as a checked name. */
 	return target && target[0] && !strchr(target, '/') && !streq(target, ".") &&
-	       !streq(target, "..") && !strcaseeq(base, "hooks") &&
+	       !streq(target, "..") && !name_is(base, "hooks") &&
 	       git_check_kind(path, false) == FUSEFS_GIT_CHECK_NONE;
 }
 

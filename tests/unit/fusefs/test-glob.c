@@ -109,6 +109,26 @@ static void test_double_star_backtracks_over_components(void **state)
 	assert_false(fusefs_glob_match("x/**/y/**/z", "x/z/y"));
 }
 
+/* Letters that a casefold file system (Unicode's full folding) or an upcase table takes to ASCII
+ * ones match them in the fold forms: long s, the Kelvin sign, sharp s and the Latin ligatures. */
+static void test_fold_forms_match_what_folds_to_ascii(void **state)
+{
+	(void)state;
+	assert_true(fusefs_glob_match_fold(".bashrc", ".ba\xc5\xbfhrc"));
+	assert_true(fusefs_glob_match_fold("**/hooks/*", ".git/hoo\xe2\x84\xaas/x"));
+	assert_true(fusefs_glob_match_fold("config", "con\xef\xac\x81g"));
+	assert_true(fusefs_glob_match_fold("office", "o\xef\xac\x83"
+						     "ce"));
+	assert_true(fusefs_glob_match_fold("glass", "GLA\xc3\x9f"));
+	assert_true(fusefs_glob_match_fold("gla\xc3\x9f", "glass"));
+	assert_true(fusefs_glob_match_fold("*st*", "\xef\xac\x85"));
+	assert_true(fusefs_glob_match_below_fold("hooks/*", "hoo\xe2\x84\xaas"));
+	assert_false(fusefs_glob_match("config", "con\xef\xac\x81g"));
+	assert_false(fusefs_glob_match_fold("config", "con\xef\xac\x81"));
+	assert_false(fusefs_glob_match_fold("x", "\xc5"));     /* a lone lead byte */
+	assert_false(fusefs_glob_match_fold("s", "\xc5\xbe")); /* U+017E is no s */
+}
+
 static void test_fold_forms_match_letters_in_either_case_only(void **state)
 {
 	(void)state;
@@ -355,6 +375,7 @@ int main(void)
 	    cmocka_unit_test(test_star_backtracks_within_a_component),
 	    cmocka_unit_test(test_double_star_backtracks_over_components),
 	    cmocka_unit_test(test_fold_forms_match_letters_in_either_case_only),
+	    cmocka_unit_test(test_fold_forms_match_what_folds_to_ascii),
 	    cmocka_unit_test(test_match_below_follows_the_documented_examples),
 	    cmocka_unit_test(test_match_agrees_with_the_definition_on_every_small_case),
 	    cmocka_unit_test(test_match_below_agrees_with_the_definition_on_every_small_case),

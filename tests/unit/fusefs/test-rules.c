@@ -517,6 +517,45 @@ static void test_built_in_protection_holds_in_any_case(void **state)
 	      {".git/HOOKS/pre-commit.sample", false, R | W}, {"bashrc", false, R | W});
 }
 
+/* A file system that folds case folds more than ASCII: Linux's casefold (ext4, f2fs) takes
+ * Unicode's full case folding, where "\u017f" (long s) is "s", the Kelvin sign is "k", "\u00df" is
+ * "ss" and the ligature "\ufb01" is "fi"; NTFS and exFAT upcase "\u017f" to "S". So ".baXhrc"
+ * with a long s is .bashrc there, and ".git/conXg" with the ligature is git's config (red team). */
+static void test_protection_holds_for_letters_that_fold_to_ascii(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
+
+	(void)state;
+	/* a link at hooks (Kelvin sign) to a name of .git: hooks that nothing protects */
+	assert_false(fusefs_rules_may_symlink(rules, ".git/hoo\xe2\x84\xaas", "h"));
+	assert_false(fusefs_rules_may_symlink(rules, ".git/con\xef\xac\x81g", "c"));
+	assert_true(fusefs_rules_may_symlink(rules, ".git/hoo\xe2\x84\xaa", "h"));
+	CHECK(NULL, {".ba\xc5\xbfhrc", false, R | P},
+	      {".git/hoo\xe2\x84\xaas/pre-commit", false, R | P},
+	      {".git/hook\xc5\xbf/pre-commit", false, R | P}, {".pro\xef\xac\x81le", false, R | P},
+	      {".git/con\xef\xac\x81g", false, R | W | C}, {".gitmodule\xc5\xbf", false, R | W | C},
+	      {".git/\xc5\xbf"
+	       "equencer/todo",
+	       false, R | W | C},
+	      {".git/rebase-merge/\xef\xac\x86rategy", false, R | W | C},
+	      {".git/rebase-merge/git-reba\xc5\xbf"
+	       "e-todo",
+	       false, R | W | C},
+	      {".git/\xc5\xbf"
+	       "equencer/opt\xc5\xbf",
+	       false, R | W | C},
+	      {"\xc3\xa9", false, R | W}, {"con\xef\xac\x81g", false, R | W});
+	CHECK("{'read': ['**'], 'write': ['**'], 'deny': ['secrets', 'keys/*.pem', 'glass']}",
+	      {"\xc5\xbf"
+	       "ecrets/key",
+	       false, 0},
+	      {"SECRET\xc5\xbf", true, 0},
+	      {"\xe2\x84\xaa"
+	       "eys/a.pem",
+	       false, 0},
+	      {"gla\xc3\x9f", true, 0}, {"gla\xe1\xba\x9e/x", false, 0}, {"secret", false, R | W});
+}
+
 static void test_rename_under_uniform_rules_is_uniform(void **state)
 {
 	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules =
@@ -720,6 +759,7 @@ int main(void)
 	    cmocka_unit_test(test_git_config_is_content_checked_at_any_depth),
 	    cmocka_unit_test(test_hooks_of_every_git_folder_are_protected_but_samples),
 	    cmocka_unit_test(test_built_in_protection_holds_in_any_case),
+	    cmocka_unit_test(test_protection_holds_for_letters_that_fold_to_ascii),
 	    cmocka_unit_test(test_git_folders_are_writable_but_what_git_reads_as_settings),
 	    cmocka_unit_test(test_symbolic_links_are_refused_at_and_below_git),
 	    cmocka_unit_test(test_protect_false_lifts_every_entry_and_check),
