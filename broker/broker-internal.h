@@ -117,6 +117,48 @@ int broker_key_acquire(const char *key_file, bool prompt, bool confirm, struct b
 		       struct al_error *err);
 struct broker_key *broker_key_free(struct broker_key *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct broker_key *, broker_key_free);
+/* The passphrase of the SSH key name: the file's (one trailing newline dropped), else typed on
+ * /dev/tty without echo. -ENOKEY when there is no way to get one. */
+int broker_ssh_passphrase(const char *file, const char *name, struct broker_secret **ret,
+			  struct al_error *err);
+
+/* ---- ssh-key.c: OpenSSH private keys, for the vault ----
+ * `airlock secret put --ssh-key` reads a key file as ssh-keygen writes it (the PEM armour of
+ * OpenSSH's own format; Ed25519, ECDSA and RSA keys), decrypts it when a passphrase protects it,
+ * checks that its private part matches its public key, and stores it in the same format with no
+ * cipher: a vault value that begins with the format's magic is an SSH key. */
+
+#define BROKER_SSH_FINGERPRINT_MAX 64 /* "SHA256:" and 43 base64 digits, as ssh-keygen -l */
+
+struct broker_ssh_key {
+	const char *type; /* "ssh-ed25519", "ecdsa-sha2-nistp256", ..., "ssh-rsa" (static) */
+	char fingerprint[BROKER_SSH_FINGERPRINT_MAX];
+	char comment[128]; /* cut short */
+	bool encrypted;	   /* the key file was protected by a passphrase */
+};
+
+/* Reads the key file text (n bytes): *ret gets the key to store, k what it is. passphrase may be
+ * NULL for a key that has none. Errors, each with one line in err: -EINVAL (not an OpenSSH
+ * private key), -EBADMSG (malformed, or private and public parts that do not match),
+ * -EPROTONOSUPPORT (a key type or cipher airlock does not use), -ENOKEY (a passphrase is
+ * needed), -EACCES (a wrong passphrase), -EFBIG, -ENOMEM, -EIO. */
+int broker_ssh_key_import(const char *text, size_t n, const struct broker_secret *passphrase,
+			  struct broker_ssh_key *k, struct broker_secret **ret,
+			  struct al_error *err);
+/* Whether the key file text is protected by a passphrase (so that one is asked for). */
+bool broker_ssh_key_is_encrypted(const char *text, size_t n);
+/* Whether a vault value is an SSH key, and what key: the errors of import. */
+bool broker_ssh_key_is_stored(const struct broker_secret *value);
+int broker_ssh_key_parse(const struct broker_secret *value, struct broker_ssh_key *k,
+			 struct al_error *err);
+
+/* bcrypt-pbkdf.c: OpenBSD's bcrypt_pbkdf, which OpenSSH key files use. key_len at most 1,024
+ * bytes, rounds 1 to 65,536: -EINVAL beyond; -ENOMEM. */
+int broker_bcrypt_pbkdf(const void *pass, size_t pass_len, const uint8_t *salt, size_t salt_len,
+			unsigned rounds, uint8_t *key, size_t key_len);
+/* Word i of Blowfish's initial state (the P-array, then the four S-boxes): pi's fraction in
+ * hexadecimal, computed once. For tests. */
+uint32_t broker_blowfish_pi_word(size_t i);
 
 /* ---- source.c: a credential's real value, from its source ----
  *

@@ -21,8 +21,15 @@ struct broker_vault_options {
  * is created (its folder too, mode 0700) and its passphrase asked twice. */
 int broker_secret_put(const struct broker_vault_options *o, const char *name, int fd,
 		      struct al_error *err);
+/* `airlock secret put --ssh-key NAME`: the value is an OpenSSH private key as ssh-keygen writes
+ * it (Ed25519, ECDSA, RSA), checked, decrypted with its passphrase when one protects it (the
+ * file passphrase_file, else asked once on the terminal), and stored without it; the vault then
+ * knows the entry as an SSH key. Prints "NAME TYPE FINGERPRINT" to out. A plain put of a value
+ * that is an SSH key is refused. */
+int broker_secret_put_ssh_key(const struct broker_vault_options *o, const char *name, int fd,
+			      const char *passphrase_file, FILE *out, struct al_error *err);
 /* `airlock secret ls`: one line per secret to out (name, bound hosts, created and updated
- * times), or a JSON array with json. Never a value. */
+ * times; an SSH key's type and fingerprint), or a JSON array with json. Never a value. */
 int broker_secret_list(const struct broker_vault_options *o, bool json, FILE *out,
 		       struct al_error *err);
 /* `airlock secret rm NAME` (-ENOENT when there is none). */

@@ -151,7 +151,9 @@ static int read_key_file(const char *path, struct broker_secret **ret, struct al
 	return 0;
 }
 
-static int read_passphrase_file(const char *path, struct broker_secret **ret, struct al_error *err)
+/* A passphrase from the file path, which the setting named by option names. */
+static int read_passphrase_file(const char *path, const char *option, struct broker_secret **ret,
+				struct al_error *err)
 {
 	_cleanup_(broker_secret_freep) struct broker_secret *s = NULL;
 	_cleanup_close_ int fd = -EBADF;
@@ -160,15 +162,12 @@ static int read_passphrase_file(const char *path, struct broker_secret **ret, st
 
 	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return al_error_set_errno(err, -errno,
-					  "passphrase file %s (AIRLOCK_PASSPHRASE_FILE)", path);
+		return al_error_set_errno(err, -errno, "passphrase file %s (%s)", path, option);
 	if (fstat(fd, &st) < 0)
 		return al_error_set_errno(err, -errno, "passphrase file %s", path);
 	if (!S_ISREG(st.st_mode))
-		return al_error_set(err, -EINVAL,
-				    "passphrase file %s (AIRLOCK_PASSPHRASE_FILE) is not a regular "
-				    "file",
-				    path);
+		return al_error_set(err, -EINVAL, "passphrase file %s (%s) is not a regular file",
+				    path, option);
 	r = broker_secret_read_fd(fd, PASSPHRASE_MAX + 1, &s); /* + 1: its newline */
 	if (r >= 0)
 		r = finish_passphrase(s);
@@ -316,7 +315,10 @@ static int prompt_read(struct prompt_state *st, const char *prompt, struct broke
 	return 0;
 }
 
-static int prompt_passphrase(bool confirm, struct broker_secret **ret, struct al_error *err)
+/* A passphrase typed on the terminal after prompt (twice when confirm); -ENOKEY with no_tty as
+ * the message when there is no terminal. */
+static int prompt_passphrase(const char *prompt, bool confirm, const char *no_tty,
+			     struct broker_secret **ret, struct al_error *err)
 {
 	_cleanup_(broker_secret_freep) struct broker_secret *s = NULL, *again = NULL;
 	struct prompt_state st = {.tty = -EBADF};
@@ -325,13 +327,13 @@ static int prompt_passphrase(bool confirm, struct broker_secret **ret, struct al
 
 	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty < 0)
-		return al_error_set(err, -ENOKEY, NO_KEY_HINT);
+		return al_error_set(err, -ENOKEY, "%s", no_tty);
 	st.tty = tty;
 	r = prompt_begin(&st);
 	if (r < 0)
-		return al_error_set(err, -ENOKEY, NO_KEY_HINT " (cannot turn its echo off: %s)",
+		return al_error_set(err, -ENOKEY, "%s (cannot turn its echo off: %s)", no_tty,
 				    strerror(-r));
-	r = prompt_read(&st, confirm ? "New vault passphrase: " : "Vault passphrase: ", &s);
+	r = prompt_read(&st, prompt, &s);
 	if (r >= 0 && confirm)
 		r = prompt_read(&st, "Repeat the passphrase: ", &again);
 	if (prompt_end(&st) < 0 || r == -EINTR)
@@ -364,9 +366,11 @@ int broker_key_acquire(const char *key_file, bool prompt, bool confirm, struct b
 	if (key_file)
 		r = read_key_file(key_file, &k->material, err);
 	else if (passphrase_file && passphrase_file[0] != '\0')
-		r = read_passphrase_file(passphrase_file, &k->material, err);
+		r = read_passphrase_file(passphrase_file, "AIRLOCK_PASSPHRASE_FILE", &k->material,
+					 err);
 	else if (prompt)
-		r = prompt_passphrase(confirm, &k->material, err);
+		r = prompt_passphrase(confirm ? "New vault passphrase: " : "Vault passphrase: ",
+				      confirm, NO_KEY_HINT, &k->material, err);
 	else
 		r = al_error_set(err, -ENOKEY, NO_KEY_HINT);
 	if (r < 0)
@@ -379,4 +383,19 @@ int broker_key_acquire(const char *key_file, bool prompt, bool confirm, struct b
 	}
 	*ret = TAKE_PTR(k);
 	return 0;
+}
+
+int broker_ssh_passphrase(const char *file, const char *name, struct broker_secret **ret,
+			  struct al_error *err)
+{
+	_cleanup_free_ char *prompt = NULL;
+
+	if (file)
+		return read_passphrase_file(file, "--ssh-passphrase-file", ret, err);
+	if (asprintf(&prompt, "Passphrase of SSH key %s: ", name) < 0)
+		return -ENOMEM;
+	return prompt_passphrase(prompt, false,
+				 "the SSH key is protected by a passphrase: pass "
+				 "--ssh-passphrase-file, or run on a terminal",
+				 ret, err);
 }

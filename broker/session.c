@@ -270,6 +270,11 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 		return al_error_set(err, -ENOENT,
 				    "credential %s: vault source: no secret \"%s\" in %s",
 				    c->spec->name, key, b->vault_path);
+	if (broker_ssh_key_is_stored(e->value))
+		return al_error_set(err, -EINVAL,
+				    "credential %s: vault source: \"%s\" is an SSH key, which only "
+				    "signs: no credential hands it out",
+				    c->spec->name, key);
 	if (e->n_hosts > 0 && c->spec->expose)
 		return al_error_set(
 		    err, -EPERM,

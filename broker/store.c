@@ -267,12 +267,32 @@ static int change_bind(struct broker_vault *v, void *userdata, struct al_error *
 	return 0;
 }
 
+static int store(const struct broker_vault_options *o, const char *name,
+		 const struct broker_secret *value, struct al_error *err)
+{
+	_cleanup_(broker_key_freep) struct broker_key *key = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = vault_setup(o, true, &path, &key, err);
+	if (r < 0)
+		return r;
+	return broker_vault_update(path, &key->k, change_put,
+				   &(struct change){.path = path, .name = name, .value = value},
+				   err);
+}
+
+/* Whether value is an SSH private key (a key file's text, or the form the vault keeps one in). */
+static bool looks_like_ssh_key(const struct broker_secret *value)
+{
+	return broker_ssh_key_is_stored(value) ||
+	       memmem(value->data, value->len, "-----BEGIN OPENSSH PRIVATE KEY-----", 35);
+}
+
 int broker_secret_put(const struct broker_vault_options *o, const char *name, int fd,
 		      struct al_error *err)
 {
 	_cleanup_(broker_secret_freep) struct broker_secret *value = NULL;
-	_cleanup_(broker_key_freep) struct broker_key *key = NULL;
-	_cleanup_free_ char *path = NULL;
 	int r;
 
 	if (sodium_init() < 0)
@@ -280,13 +300,47 @@ int broker_secret_put(const struct broker_vault_options *o, const char *name, in
 	r = check_name(name, err);
 	if (r >= 0)
 		r = read_value(fd, name, &value, err);
-	if (r >= 0)
-		r = vault_setup(o, true, &path, &key, err);
 	if (r < 0)
 		return r;
-	return broker_vault_update(path, &key->k, change_put,
-				   &(struct change){.path = path, .name = name, .value = value},
-				   err);
+	/* A key stored as a plain secret would be handed out as one (a surrogate swapped in
+	 * traffic, an exposed value): it goes in as an SSH key, which only signs. */
+	if (looks_like_ssh_key(value))
+		return al_error_set(err, -EINVAL,
+				    "secret %s: the value is an SSH private key: store it with "
+				    "airlock secret put --ssh-key",
+				    name);
+	return store(o, name, value, err);
+}
+
+int broker_secret_put_ssh_key(const struct broker_vault_options *o, const char *name, int fd,
+			      const char *passphrase_file, FILE *out, struct al_error *err)
+{
+	_cleanup_(broker_secret_freep) struct broker_secret *text = NULL, *pass = NULL,
+							    *value = NULL;
+	struct al_error why = {0};
+	struct broker_ssh_key k;
+	int r;
+
+	if (sodium_init() < 0)
+		return al_error_set(err, -EIO, "Failed to initialize libsodium");
+	r = check_name(name, err);
+	if (r >= 0)
+		r = read_value(fd, name, &text, err);
+	if (r < 0)
+		return r;
+	if (broker_ssh_key_is_encrypted(text->data, text->len)) {
+		r = broker_ssh_passphrase(passphrase_file, name, &pass, err);
+		if (r < 0)
+			return r;
+	}
+	r = broker_ssh_key_import(text->data, text->len, pass, &k, &value, &why);
+	if (r < 0)
+		return al_error_set(err, r, "secret %s: %s", name, why.msg);
+	r = store(o, name, value, err);
+	if (r < 0)
+		return r;
+	fprintf(out, "%s %s %s\n", name, k.type, k.fingerprint);
+	return fflush(out) == 0 ? 0 : -errno;
 }
 
 int broker_secret_remove(const struct broker_vault_options *o, const char *name,
@@ -359,6 +413,7 @@ static void print_json_string(FILE *out, const char *s)
 static void print_json_entry(FILE *out, const struct broker_vault_entry *e, bool last)
 {
 	char created[32], updated[32];
+	struct broker_ssh_key k;
 
 	format_time(e->created, created);
 	format_time(e->updated, updated);
@@ -370,8 +425,15 @@ static void print_json_entry(FILE *out, const struct broker_vault_entry *e, bool
 			fputs(", ", out);
 		print_json_string(out, e->hosts[h]);
 	}
-	fprintf(out, "], \"created\": \"%s\", \"updated\": \"%s\"}%s\n", created, updated,
-		last ? "" : ",");
+	fprintf(out, "], \"created\": \"%s\", \"updated\": \"%s\"", created, updated);
+	if (broker_ssh_key_parse(e->value, &k, NULL) >= 0) {
+		fprintf(out,
+			", \"ssh_key\": {\"type\": \"%s\", \"fingerprint\": \"%s\", \"comment\": ",
+			k.type, k.fingerprint);
+		print_json_string(out, k.comment);
+		fputc('}', out);
+	}
+	fprintf(out, "}%s\n", last ? "" : ",");
 }
 
 /* The comma-separated hosts of e, or "-" (NULL without memory). */
@@ -395,8 +457,8 @@ static char *join_hosts(const struct broker_vault_entry *e)
 	return s;
 }
 
-/* One line per secret: name, hosts, created, updated, in aligned columns (no field holds a
- * space, so that scripts can split them). */
+/* One line per secret: name, hosts, created, updated, in aligned columns, and for an SSH key its
+ * type and fingerprint (no field holds a space, so that scripts can split them). */
 static int print_text(FILE *out, const struct broker_vault *v)
 {
 	size_t n = broker_vault_count(v), name_width = 0, hosts_width = 0;
@@ -420,10 +482,15 @@ static int print_text(FILE *out, const struct broker_vault *v)
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		const struct broker_vault_entry *e = broker_vault_entry(v, i);
 
+		struct broker_ssh_key k;
+
 		format_time(e->created, created);
 		format_time(e->updated, updated);
-		fprintf(out, "%-*s  %-*s  %s  %s\n", (int)name_width, e->name, (int)hosts_width,
+		fprintf(out, "%-*s  %-*s  %s  %s", (int)name_width, e->name, (int)hosts_width,
 			hosts[i], created, updated);
+		if (broker_ssh_key_parse(e->value, &k, NULL) >= 0)
+			fprintf(out, "  %s  %s", k.type, k.fingerprint);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(hosts[i]);

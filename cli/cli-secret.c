@@ -22,6 +22,8 @@ static void help(void)
 {
 	printf(
 	    "Usage: airlock secret [OPTIONS] put NAME [--from-file FILE]\n"
+	    "       airlock secret [OPTIONS] put --ssh-key NAME [--from-file FILE]\n"
+	    "                                [--ssh-passphrase-file FILE]\n"
 	    "       airlock secret [OPTIONS] ls [--json]\n"
 	    "       airlock secret [OPTIONS] rm NAME\n"
 	    "       airlock secret [OPTIONS] bind NAME --hosts HOST[,HOST...]\n"
@@ -31,7 +33,12 @@ static void help(void)
 	    "\n"
 	    "  put   store NAME, its value read from standard input or FILE (one trailing\n"
 	    "        newline dropped). Never from the command line, where other users see it.\n"
-	    "  ls    list the names, bound hosts, created and updated times (UTC)\n"
+	    "        With --ssh-key, the value is an OpenSSH private key (ssh-keygen's file:\n"
+	    "        Ed25519, ECDSA, RSA); its passphrase, if it has one, is asked once (or\n"
+	    "        read from --ssh-passphrase-file) and the key is stored without it. The\n"
+	    "        key never leaves the broker: it only signs, for an ssh credential.\n"
+	    "  ls    list the names, bound hosts, created and updated times (UTC), and\n"
+	    "        an SSH key's type and fingerprint\n"
 	    "  rm    remove NAME\n"
 	    "  bind  set the hosts NAME may be sent to: names or \"*.suffix\" patterns\n"
 	    "No command prints a value.\n"
@@ -44,6 +51,9 @@ static void help(void)
 	    "      --key-file FILE   Use the key in FILE (32 bytes, or 64 hex digits; mode 0600)\n"
 	    "                        instead of a passphrase\n"
 	    "      --from-file FILE  put: read the value from FILE\n"
+	    "      --ssh-key         put: the value is an OpenSSH private key\n"
+	    "      --ssh-passphrase-file FILE\n"
+	    "                        put --ssh-key: the key's passphrase is in FILE\n"
 	    "      --json            ls: print a JSON array\n"
 	    "      --hosts LIST      bind: the comma-separated hosts\n"
 	    "  -h, --help            Print this help\n"
@@ -58,6 +68,8 @@ enum {
 	ARG_FROM_FILE,
 	ARG_JSON,
 	ARG_HOSTS,
+	ARG_SSH_KEY,
+	ARG_SSH_PASSPHRASE_FILE,
 };
 
 static const struct option options[] = {
@@ -66,6 +78,8 @@ static const struct option options[] = {
     {"from-file", required_argument, NULL, ARG_FROM_FILE},
     {"json", no_argument, NULL, ARG_JSON},
     {"hosts", required_argument, NULL, ARG_HOSTS},
+    {"ssh-key", no_argument, NULL, ARG_SSH_KEY},
+    {"ssh-passphrase-file", required_argument, NULL, ARG_SSH_PASSPHRASE_FILE},
     {"help", no_argument, NULL, 'h'},
     {},
 };
@@ -73,7 +87,8 @@ static const struct option options[] = {
 static struct broker_vault_options arg_vault;
 static const char *arg_from_file;
 static const char *arg_hosts;
-static bool arg_json;
+static const char *arg_ssh_passphrase_file;
+static bool arg_json, arg_ssh_key;
 
 /* An option the parser refused. An unknown one is named only when it looks like an option
  * name, and never with what follows '=': a mistyped command line may hold a value (a PEM key
@@ -118,6 +133,12 @@ static int parse_options(int argc, char **argv)
 		case ARG_HOSTS:
 			arg_hosts = optarg;
 			break;
+		case ARG_SSH_KEY:
+			arg_ssh_key = true;
+			break;
+		case ARG_SSH_PASSPHRASE_FILE:
+			arg_ssh_passphrase_file = optarg;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -138,8 +159,11 @@ static int check_usage(const char *verb, int n_args, int n_names)
 	    {"--from-file", "put"},
 	    {"--json", "ls"},
 	    {"--hosts", "bind"},
+	    {"--ssh-key", "put"},
+	    {"--ssh-passphrase-file", "put"},
 	};
-	bool used[] = {arg_from_file != NULL, arg_json, arg_hosts != NULL};
+	bool used[] = {arg_from_file != NULL, arg_json, arg_hosts != NULL, arg_ssh_key,
+		       arg_ssh_passphrase_file != NULL};
 
 	for (size_t i = 0; i < ELEMENTSOF(own); i++)
 		if (used[i] && !streq(verb, own[i].verb)) {
@@ -158,6 +182,10 @@ static int check_usage(const char *verb, int n_args, int n_names)
 			  n_names ? " NAME" : "");
 		return -EINVAL;
 	}
+	if (arg_ssh_passphrase_file && !arg_ssh_key) {
+		log_error("--ssh-passphrase-file goes with airlock secret put --ssh-key");
+		return -EINVAL;
+	}
 	if (streq(verb, "bind") && !arg_hosts) {
 		log_error("airlock secret bind needs --hosts HOST[,HOST...]");
 		return -EINVAL;
@@ -169,12 +197,15 @@ static int put(const char *name, struct al_error *err)
 {
 	_cleanup_close_ int fd = -EBADF;
 
-	if (!arg_from_file)
-		return broker_secret_put(&arg_vault, name, STDIN_FILENO, err);
-	fd = open(arg_from_file, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return al_error_set_errno(err, -errno, "--from-file %s", arg_from_file);
-	return broker_secret_put(&arg_vault, name, fd, err);
+	if (arg_from_file) {
+		fd = open(arg_from_file, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return al_error_set_errno(err, -errno, "--from-file %s", arg_from_file);
+	}
+	if (arg_ssh_key)
+		return broker_secret_put_ssh_key(&arg_vault, name, fd >= 0 ? fd : STDIN_FILENO,
+						 arg_ssh_passphrase_file, stdout, err);
+	return broker_secret_put(&arg_vault, name, fd >= 0 ? fd : STDIN_FILENO, err);
 }
 
 int cli_secret(int argc, char **argv)
