@@ -522,20 +522,26 @@ static bool list_is_uniform(const struct rules_list *l, const char *from, const 
 
 /* Each pattern costs one match per component of it (see glob_is_uniform()); policy patterns are
  * short. The names that lift protected entries need no check of their own: a name lifts its entry
- * only where it matches, and it is one of the write patterns. */
+ * only where it matches, and it is one of the write patterns. What protects, and git's names, are
+ * matched in any case and also as written: on a file system that does not fold case, a folder
+ * moved to another spelling of its name (".git/hooks" to ".git/HOOKS") takes what it holds away
+ * from the host's git, which removing the files may not (red team 2). */
 bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char *from,
 				    const char *to)
 {
 	if (!list_is_uniform(&rules->read, from, to, false) ||
 	    !list_is_uniform(&rules->write, from, to, false) ||
 	    !list_is_uniform(&rules->deny, from, to, true) ||
-	    !list_is_uniform(&rules->git_named, from, to, true))
+	    !list_is_uniform(&rules->git_named, from, to, true) ||
+	    !list_is_uniform(&rules->git_named, from, to, false))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
-		if (!glob_is_uniform(protected_entries[i].glob, from, to, true))
+		if (!glob_is_uniform(protected_entries[i].glob, from, to, true) ||
+		    !glob_is_uniform(protected_entries[i].glob, from, to, false))
 			return false;
 	for (size_t i = 0; i < ELEMENTSOF(git_globs); i++)
-		if (!glob_is_uniform(git_globs[i], from, to, true))
+		if (!glob_is_uniform(git_globs[i], from, to, true) ||
+		    !glob_is_uniform(git_globs[i], from, to, false))
 			return false;
 	return true;
 }

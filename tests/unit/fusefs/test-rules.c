@@ -504,6 +504,27 @@ static void test_rename_of_git_folder_is_not_uniform(void **state)
 	assert_false(fusefs_rules_rename_is_uniform(rules, ".git/x/Sequencer", ".git/x/s"));
 }
 
+/* A folder renamed to another spelling of its name: where case is not folded (ext4, tmpfs), the
+ * host's git and editors no longer find what was there. "mv .git/hooks .git/HOOKS" took the
+ * host's hooks away, which "rm .git/hooks/pre-commit" may not (red team 2): such a rename of
+ * what holds protected or git's files is not moved whole, and mv's copy file by file fails on
+ * them. A folder that holds nothing the rules tell apart still moves in any spelling. */
+static void test_rename_to_another_case_of_a_protected_folder_is_not_uniform(void **state)
+{
+	_cleanup_(fusefs_rules_freep) struct fusefs_rules *rules = rules_for(NULL);
+
+	(void)state;
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git/hooks", ".git/HOOKS"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git/HOOKS", ".git/hooks"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git", ".GIT"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, "a/r.git", "a/r.GIT"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".vscode", ".VSCODE"));
+	assert_false(fusefs_rules_rename_is_uniform(rules, ".git/sequencer", ".git/SEQUENCER"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "src", "SRC"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, ".git/objects", ".git/OBJECTS2"));
+	assert_true(fusefs_rules_rename_is_uniform(rules, "repo", "REPO"));
+}
+
 /* On a file system that folds case (a casefold ext4 folder, vfat, exfat, SMB, WSL's drives),
  * ".GIT/hooks" is ".git/hooks": the built-in lists and git's names hold in any case. */
 static void test_built_in_protection_holds_in_any_case(void **state)
@@ -774,6 +795,7 @@ int main(void)
 	    cmocka_unit_test(test_deny_hides_a_protected_path),
 	    cmocka_unit_test(test_any_writable_is_false_only_when_nothing_can_be_written),
 	    cmocka_unit_test(test_rename_of_git_folder_is_not_uniform),
+	    cmocka_unit_test(test_rename_to_another_case_of_a_protected_folder_is_not_uniform),
 	    cmocka_unit_test(test_rename_under_uniform_rules_is_uniform),
 	    cmocka_unit_test(test_rename_across_a_write_boundary_is_not_uniform),
 	    cmocka_unit_test(test_rename_under_a_pattern_that_reads_the_parent_name_is_not_uniform),
