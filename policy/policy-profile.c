@@ -295,7 +295,8 @@ static bool has_dot_component(const char *path)
 
 /* Beyond the system folders: root's home (all of it: its own files are the host admin's), the
  * shared /var/tmp, /lost+found, what runs below /run, and a home folder's dot-entries (~/.config,
- * ~/.ssh: what the host user's programs read and run). */
+ * ~/.ssh: what the host user's programs read and run) and so the home folder itself, which holds
+ * them (a workspace at /home/user wrote ~/.ssh/authorized_keys: red team 2). */
 static const char *const private_trees[] = {"/root", "/var/tmp", "/lost+found", "/run"};
 
 static bool is_private_folder(const char *root)
@@ -309,7 +310,7 @@ static bool is_private_folder(const char *root)
 		return false;
 	rest += strcspn(rest, "/"); /* the user's folder */
 	rest += strspn(rest, "/");
-	return rest[0] == '.';
+	return rest[0] == '.' || rest[0] == '\0';
 }
 
 static int check_workspace(const struct policy *p, struct al_error *err)
@@ -331,7 +332,7 @@ static int check_workspace(const struct policy *p, struct al_error *err)
 		return al_error_set(
 		    err, -EINVAL,
 		    "workspace.root: " NS_V1
-		    " refuses %s (root's home, a home folder's dot-entry, /var/tmp, "
+		    " refuses %s (root's home, a home folder or its dot-entries, /var/tmp, "
 		    "/lost+found or /run)",
 		    QUOTE(root));
 	return 0;

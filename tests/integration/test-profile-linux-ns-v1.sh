@@ -110,6 +110,9 @@ refused workspace-root-home 'workspace.root: linux-ns-v1 refuses "/root/.config"
 	< <(policy workspace='{"root": "/root/.config"}')
 refused workspace-var-tmp 'workspace.root: linux-ns-v1 refuses "/var/tmp"' \
 	< <(policy workspace='{"root": "/var/tmp"}')
+# A home folder holds its dot-entries (~/.ssh/authorized_keys): refused as they are.
+refused workspace-home 'workspace.root: linux-ns-v1 refuses "/home/airlock-it-user" (root'"'"'s home, a home folder or its dot-entries' \
+	< <(policy workspace='{"root": "/home/airlock-it-user"}')
 refused profile-unknown 'profile: "linux-ns-v2" is not a profile airlock enforces' \
 	< <(policy | sed 's/linux-ns-v1/linux-ns-v2/')
 # The run's own flags are held to the contracts too.

@@ -406,6 +406,11 @@ static void test_workspace_root_is_absolute_plain_and_no_system_folder(void **st
 	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/lost+found\"");
 	pt.workspace = "{'root': '/run/user/1000'}";
 	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/run/user/1000\"");
+	/* the home folder itself holds its dot-entries: ~/.ssh/authorized_keys (red team 2) */
+	pt.workspace = "{'root': '/home/user'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/home/user\"");
+	pt.workspace = "{'root': '/home//user/'}";
+	refused(&pt, "workspace.root: linux-ns-v1 refuses \"/home/user\"");
 	pt.workspace = "{'root': '/home/user/project.git'}";
 	accepted(&pt);
 	pt.workspace = "{'root': '/home/user/./project'}"; /* "." is normalised away */
