@@ -54,6 +54,8 @@ packages=(
 	# AWS SigV4 through the proxy: Debian's botocore, the client in the sandbox and the upstream's
 	# verifier
 	python3-botocore
+	# SSH keys in the vault: ssh-keygen makes the tests' keys and fingerprints
+	openssh-client
 )
 
 log()
