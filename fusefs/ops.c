@@ -1551,10 +1551,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	int fd, r;
 
 	r = check_write(req, in, "setxattr");
-	/* Only user.*: an ACL (system.posix_acl_*) handed another host user what safe_mode() keeps
-	 * from them (user:nobody:rwx on .git/hooks), security.* is the host's LSM's (red team 2).
-	 */
-	if (r >= 0 && (xattr_refused(name) || !startswith(name, "user.")))
+	if (r >= 0 && xattr_refused(name))
 		r = -EPERM;
 	if (r < 0) {
 		fuse_reply_err(req, -r);
