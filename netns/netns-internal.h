@@ -499,7 +499,9 @@ ssize_t netns_tls_write(struct netns_tls_conn *c, const void *buf, size_t n);
 void netns_tls_close(struct netns_tls_conn *c);
 /* After -EAGAIN: EPOLLIN and/or EPOLLOUT, what the connection waits for on its fd. */
 uint32_t netns_tls_wants(const struct netns_tls_conn *c);
-/* Decrypted bytes are buffered: read them before waiting on the fd. */
+/* Bytes are buffered in OpenSSL (decrypted, or records read ahead from the socket, whole or in
+ * part): the fd may be idle while a read would still return data. Read until -EAGAIN before
+ * waiting on the fd. */
 bool netns_tls_pending(const struct netns_tls_conn *c);
 
 /* Whether name is bound to one of p's credentials (a host or "*.suffix" of its hosts): TLS to it

@@ -674,7 +674,20 @@ static void buf_consume_all(struct netns_buf *b)
 }
 
 /* Reads what one side sent (end: its fd and TLS) into in, up to PROXY_CHUNK held; *eof at its
- * end (a reset upstream ends like a close). */
+ * end (a reset upstream ends like a close).
+ *
+ * With TLS, OpenSSL reads ahead (tls.c): whole records may wait in its buffers while the fd is
+ * idle and epoll, edge-triggered, reports nothing more. So a side is read in every round until
+ * -EAGAIN (socket drained, no whole record held), never on its fd's readiness, and the rounds go
+ * on while any byte moves. A side is left unread only while in is full (the flow or the HTTP/2
+ * queue takes no more, the output toward the other side being full: WebSocket relays and
+ * backpressure alike), after its end, while a refusal is flushed, or during the handshakes (the
+ * sandbox's waiting for the upstream's ALPN); each ends with an event on one of the
+ * connection's two fds (the other side's output drained, a handshake's next flight), and every
+ * such event runs all of proxy_flow() again (conn_pump()), which reads both sides. The idle
+ * deadline is set only when the flow itself is idle, after such a round.
+ * (test-egress-tls-pipelining-under-backpressure fails if a TLS side is read on its fd's
+ * readiness alone.) */
 static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, bool *eof,
 		     bool *progress)
 {

@@ -32,8 +32,11 @@
  *   resumed session was verified for that same name.
  * - I/O goes through a small BIO of our own on the borrowed fd: send() with MSG_NOSIGNAL (a
  *   peer that went away is an error to return, not a SIGPIPE), and exact socket errors.
- *   Read-ahead stays off, so that no undecrypted record ever waits in OpenSSL's buffers while
- *   the fd looks idle: SSL_pending() is then all that netns_tls_pending() has to report.
+ *   Read-ahead is on: OpenSSL takes what the socket holds in one recv() (a record's header and
+ *   body, and the records after it) rather than two per record, so whole records may wait in
+ *   its buffers while the fd looks idle (netns_tls_pending() tells). A connection's user must
+ *   therefore read until -EAGAIN (which means the socket is drained and no whole record is
+ *   held) and never decide on the fd's readiness alone: the proxy does (proxy-relay.c).
  *
  * A netns_tls and its connections are used from one thread, and every connection is freed
  * before the netns_tls that made it (they share its BIO method and session cache). */
@@ -620,6 +623,7 @@ static SSL_CTX *ctx_new(const SSL_METHOD *method)
 		return NULL;
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_read_ahead(ctx, 1);
 	return TAKE_PTR(ctx);
 }
 
@@ -960,5 +964,5 @@ uint32_t netns_tls_wants(const struct netns_tls_conn *c)
 
 bool netns_tls_pending(const struct netns_tls_conn *c)
 {
-	return SSL_pending(c->ssl) > 0;
+	return SSL_has_pending(c->ssl) == 1;
 }

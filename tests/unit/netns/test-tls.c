@@ -36,6 +36,7 @@
 #include "netns/netns-internal.h"
 
 #define POLL_TIMEOUT_MS 10000
+#define READ_AHEAD_RECORDS 5
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free);
@@ -847,6 +848,42 @@ static void test_accept_and_connect_move_data_both_ways_and_close_cleanly(void *
 	fixture_done(&f);
 }
 
+/* Read-ahead: a burst of records is taken from the socket at once and held by OpenSSL, so the fd
+ * goes idle while records wait; netns_tls_pending() tells, and each read returns the next record
+ * without waiting on the fd (what the proxy relies on: it reads a side until -EAGAIN, never
+ * on the fd's readiness). */
+static void test_records_read_ahead_are_pending_while_the_fd_is_idle(void **state)
+{
+	char rec[100], buf[READ_AHEAD_RECORDS * sizeof(rec)];
+	struct pollfd p;
+	struct end s, c;
+	struct fixture f;
+	int fds[2];
+
+	(void)state;
+	fixture_init(&f);
+	connect_pair(&f, fds, &s, &c);
+	for (int i = 0; i < READ_AHEAD_RECORDS; i++) {
+		memset(rec, 'a' + i, sizeof(rec));
+		write_all(s.c, s.fd, rec, sizeof(rec)); /* a record each */
+	}
+	assert_int_equal(read_some(c.c, c.fd, buf, sizeof(buf)), sizeof(rec));
+	p = (struct pollfd){.fd = c.fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0);
+	for (int i = 1; i < READ_AHEAD_RECORDS; i++) {
+		assert_true(netns_tls_pending(c.c));
+		assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), sizeof(rec));
+		assert_int_equal(buf[0], 'a' + i);
+	}
+	assert_false(netns_tls_pending(c.c));
+	assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), -EAGAIN);
+	assert_int_equal(netns_tls_wants(c.c), POLLIN);
+	netns_tls_conn_free(s.c);
+	netns_tls_conn_free(c.c);
+	close_pair(fds);
+	fixture_done(&f);
+}
+
 static void test_eof_without_close_notify_reads_as_the_end(void **state)
 {
 	struct end s, c;
@@ -1535,6 +1572,7 @@ int main(void)
 	    cmocka_unit_test(test_long_name_gets_a_leaf_with_a_critical_san_and_no_cn),
 	    cmocka_unit_test(test_names_that_are_no_host_names_are_refused),
 	    cmocka_unit_test(test_accept_and_connect_move_data_both_ways_and_close_cleanly),
+	    cmocka_unit_test(test_records_read_ahead_are_pending_while_the_fd_is_idle),
 	    cmocka_unit_test(test_eof_without_close_notify_reads_as_the_end),
 	    cmocka_unit_test(test_close_never_blocks_on_a_full_socket),
 	    cmocka_unit_test(test_reset_reads_as_econnreset_and_writes_as_epipe),
