@@ -152,6 +152,79 @@ bool broker_ssh_key_is_stored(const struct broker_secret *value);
 int broker_ssh_key_parse(const struct broker_secret *value, struct broker_ssh_key *k,
 			 struct al_error *err);
 
+/* ---- ssh-agent-msg.c: the SSH agent protocol, as the destination-bound agent reads it ----
+ * Parsers over bytes a sandbox sends; the parts point into them. */
+
+#define BROKER_SSH_AGENT_MSG_MAX (256 * 1024) /* OpenSSH's own agent's limit */
+
+struct broker_ssh_bytes {
+	const uint8_t *p;
+	size_t len;
+};
+
+enum broker_ssh_agent_type {
+	BROKER_SSH_AGENT_OTHER, /* answered with failure */
+	BROKER_SSH_AGENT_IDENTITIES,
+	BROKER_SSH_AGENT_SIGN,
+	BROKER_SSH_AGENT_SESSION_BIND,
+};
+
+struct broker_ssh_agent_msg {
+	enum broker_ssh_agent_type type;
+	struct broker_ssh_bytes key, data; /* SIGN: the key blob, the data to sign */
+	uint32_t flags;			   /* SIGN: rsa-sha2-256 (2), rsa-sha2-512 (4) */
+	struct broker_ssh_bytes hostkey, session_id, signature; /* SESSION_BIND */
+	bool forwarding;					/* SESSION_BIND */
+};
+
+/* The length of the whole message at the start of p (n bytes): 0 while it is not all there,
+ * -EMSGSIZE for an empty one or one over BROKER_SSH_AGENT_MSG_MAX. */
+ssize_t broker_ssh_agent_frame(const uint8_t *p, size_t n);
+/* Parses a message's body (its type first; n bytes, without the length). -EBADMSG for a
+ * malformed request of a known type; an unknown type or extension is BROKER_SSH_AGENT_OTHER. */
+int broker_ssh_agent_parse(const uint8_t *p, size_t n, struct broker_ssh_agent_msg *ret);
+
+/* What a sign request's data is: a user authentication request (RFC 4252 7, "publickey" or
+ * OpenSSH's "publickey-hostbound-v00@openssh.com"), or a git commit's SSHSIG. */
+enum broker_ssh_sign_kind {
+	BROKER_SSH_SIGN_USERAUTH = 1,
+	BROKER_SSH_SIGN_SSHSIG,
+};
+
+struct broker_ssh_sign_data {
+	enum broker_ssh_sign_kind kind;
+	struct broker_ssh_bytes session_id, user, algorithm, key, hostkey; /* USERAUTH */
+	struct broker_ssh_bytes sshsig_namespace;			   /* SSHSIG */
+};
+
+/* -EBADMSG for data that is neither, whole and alone. */
+int broker_ssh_sign_data_parse(const struct broker_ssh_bytes *data,
+			       struct broker_ssh_sign_data *ret);
+
+/* A session-bind the agent accepted on a connection (its signature by the host key verified). */
+struct broker_ssh_bind {
+	struct broker_ssh_bytes hostkey, session_id;
+	bool forwarding;
+};
+
+/* What a key may sign for: the host keys the proxy saw on connections it allowed to the key's
+ * destinations in this run, and whether git may have it sign commits. */
+struct broker_ssh_policy {
+	const struct broker_ssh_bytes *hostkeys;
+	size_t n_hostkeys;
+	bool commit_signing;
+};
+
+/* Whether a sign request for key (its blob) with data d may be answered on a connection whose
+ * accepted binds are binds[0, n_binds): a user authentication only for the session of the last
+ * bind, not a forwarding one, whose host key policy holds, with the same key (and the same host
+ * key, hostbound); an SSHSIG only in the "git" namespace and with commit signing allowed.
+ * 0, or -EPERM with *why. */
+int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
+			    const struct broker_ssh_bytes *key, const struct broker_ssh_bind *binds,
+			    size_t n_binds, const struct broker_ssh_policy *policy,
+			    const char **why);
+
 /* bcrypt-pbkdf.c: OpenBSD's bcrypt_pbkdf, which OpenSSH key files use. key_len at most 1,024
  * bytes, rounds 1 to 65,536: -EINVAL beyond; -ENOMEM. */
 int broker_bcrypt_pbkdf(const void *pass, size_t pass_len, const uint8_t *salt, size_t salt_len,
