@@ -1542,6 +1542,60 @@ static bool xattr_refused(const char *name)
 	return streq(name, "security.capability");
 }
 
+#define ACL_XATTR_VERSION 2
+#define ACL_TAG_USER 0x02
+#define ACL_TAG_GROUP_OBJ 0x04
+#define ACL_TAG_GROUP 0x08
+#define ACL_TAG_OTHER 0x20
+#define ACL_PERM_WRITE 0x02
+
+/* Whether an ACL (system.posix_acl_access or _default: a u32 version, then entries of u16 tag,
+ * u16 permissions and u32 id, little-endian) grants what safe_mode() keeps from a mode: write to
+ * every user, or in a git folder (in_git) to anyone but the owner. Malformed: refused too. */
+static bool acl_grants_too_much(const uint8_t *v, size_t size, bool in_git)
+{
+	if (size < 4 || (size - 4) % 8 != 0 ||
+	    (uint32_t)(v[0] | v[1] << 8 | v[2] << 16 | (uint32_t)v[3] << 24) != ACL_XATTR_VERSION)
+		return true;
+	for (size_t off = 4; off < size; off += 8) {
+		unsigned tag = v[off] | v[off + 1] << 8, perm = v[off + 2] | v[off + 3] << 8;
+
+		if (!(perm & ACL_PERM_WRITE))
+			continue;
+		if (tag == ACL_TAG_OTHER ||
+		    (in_git &&
+		     (tag == ACL_TAG_USER || tag == ACL_TAG_GROUP_OBJ || tag == ACL_TAG_GROUP)))
+			return true;
+	}
+	return false;
+}
+
+/* What the sandbox (fs->strip_setid: its workspace, not `airlock fs`) may not do to the host's
+ * extended attributes, which stay the host's policy (found by red team 2: an ACL giving user
+ * nobody write on .git/hooks, which safe_mode() keeps from other users, let any local user add a
+ * hook the host's git runs): set or remove the host's security labels (security.*) or trusted.*
+ * attributes, as an unprivileged host user may not either; or set an ACL granting more than a
+ * mode may (acl_grants_too_much()). value NULL: a removal. */
+static int xattr_check(struct fusefs *fs, struct fusefs_inode *in, const char *name,
+		       const void *value, size_t size)
+{
+	char path[FUSEFS_PATH_MAX];
+
+	if (xattr_refused(name))
+		return -EPERM;
+	if (!fs->strip_setid)
+		return 0;
+	if (startswith(name, "security.") || startswith(name, "trusted."))
+		return -EPERM;
+	if (!value ||
+	    (!streq(name, "system.posix_acl_access") && !streq(name, "system.posix_acl_default")))
+		return 0;
+	/* Where its path is not known, as strictly as in a git folder. */
+	if (fusefs_path(fs, in, NULL, path, sizeof(path)) < 0)
+		return acl_grants_too_much(value, size, true) ? -EPERM : 0;
+	return acl_grants_too_much(value, size, fusefs_rules_in_git(path)) ? -EPERM : 0;
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -1551,8 +1605,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	int fd, r;
 
 	r = check_write(req, in, "setxattr");
-	if (r >= 0 && xattr_refused(name))
-		r = -EPERM;
+	if (r >= 0)
+		r = xattr_check(fs, in, name, value, size);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -1631,6 +1685,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	int fd, r;
 
 	r = check_write(req, in, "removexattr");
+	if (r >= 0)
+		r = xattr_check(fs, in, name, NULL, 0);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
