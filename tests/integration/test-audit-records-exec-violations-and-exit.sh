@@ -39,6 +39,22 @@ assert_eq unshare "$(get syscall)" "the violation names the system call"
 assert_eq True "$(get time)" "events carry UTC timestamps"
 assert_eq 600 "$(stat -c %a "$audit")" "the audit file is private (0600)"
 
+# More distinct violations than the result keeps one by one: 300 refused writes, each to its own
+# name, then an unshare(). The result still says which contracts were touched (red team 2: the
+# unshare was counted as the seccomp contract once 255 were kept).
+write_policy "$IT_TMP/ro.json" <<EOF
+{"workspace": {"root": "$WS", "write": []}}
+EOF
+al_run run -p "$IT_TMP/ro.json" --json -- /bin/sh -c \
+	'i=0; while [ $i -lt 300 ]; do touch "/workspace/w$i" 2>/dev/null; i=$((i + 1)); done; unshare -U true 2>/dev/null; exit 0'
+printf '%s' "$AL_OUT" >"$IT_TMP/many.json"
+assert_eq true "$(json_get "$IT_TMP/many.json" 'any(v["contract"] == "namespace" and v["kind"] == "seccomp" for v in d["violations"])')" \
+	"after 300 refused writes, the unshare is still the namespace contract's"
+assert_eq true "$(json_get "$IT_TMP/many.json" 'all((v["contract"] == "workspace") == (v["kind"] == "fs") for v in d["violations"])')" \
+	"and every kept violation has its own kind's contract"
+assert_eq 300 "$(json_get "$IT_TMP/many.json" 'sum(v["count"] for v in d["violations"] if v["kind"] == "fs")')" \
+	"the refused writes are all counted"
+
 al_run run -w "$WS" --audit /nonexistent-dir/audit.jsonl -- /bin/sh -c "touch /workspace/ran"
 assert_eq 125 "$AL_RC" "an audit file that cannot be opened is refused"
 assert_contains "$AL_ERR" "audit: cannot open /nonexistent-dir/audit.jsonl" "the refusal names the file"
