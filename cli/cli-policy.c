@@ -195,6 +195,13 @@ int cli_policy(int argc, char **argv)
 		profile = p->profile;
 	if (check && profile != POLICY_PROFILE_NONE)
 		refused = print_contracts(p, profile, admitted);
+	/* Conforming is not enforced: airlock run holds a policy to a profile only when it says so
+	 * (red team 2: such a file read as conforming while its run, as root, had no user
+	 * namespace). */
+	if (check && profile != POLICY_PROFILE_NONE && p->profile != profile)
+		printf("note: the file has no \"profile\": \"%s\": airlock run holds it to the "
+		       "profile only once it does\n",
+		       policy_profile_to_string(profile));
 	if (refused > 0) {
 		(void)fflush(stdout);
 		log_error("%s: does not conform to %s (%u contract%s refused)", file,

@@ -161,6 +161,12 @@ assert_one_error_line "$AL_ERR" "then one error line"
 al_run policy check "$IT_TMP/good.json"
 assert_eq 0 "$AL_RC" "the field alone makes check report the contracts: a conforming policy passes"
 assert_eq 13 "$(grep -c '^linux-ns-v1 .*: ok$' <<<"$AL_OUT")" "each contract ok"
+assert_not_contains "$AL_OUT" "note:" "a policy with the field gets no note"
+sed 's/"profile": "linux-ns-v1", //' "$IT_TMP/good.json" >"$IT_TMP/good-unmarked.json"
+al_run policy check --profile linux-ns-v1 "$IT_TMP/good-unmarked.json"
+assert_eq 0 "$AL_RC" "a conforming policy without the field conforms"
+assert_contains "$AL_OUT" 'note: the file has no "profile": "linux-ns-v1": airlock run holds it to the profile only once it does' \
+	"... and check says that the run will not hold it to the profile (red team 2)"
 
 # ---- enforcement, seen from inside ----
 echo host >"$WS/host-file" && chown 1000:1000 "$WS/host-file"
