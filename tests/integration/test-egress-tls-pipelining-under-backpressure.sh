@@ -10,7 +10,8 @@
 #   (which grants 16 KiB windows: the proxy's queue toward it fills, and it stops reading the
 #   sandbox), and opens 200 streams at once with small windows of its own for a 64 KiB file:
 #   every stream's answer arrives whole;
-#   both well inside their timeouts (a record forgotten in OpenSSL's buffer hangs the run).
+#   a record forgotten in OpenSSL's buffer hangs the clients until their 15 s timeouts, which
+#   then count too few answers (no time is asserted: the machine's load decides durations).
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -128,19 +129,13 @@ PY
 
 probe='
 head -c 262144 /dev/zero | tr "\\0" u >/workspace/up.bin
-s=$(date +%s)
 nghttp -m 40 -d /workspace/up.bin -t 15 https://api.test:'$h2p'/f.txt >/workspace/h2up.out 2>/workspace/h2up.err
 echo "h2up_rc $?"
 echo "h2up_bytes $(wc -c </workspace/h2up.out)"
-echo "h2up_seconds $(( $(date +%s) - s ))"
-s=$(date +%s)
 nghttp -m 200 -w 14 -W 16 -t 15 https://api.test:'$h2p'/f.txt >/workspace/h2.out 2>/workspace/h2.err
 echo "h2_rc $?"
 echo "h2_bytes $(wc -c </workspace/h2.out)"
-echo "h2_seconds $(( $(date +%s) - s ))"
-s=$(date +%s)
 python3 /workspace/pipeline.py '$h1p' 6 60 2>&1
-echo "h1_seconds $(( $(date +%s) - s ))"
 '
 sb_run -p "$policy" --upstream-ca "$pki/ca.pem" --json -- /bin/sh -c "$probe"
 assert_eq 0 "$AL_RC" "the sandbox runs"
@@ -150,11 +145,8 @@ get() { sed -n "s/^$1 //p" "$IT_TMP/probe.out" | head -n 1; }
 assert_eq 360 "$(get answers)" "all 360 pipelined HTTP/1.1 requests got their answer, in order"
 assert_eq "requests=360 real=360" "$(cat "$IT_TMP/slow.log")" \
 	"the slow upstream read every request, each with the real token"
-assert_true "... well inside the client's 15 s timeout ($(get h1_seconds) s)" test "$(get h1_seconds)" -le 8
 assert_eq 0 "$(get h2_rc)" "nghttp's 200 HTTP/2 streams all ended"
 assert_eq $((200 * $(wc -c <"$www/f.txt"))) "$(get h2_bytes)" "... each with its whole body"
-assert_true "... well inside nghttp's 15 s timeout ($(get h2_seconds) s)" test "$(get h2_seconds)" -le 8
 assert_eq 0 "$(get h2up_rc)" "nghttp's 40 HTTP/2 streams uploading 256 KiB each all ended"
 assert_eq $((40 * $(wc -c <"$www/f.txt"))) "$(get h2up_bytes)" "... each answered with its whole body"
-assert_true "... well inside nghttp's 15 s timeout ($(get h2up_seconds) s)" test "$(get h2up_seconds)" -le 8
 it_finish
