@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "broker/broker-internal.h"
 
 #define AGENTC_REQUEST_IDENTITIES 11
@@ -207,4 +209,25 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
 	*why = "the host key is not one airlock's proxy saw on a connection to this key's "
 	       "destinations";
 	return -EPERM;
+}
+
+/* ---- a session-bind's signature ---- */
+
+int broker_ssh_bind_verify(const struct broker_ssh_agent_msg *m)
+{
+	struct cursor k = {m->hostkey.p, m->hostkey.len}, s = {m->signature.p, m->signature.len};
+	struct broker_ssh_bytes ktype, pk, stype, sig;
+
+	if (m->type != BROKER_SSH_AGENT_SESSION_BIND || !take_string(&k, &ktype) ||
+	    !take_string(&s, &stype) || !take_string(&s, &sig) || s.left != 0)
+		return -EBADMSG;
+	if (!bytes_is(&ktype, "ssh-ed25519"))
+		return -EPROTONOSUPPORT;
+	if (!bytes_is(&stype, "ssh-ed25519") || !take_string(&k, &pk) || k.left != 0 ||
+	    pk.len != crypto_sign_ed25519_PUBLICKEYBYTES || sig.len != crypto_sign_ed25519_BYTES)
+		return -EBADMSG;
+	return crypto_sign_ed25519_verify_detached(sig.p, m->session_id.p, m->session_id.len,
+						   pk.p) == 0
+		   ? 0
+		   : -EPERM;
 }

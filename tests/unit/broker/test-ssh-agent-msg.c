@@ -2,8 +2,9 @@
  * (broker/ssh-agent-msg.c), on a real exchange: OpenSSH 9.2's ssh logging in to sshd with a key
  * in ssh-agent, the agent socket captured through a relay (tests/fuzz/corpus/ssh-agent/; the
  * host key is the throwaway one of tests/fuzz/corpus/ssh/openssh-9.2-sntrup761-ed25519, the
- * user key tests/unit/broker/test-ssh-key.c's KEY_ED25519_PLAIN). Then each refusal of the
- * decision, on that exchange changed. */
+ * user key tests/unit/broker/test-ssh-key.c's KEY_ED25519_PLAIN): the session-bind verifies
+ * with the host key, and the sign request is allowed. Then each refusal, on that exchange
+ * changed. */
 
 #include <errno.h>
 #include <setjmp.h>
@@ -100,6 +101,21 @@ static void test_real_login_is_bound_and_allowed(void **state)
 	assert_memory_equal(d.user.p, "sshcapuser", 10);
 	assert_memory_equal(d.session_id.p, x.bind.session_id.p, 64);
 	assert_int_equal(d.hostkey.len, sizeof(host_key)); /* publickey-hostbound-v00 */
+
+	/* The bind is the host key's own signature over the session id; changed, it is not. */
+	assert_int_equal(broker_ssh_bind_verify(&x.bind), 0);
+	{
+		uint8_t sid[64];
+		struct broker_ssh_agent_msg forged = x.bind;
+
+		memcpy(sid, x.bind.session_id.p, sizeof(sid));
+		sid[0] ^= 1;
+		forged.session_id.p = sid;
+		assert_int_equal(broker_ssh_bind_verify(&forged), -EPERM);
+		forged = x.bind;
+		forged.signature.len -= 1;
+		assert_int_equal(broker_ssh_bind_verify(&forged), -EBADMSG);
+	}
 
 	b = (struct broker_ssh_bind){x.bind.hostkey, x.bind.session_id, false};
 	assert_int_equal(broker_ssh_agent_decide(&d, &x.sign.key, &b, 1, &p, &why), 0);
