@@ -151,6 +151,11 @@ bool broker_ssh_key_is_encrypted(const char *text, size_t n);
 bool broker_ssh_key_is_stored(const struct broker_secret *value);
 int broker_ssh_key_parse(const struct broker_secret *value, struct broker_ssh_key *k,
 			 struct al_error *err);
+/* The signature blob of n bytes of data with the stored key, as an agent's SIGN_RESPONSE
+ * carries it (string type, string signature). Ed25519 only yet: -EPROTONOSUPPORT for ECDSA and
+ * RSA. -EINVAL (not a stored key), -EBADMSG, -ENOMEM, -EIO. */
+int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data, size_t n,
+			struct broker_secret **ret, struct al_error *err);
 
 /* ---- ssh-agent-msg.c: the SSH agent protocol, as the destination-bound agent reads it ----
  * Parsers over bytes a sandbox sends; the parts point into them. */

@@ -270,9 +270,11 @@ static void fingerprint(const struct cursor *pub, char out[BROKER_SSH_FINGERPRIN
 }
 
 /* Parses the binary key file b; with plain, it is decrypted in place when encrypted, and
- * *ret_plain gets the unencrypted form. */
+ * *ret_plain gets the unencrypted form. ret_rec, when not NULL, gets the key's record (type,
+ * public and private parts) of an unencrypted one. */
 static int parse(struct broker_secret *b, const struct broker_secret *passphrase,
-		 struct broker_ssh_key *k, struct broker_secret **ret_plain, struct al_error *err)
+		 struct broker_ssh_key *k, struct broker_secret **ret_plain, struct cursor *ret_rec,
+		 struct al_error *err)
 {
 	struct cursor c = {(const uint8_t *)b->data, b->len}, cipher, kdf, kdf_options, pub, priv;
 	uint32_t n_keys, check1, check2;
@@ -312,6 +314,8 @@ static int parse(struct broker_secret *b, const struct broker_secret *passphrase
 	r = check_record(c, &pub, k, &end, err);
 	if (r < 0)
 		return r;
+	if (ret_rec)
+		*ret_rec = c;
 	/* Padding: 1, 2, 3... up to the end. */
 	for (size_t i = 0; end + i < priv.p + priv.left; i++)
 		if (end[i] != (uint8_t)(i + 1))
@@ -334,7 +338,7 @@ int broker_ssh_key_import(const char *text, size_t n, const struct broker_secret
 	r = unarmour(text, n, &b, err);
 	if (r < 0)
 		return r;
-	return parse(b, passphrase, k, ret, err);
+	return parse(b, passphrase, k, ret, NULL, err);
 }
 
 bool broker_ssh_key_is_encrypted(const char *text, size_t n)
@@ -342,7 +346,7 @@ bool broker_ssh_key_is_encrypted(const char *text, size_t n)
 	_cleanup_(broker_secret_freep) struct broker_secret *b = NULL;
 	struct broker_ssh_key k;
 
-	return unarmour(text, n, &b, NULL) >= 0 && parse(b, NULL, &k, NULL, NULL) >= 0 &&
+	return unarmour(text, n, &b, NULL) >= 0 && parse(b, NULL, &k, NULL, NULL, NULL) >= 0 &&
 	       k.encrypted;
 }
 
@@ -357,7 +361,47 @@ int broker_ssh_key_parse(const struct broker_secret *value, struct broker_ssh_ke
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy->data, value->data, value->len);
-	return parse(copy, NULL, k, NULL, err);
+	return parse(copy, NULL, k, NULL, NULL, err);
+}
+
+int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data, size_t n,
+			struct broker_secret **ret, struct al_error *err)
+{
+	_cleanup_(broker_secret_freep) struct broker_secret *copy = NULL;
+	struct cursor rec = {0}, type, pub, priv;
+	struct broker_ssh_key k;
+	uint8_t *p;
+	int r;
+
+	if (!broker_ssh_key_is_stored(stored))
+		return al_error_set(err, -EINVAL, "not an SSH key");
+	copy = broker_secret_new(stored->len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy->data, stored->data, stored->len);
+	r = parse(copy, NULL, &k, NULL, &rec, err);
+	if (r < 0)
+		return r;
+	if (k.encrypted || !rec.p)
+		return al_error_set(err, -EINVAL, "the stored SSH key is encrypted");
+	if (!streq(k.type, "ssh-ed25519"))
+		return al_error_set(err, -EPROTONOSUPPORT, "signing with %s keys is not built yet",
+				    k.type);
+	if (!take_string(&rec, &type) || !take_string(&rec, &pub) || !take_string(&rec, &priv) ||
+	    priv.left != crypto_sign_ed25519_SECRETKEYBYTES)
+		return al_error_set(err, -EBADMSG, "the stored SSH key is malformed");
+	/* The signature blob: string "ssh-ed25519", string the 64-byte signature. */
+	*ret = broker_secret_new(4 + 11 + 4 + crypto_sign_ed25519_BYTES);
+	if (!*ret)
+		return -ENOMEM;
+	p = (uint8_t *)(*ret)->data;
+	put_u32(p, 11), memcpy(p + 4, "ssh-ed25519", 11), p += 15;
+	put_u32(p, crypto_sign_ed25519_BYTES), p += 4;
+	if (crypto_sign_ed25519_detached(p, NULL, data, n, priv.p) != 0) {
+		*ret = broker_secret_free(*ret);
+		return al_error_set(err, -EIO, "signing failed");
+	}
+	return 0;
 }
 
 bool broker_ssh_key_is_stored(const struct broker_secret *value)

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "broker/broker-internal.h"
+#include "tests/unit/broker/ssh-test-keys.h"
 
 static const uint8_t host_key[] = {
     0x00, 0x00, 0x00, 0x0b, 's',  's',	0x68, '-',  'e',  'd',	'2',  '5',  '5',
@@ -30,8 +31,8 @@ static const uint8_t user_key_start[] = {0x00, 0x00, 0x00, 0x0b, 's',  's',  'h'
 					 0x00, 0x00, 0x20, 0x8c, 0x25, 0xcd, 0x77, 0x60};
 
 struct exchange {
-	uint8_t buf[4096];
-	size_t n;
+	uint8_t buf[4096], answers[4096];
+	size_t n, n_answers;
 	struct broker_ssh_agent_msg bind, sign;
 };
 
@@ -50,13 +51,16 @@ static void load(struct exchange *x)
 	assert_non_null(f);
 	size = fread(cap, 1, sizeof(cap), f);
 	fclose(f);
-	x->n = 0;
+	x->n = x->n_answers = 0;
 	while (size >= 3) {
 		size_t n = (size_t)d[1] << 8 | d[2];
 
 		if (!(d[0] & 1)) {
 			memcpy(x->buf + x->n, d + 3, n);
 			x->n += n;
+		} else {
+			memcpy(x->answers + x->n_answers, d + 3, n);
+			x->n_answers += n;
 		}
 		d += 3 + n;
 		size -= 3 + n;
@@ -140,6 +144,46 @@ static void test_real_login_is_bound_and_allowed(void **state)
 	assert_non_null(strstr(why, "another key"));
 }
 
+/* The agent's answer to the sign request in the capture is ssh-agent's own: a SIGN_RESPONSE
+ * (14) holding the signature blob. Ed25519 signatures are deterministic, so the broker's, made
+ * with the key as the vault keeps it, must be the very same bytes. */
+static void test_signature_is_ssh_agents_own(void **state)
+{
+	struct broker_secret *text = NULL, *stored = NULL, *sig = NULL;
+	const uint8_t *want = NULL;
+	struct broker_ssh_key k;
+	struct al_error err = {0};
+	struct exchange x;
+	size_t want_len = 0;
+
+	(void)state;
+	load(&x);
+	for (size_t off = 0; off + 5 <= x.n_answers;) {
+		size_t len = (size_t)x.answers[off] << 24 | (size_t)x.answers[off + 1] << 16 |
+			     (size_t)x.answers[off + 2] << 8 | x.answers[off + 3];
+
+		if (x.answers[off + 4] == 14) {
+			want_len = (size_t)x.answers[off + 5] << 24 |
+				   (size_t)x.answers[off + 6] << 16 |
+				   (size_t)x.answers[off + 7] << 8 | x.answers[off + 8];
+			want = x.answers + off + 9;
+		}
+		off += 4 + len;
+	}
+	assert_non_null(want);
+	text = broker_secret_new(strlen(KEY_ED25519_PLAIN));
+	assert_non_null(text);
+	memcpy(text->data, KEY_ED25519_PLAIN, text->len);
+	assert_int_equal(broker_ssh_key_import(text->data, text->len, NULL, &k, &stored, &err), 0);
+	assert_int_equal(broker_ssh_key_sign(stored, x.sign.data.p, x.sign.data.len, &sig, &err),
+			 0);
+	assert_int_equal(sig->len, want_len);
+	assert_memory_equal(sig->data, want, want_len);
+	broker_secret_free(sig);
+	broker_secret_free(stored);
+	broker_secret_free(text);
+}
+
 static void test_sshsig_only_for_git_when_allowed(void **state)
 {
 	static const uint8_t sig[] = "SSHSIG\0\0\0\3git\0\0\0\0\0\0\0\6sha512\0\0\0\2hh";
@@ -185,6 +229,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_real_login_is_bound_and_allowed),
+	    cmocka_unit_test(test_signature_is_ssh_agents_own),
 	    cmocka_unit_test(test_sshsig_only_for_git_when_allowed),
 	    cmocka_unit_test(test_malformed_is_refused),
 	};
