@@ -54,7 +54,9 @@ assert_not_contains "$(cat "$MCP_STDERR")" "Failed" "the server logged no failur
 
 # Killed (SIGKILL: nothing of it runs): its session ends by itself (--owner), its call's command
 # with it (the child got SIGTERM as its parent died).
-"$IT_PY" - "$AIRLOCK" >"$IT_TMP/kill.out" 2>"$IT_TMP/kill.err" <<'PYEOF'
+# The call's command is found by its own duration, which no other process of the machine has.
+long="sleep 300.$$"
+"$IT_PY" - "$AIRLOCK" "$long" >"$IT_TMP/kill.out" 2>"$IT_TMP/kill.err" <<'PYEOF'
 import json, os, signal, subprocess, sys, time
 p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 def send(o):
@@ -66,7 +68,7 @@ recv()
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "session_start", "arguments": {}}})
 sid = recv()["result"]["structuredContent"]["session_id"]
-send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run_code", "arguments": {"language": "shell", "code": "sleep 300"}}})
+send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run_code", "arguments": {"language": "shell", "code": sys.argv[2]}}})
 time.sleep(1)
 os.kill(p.pid, signal.SIGKILL)
 p.wait()
@@ -81,9 +83,9 @@ done
 al_run session ls --json
 assert_not_contains "$AL_OUT" "$KILLED" "its session ended by itself (the server was its owner)"
 for _ in $(seq 1 50); do
-	pgrep -f "sleep 300" >/dev/null || break
+	pgrep -f "$long" >/dev/null || break
 	sleep 0.2
 done
-assert_false "its call's command ended with it" pgrep -f "sleep 300"
+assert_false "its call's command ended with it" pgrep -f "$long"
 
 it_finish
