@@ -10,6 +10,7 @@
 #include "broker/client.h"
 #include "common/error.h"
 #include "common/macro.h"
+#include "common/wire-util.h"
 
 /* Reads fd to its end into a new secret of at most max bytes: -EFBIG beyond, or -errno. */
 int broker_secret_read_fd(int fd, size_t max, struct broker_secret **ret);
@@ -162,11 +163,6 @@ int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data,
 
 #define BROKER_SSH_AGENT_MSG_MAX (256 * 1024) /* OpenSSH's own agent's limit */
 
-struct broker_ssh_bytes {
-	const uint8_t *p;
-	size_t len;
-};
-
 enum broker_ssh_agent_type {
 	BROKER_SSH_AGENT_OTHER, /* answered with failure */
 	BROKER_SSH_AGENT_IDENTITIES,
@@ -176,10 +172,10 @@ enum broker_ssh_agent_type {
 
 struct broker_ssh_agent_msg {
 	enum broker_ssh_agent_type type;
-	struct broker_ssh_bytes key, data; /* SIGN: the key blob, the data to sign */
-	uint32_t flags;			   /* SIGN: rsa-sha2-256 (2), rsa-sha2-512 (4) */
-	struct broker_ssh_bytes hostkey, session_id, signature; /* SESSION_BIND */
-	bool forwarding;					/* SESSION_BIND */
+	struct al_wire key, data; /* SIGN: the key blob, the data to sign */
+	uint32_t flags;		  /* SIGN: rsa-sha2-256 (2), rsa-sha2-512 (4) */
+	struct al_wire hostkey, session_id, signature; /* SESSION_BIND */
+	bool forwarding;			       /* SESSION_BIND */
 };
 
 /* The length of the whole message at the start of p (n bytes): 0 while it is not all there,
@@ -198,13 +194,12 @@ enum broker_ssh_sign_kind {
 
 struct broker_ssh_sign_data {
 	enum broker_ssh_sign_kind kind;
-	struct broker_ssh_bytes session_id, user, algorithm, key, hostkey; /* USERAUTH */
-	struct broker_ssh_bytes sshsig_namespace;			   /* SSHSIG */
+	struct al_wire session_id, user, algorithm, key, hostkey; /* USERAUTH */
+	struct al_wire sshsig_namespace;			  /* SSHSIG */
 };
 
 /* -EBADMSG for data that is neither, whole and alone. */
-int broker_ssh_sign_data_parse(const struct broker_ssh_bytes *data,
-			       struct broker_ssh_sign_data *ret);
+int broker_ssh_sign_data_parse(const struct al_wire *data, struct broker_ssh_sign_data *ret);
 
 /* Whether a session-bind's signature is the host key's over the session id, as OpenSSH's own
  * agent checks it before keeping the bind: 0, -EPERM (it is not), -EBADMSG (malformed), or
@@ -213,14 +208,14 @@ int broker_ssh_bind_verify(const struct broker_ssh_agent_msg *m);
 
 /* A session-bind the agent accepted on a connection (its signature by the host key verified). */
 struct broker_ssh_bind {
-	struct broker_ssh_bytes hostkey, session_id;
+	struct al_wire hostkey, session_id;
 	bool forwarding;
 };
 
 /* What a key may sign for: the host keys the proxy saw on connections it allowed to the key's
  * destinations in this run, and whether git may have it sign commits. */
 struct broker_ssh_policy {
-	const struct broker_ssh_bytes *hostkeys;
+	const struct al_wire *hostkeys;
 	size_t n_hostkeys;
 	bool commit_signing;
 };
@@ -230,10 +225,9 @@ struct broker_ssh_policy {
  * bind, not a forwarding one, whose host key policy holds, with the same key (and the same host
  * key, hostbound); an SSHSIG only in the "git" namespace and with commit signing allowed.
  * 0, or -EPERM with *why. */
-int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
-			    const struct broker_ssh_bytes *key, const struct broker_ssh_bind *binds,
-			    size_t n_binds, const struct broker_ssh_policy *policy,
-			    const char **why);
+int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d, const struct al_wire *key,
+			    const struct broker_ssh_bind *binds, size_t n_binds,
+			    const struct broker_ssh_policy *policy, const char **why);
 
 /* bcrypt-pbkdf.c: OpenBSD's bcrypt_pbkdf, which OpenSSH key files use. key_len at most 1,024
  * bytes, rounds 1 to 65,536: -EINVAL beyond; -ENOMEM. */

@@ -19,48 +19,6 @@
 #define MSG_USERAUTH_REQUEST 50
 #define SSHSIG_MAGIC "SSHSIG"
 
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take_u32(struct cursor *c, uint32_t *ret)
-{
-	if (c->left < 4)
-		return false;
-	*ret = (uint32_t)c->p[0] << 24 | (uint32_t)c->p[1] << 16 | (uint32_t)c->p[2] << 8 | c->p[3];
-	c->p += 4;
-	c->left -= 4;
-	return true;
-}
-
-static bool take_u8(struct cursor *c, uint8_t *ret)
-{
-	if (c->left < 1)
-		return false;
-	*ret = c->p[0];
-	c->p++;
-	c->left--;
-	return true;
-}
-
-static bool take_string(struct cursor *c, struct broker_ssh_bytes *ret)
-{
-	uint32_t n;
-
-	if (!take_u32(c, &n) || n > c->left)
-		return false;
-	*ret = (struct broker_ssh_bytes){c->p, n};
-	c->p += n;
-	c->left -= n;
-	return true;
-}
-
-static bool bytes_is(const struct broker_ssh_bytes *b, const char *text)
-{
-	return b->len == strlen(text) && memcmp(b->p, text, b->len) == 0;
-}
-
 ssize_t broker_ssh_agent_frame(const uint8_t *p, size_t n)
 {
 	size_t len;
@@ -75,36 +33,37 @@ ssize_t broker_ssh_agent_frame(const uint8_t *p, size_t n)
 
 int broker_ssh_agent_parse(const uint8_t *p, size_t n, struct broker_ssh_agent_msg *ret)
 {
-	struct cursor c = {p, n};
-	struct broker_ssh_bytes name;
+	struct al_wire c = {p, n};
+	struct al_wire name;
 	uint32_t flags;
 	uint8_t type, fwd;
 
 	*ret = (struct broker_ssh_agent_msg){0};
-	if (!take_u8(&c, &type))
+	if (!al_wire_take_u8(&c, &type))
 		return -EBADMSG;
 	switch (type) {
 	case AGENTC_REQUEST_IDENTITIES:
 		ret->type = BROKER_SSH_AGENT_IDENTITIES;
-		return c.left == 0 ? 0 : -EBADMSG;
+		return c.len == 0 ? 0 : -EBADMSG;
 	case AGENTC_SIGN_REQUEST:
 		ret->type = BROKER_SSH_AGENT_SIGN;
-		if (!take_string(&c, &ret->key) || !take_string(&c, &ret->data) ||
-		    !take_u32(&c, &flags) || c.left != 0)
+		if (!al_wire_take_string(&c, &ret->key) || !al_wire_take_string(&c, &ret->data) ||
+		    !al_wire_take_u32(&c, &flags) || c.len != 0)
 			return -EBADMSG;
 		ret->flags = flags;
 		return 0;
 	case AGENTC_EXTENSION:
-		if (!take_string(&c, &name))
+		if (!al_wire_take_string(&c, &name))
 			return -EBADMSG;
-		if (!bytes_is(&name, "session-bind@openssh.com")) {
+		if (!al_wire_is(&name, "session-bind@openssh.com")) {
 			ret->type = BROKER_SSH_AGENT_OTHER;
 			return 0;
 		}
 		ret->type = BROKER_SSH_AGENT_SESSION_BIND;
-		if (!take_string(&c, &ret->hostkey) || !take_string(&c, &ret->session_id) ||
-		    !take_string(&c, &ret->signature) || !take_u8(&c, &fwd) || fwd > 1 ||
-		    c.left != 0 || ret->session_id.len == 0 || ret->session_id.len > 64)
+		if (!al_wire_take_string(&c, &ret->hostkey) ||
+		    !al_wire_take_string(&c, &ret->session_id) ||
+		    !al_wire_take_string(&c, &ret->signature) || !al_wire_take_u8(&c, &fwd) ||
+		    fwd > 1 || c.len != 0 || ret->session_id.len == 0 || ret->session_id.len > 64)
 			return -EBADMSG;
 		ret->forwarding = fwd;
 		return 0;
@@ -114,22 +73,22 @@ int broker_ssh_agent_parse(const uint8_t *p, size_t n, struct broker_ssh_agent_m
 	}
 }
 
-int broker_ssh_sign_data_parse(const struct broker_ssh_bytes *data,
-			       struct broker_ssh_sign_data *ret)
+int broker_ssh_sign_data_parse(const struct al_wire *data, struct broker_ssh_sign_data *ret)
 {
-	struct cursor c = {data->p, data->len};
-	struct broker_ssh_bytes service, method;
+	struct al_wire c = {data->p, data->len};
+	struct al_wire service, method;
 	uint8_t type, has_sig;
 
 	*ret = (struct broker_ssh_sign_data){0};
 	if (data->len >= 6 && memcmp(data->p, SSHSIG_MAGIC, 6) == 0) {
 		/* "SSHSIG", string namespace, string reserved, string hash algorithm, string H */
-		struct broker_ssh_bytes reserved, hash_alg, hash;
+		struct al_wire reserved, hash_alg, hash;
 
 		c.p += 6;
-		c.left -= 6;
-		if (!take_string(&c, &ret->sshsig_namespace) || !take_string(&c, &reserved) ||
-		    !take_string(&c, &hash_alg) || !take_string(&c, &hash) || c.left != 0)
+		c.len -= 6;
+		if (!al_wire_take_string(&c, &ret->sshsig_namespace) ||
+		    !al_wire_take_string(&c, &reserved) || !al_wire_take_string(&c, &hash_alg) ||
+		    !al_wire_take_string(&c, &hash) || c.len != 0)
 			return -EBADMSG;
 		ret->kind = BROKER_SSH_SIGN_SSHSIG;
 		return 0;
@@ -137,35 +96,30 @@ int broker_ssh_sign_data_parse(const struct broker_ssh_bytes *data,
 	/* RFC 4252 7: string session id, byte 50, string user, string "ssh-connection", string
 	 * "publickey" (or OpenSSH's "publickey-hostbound-v00@openssh.com"), TRUE, string
 	 * algorithm, string key, [string host key]. */
-	if (!take_string(&c, &ret->session_id) || ret->session_id.len == 0 ||
-	    ret->session_id.len > 64 || !take_u8(&c, &type) || type != MSG_USERAUTH_REQUEST ||
-	    !take_string(&c, &ret->user) || !take_string(&c, &service) ||
-	    !take_string(&c, &method) || !take_u8(&c, &has_sig) || has_sig != 1 ||
-	    !take_string(&c, &ret->algorithm) || !take_string(&c, &ret->key))
+	if (!al_wire_take_string(&c, &ret->session_id) || ret->session_id.len == 0 ||
+	    ret->session_id.len > 64 || !al_wire_take_u8(&c, &type) ||
+	    type != MSG_USERAUTH_REQUEST || !al_wire_take_string(&c, &ret->user) ||
+	    !al_wire_take_string(&c, &service) || !al_wire_take_string(&c, &method) ||
+	    !al_wire_take_u8(&c, &has_sig) || has_sig != 1 ||
+	    !al_wire_take_string(&c, &ret->algorithm) || !al_wire_take_string(&c, &ret->key))
 		return -EBADMSG;
-	if (!bytes_is(&service, "ssh-connection"))
+	if (!al_wire_is(&service, "ssh-connection"))
 		return -EBADMSG;
-	if (bytes_is(&method, "publickey-hostbound-v00@openssh.com")) {
-		if (!take_string(&c, &ret->hostkey))
+	if (al_wire_is(&method, "publickey-hostbound-v00@openssh.com")) {
+		if (!al_wire_take_string(&c, &ret->hostkey))
 			return -EBADMSG;
-	} else if (!bytes_is(&method, "publickey")) {
+	} else if (!al_wire_is(&method, "publickey")) {
 		return -EBADMSG;
 	}
-	if (c.left != 0)
+	if (c.len != 0)
 		return -EBADMSG;
 	ret->kind = BROKER_SSH_SIGN_USERAUTH;
 	return 0;
 }
 
-static bool bytes_eq(const struct broker_ssh_bytes *a, const struct broker_ssh_bytes *b)
-{
-	return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
-}
-
-int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
-			    const struct broker_ssh_bytes *key, const struct broker_ssh_bind *binds,
-			    size_t n_binds, const struct broker_ssh_policy *policy,
-			    const char **why)
+int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d, const struct al_wire *key,
+			    const struct broker_ssh_bind *binds, size_t n_binds,
+			    const struct broker_ssh_policy *policy, const char **why)
 {
 	const struct broker_ssh_bind *b = n_binds ? &binds[n_binds - 1] : NULL;
 
@@ -174,13 +128,13 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
 			*why = "commit signing is not allowed for this key";
 			return -EPERM;
 		}
-		if (!bytes_is(&d->sshsig_namespace, "git")) {
+		if (!al_wire_is(&d->sshsig_namespace, "git")) {
 			*why = "an SSHSIG signature outside the \"git\" namespace";
 			return -EPERM;
 		}
 		return 0;
 	}
-	if (!bytes_eq(&d->key, key)) {
+	if (!al_wire_eq(&d->key, key)) {
 		*why = "the request signs for another key than the one asked";
 		return -EPERM;
 	}
@@ -195,16 +149,16 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
 		*why = "the agent was forwarded: it signs only on the connection airlock saw";
 		return -EPERM;
 	}
-	if (!bytes_eq(&d->session_id, &b->session_id)) {
+	if (!al_wire_eq(&d->session_id, &b->session_id)) {
 		*why = "the authentication is for another session than the bound one";
 		return -EPERM;
 	}
-	if (d->hostkey.len && !bytes_eq(&d->hostkey, &b->hostkey)) {
+	if (d->hostkey.len && !al_wire_eq(&d->hostkey, &b->hostkey)) {
 		*why = "the authentication names another host key than the bound one";
 		return -EPERM;
 	}
 	for (size_t i = 0; i < policy->n_hostkeys; i++)
-		if (bytes_eq(&policy->hostkeys[i], &b->hostkey))
+		if (al_wire_eq(&policy->hostkeys[i], &b->hostkey))
 			return 0;
 	*why = "the host key is not one airlock's proxy saw on a connection to this key's "
 	       "destinations";
@@ -215,15 +169,15 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d,
 
 int broker_ssh_bind_verify(const struct broker_ssh_agent_msg *m)
 {
-	struct cursor k = {m->hostkey.p, m->hostkey.len}, s = {m->signature.p, m->signature.len};
-	struct broker_ssh_bytes ktype, pk, stype, sig;
+	struct al_wire k = {m->hostkey.p, m->hostkey.len}, s = {m->signature.p, m->signature.len};
+	struct al_wire ktype, pk, stype, sig;
 
-	if (m->type != BROKER_SSH_AGENT_SESSION_BIND || !take_string(&k, &ktype) ||
-	    !take_string(&s, &stype) || !take_string(&s, &sig) || s.left != 0)
+	if (m->type != BROKER_SSH_AGENT_SESSION_BIND || !al_wire_take_string(&k, &ktype) ||
+	    !al_wire_take_string(&s, &stype) || !al_wire_take_string(&s, &sig) || s.len != 0)
 		return -EBADMSG;
-	if (!bytes_is(&ktype, "ssh-ed25519"))
+	if (!al_wire_is(&ktype, "ssh-ed25519"))
 		return -EPROTONOSUPPORT;
-	if (!bytes_is(&stype, "ssh-ed25519") || !take_string(&k, &pk) || k.left != 0 ||
+	if (!al_wire_is(&stype, "ssh-ed25519") || !al_wire_take_string(&k, &pk) || k.len != 0 ||
 	    pk.len != crypto_sign_ed25519_PUBLICKEYBYTES || sig.len != crypto_sign_ed25519_BYTES)
 		return -EBADMSG;
 	return crypto_sign_ed25519_verify_detached(sig.p, m->session_id.p, m->session_id.len,

@@ -21,47 +21,7 @@
 #define PEM_BEGIN "-----BEGIN OPENSSH PRIVATE KEY-----"
 #define PEM_END "-----END OPENSSH PRIVATE KEY-----"
 
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take_u32(struct cursor *c, uint32_t *ret)
-{
-	if (c->left < 4)
-		return false;
-	*ret = (uint32_t)c->p[0] << 24 | (uint32_t)c->p[1] << 16 | (uint32_t)c->p[2] << 8 | c->p[3];
-	c->p += 4;
-	c->left -= 4;
-	return true;
-}
-
 /* An SSH string (u32 length, bytes): *ret points into the data. */
-static bool take_string(struct cursor *c, struct cursor *ret)
-{
-	uint32_t n;
-
-	if (!take_u32(c, &n) || n > c->left)
-		return false;
-	*ret = (struct cursor){c->p, n};
-	c->p += n;
-	c->left -= n;
-	return true;
-}
-
-static bool string_is(const struct cursor *s, const char *text)
-{
-	return s->left == strlen(text) && memcmp(s->p, text, s->left) == 0;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* ---- the key record: its type and the parts it must have ---- */
 
 static const struct {
@@ -78,10 +38,10 @@ static const struct {
 };
 
 /* The index of t's type in key_types, or -EPROTONOSUPPORT. */
-static int key_type(const struct cursor *t)
+static int key_type(const struct al_wire *t)
 {
 	for (size_t i = 0; i < ELEMENTSOF(key_types); i++)
-		if (string_is(t, key_types[i].type))
+		if (al_wire_is(t, key_types[i].type))
 			return (int)i;
 	return -EPROTONOSUPPORT;
 }
@@ -89,31 +49,33 @@ static int key_type(const struct cursor *t)
 /* Checks the record at c (its type, its parts, a comment) against the public key pub: the same
  * type, and the public parts the same (an Ed25519 seed's own public half too). Sets *ret_end to
  * where the record ends. */
-static int check_record(struct cursor c, const struct cursor *pub, struct broker_ssh_key *k,
+static int check_record(struct al_wire c, const struct al_wire *pub, struct broker_ssh_key *k,
 			const uint8_t **ret_end, struct al_error *err)
 {
-	struct cursor pc = *pub, type, ptype, parts[6], pparts[2], comment;
+	struct al_wire pc = *pub, type, ptype, parts[6], pparts[2], comment;
 	int t;
 
-	if (!take_string(&c, &type) || !take_string(&pc, &ptype) || (t = key_type(&type)) < 0)
+	if (!al_wire_take_string(&c, &type) || !al_wire_take_string(&pc, &ptype) ||
+	    (t = key_type(&type)) < 0)
 		return al_error_set(err, -EPROTONOSUPPORT,
 				    "the key's type is not one airlock signs with (ssh-ed25519, "
 				    "ecdsa-sha2-nistp256/384/521, ssh-rsa)");
 	for (int i = 0; i < key_types[t].n_private; i++)
-		if (!take_string(&c, &parts[i]))
+		if (!al_wire_take_string(&c, &parts[i]))
 			goto bad;
 	for (int i = 0; i < key_types[t].n_public; i++)
-		if (!take_string(&pc, &pparts[i]))
+		if (!al_wire_take_string(&pc, &pparts[i]))
 			goto bad;
-	if (!take_string(&c, &comment) || pc.left != 0 || !string_is(&ptype, key_types[t].type))
+	if (!al_wire_take_string(&c, &comment) || pc.len != 0 ||
+	    !al_wire_is(&ptype, key_types[t].type))
 		goto bad;
 	if (key_types[t].curve) {
-		if (!string_is(&parts[0], key_types[t].curve) ||
-		    !string_is(&pparts[0], key_types[t].curve) || parts[1].left != pparts[1].left ||
-		    memcmp(parts[1].p, pparts[1].p, parts[1].left) != 0)
+		if (!al_wire_is(&parts[0], key_types[t].curve) ||
+		    !al_wire_is(&pparts[0], key_types[t].curve) || parts[1].len != pparts[1].len ||
+		    memcmp(parts[1].p, pparts[1].p, parts[1].len) != 0)
 			goto bad;
 	} else if (t == 0) {
-		if (parts[0].left != 32 || pparts[0].left != 32 || parts[1].left != 64 ||
+		if (parts[0].len != 32 || pparts[0].len != 32 || parts[1].len != 64 ||
 		    memcmp(parts[0].p, pparts[0].p, 32) != 0 ||
 		    memcmp(parts[1].p + 32, pparts[0].p, 32) != 0)
 			goto bad;
@@ -126,14 +88,14 @@ static int check_record(struct cursor c, const struct cursor *pub, struct broker
 			goto bad;
 	} else {
 		/* RSA: the record says n, e; the public key e, n. */
-		if (parts[0].left != pparts[1].left || parts[1].left != pparts[0].left ||
-		    memcmp(parts[0].p, pparts[1].p, parts[0].left) != 0 ||
-		    memcmp(parts[1].p, pparts[0].p, parts[1].left) != 0)
+		if (parts[0].len != pparts[1].len || parts[1].len != pparts[0].len ||
+		    memcmp(parts[0].p, pparts[1].p, parts[0].len) != 0 ||
+		    memcmp(parts[1].p, pparts[0].p, parts[1].len) != 0)
 			goto bad;
 	}
 	k->type = key_types[t].type;
 	(void)snprintf(k->comment, sizeof(k->comment), "%.*s",
-		       (int)MIN(comment.left, sizeof(k->comment) - 1), (const char *)comment.p);
+		       (int)MIN(comment.len, sizeof(k->comment) - 1), (const char *)comment.p);
 	*ret_end = c.p;
 	return 0;
 bad:
@@ -184,30 +146,30 @@ static const struct {
 
 /* Decrypts the private section in place with the key and IV that bcrypt_pbkdf makes of the
  * passphrase. */
-static int decrypt(const struct cursor *cipher, const struct cursor *kdf_options,
+static int decrypt(const struct al_wire *cipher, const struct al_wire *kdf_options,
 		   const struct broker_secret *passphrase, uint8_t *data, size_t len,
 		   struct al_error *err)
 {
-	struct cursor o = *kdf_options, salt;
+	struct al_wire o = *kdf_options, salt;
 	uint8_t keyiv[64];
 	uint32_t rounds;
 	EVP_CIPHER_CTX *ctx;
 	int c = -1, outl = 0, r;
 
 	for (size_t i = 0; i < ELEMENTSOF(ciphers); i++)
-		if (string_is(cipher, ciphers[i].name))
+		if (al_wire_is(cipher, ciphers[i].name))
 			c = (int)i;
 	if (c < 0)
 		return al_error_set(err, -EPROTONOSUPPORT,
 				    "the key is encrypted with a cipher airlock does not read "
 				    "(%.*s); re-encrypt it with ssh-keygen -p -Z aes256-ctr",
-				    (int)MIN(cipher->left, (size_t)64), (const char *)cipher->p);
-	if (!take_string(&o, &salt) || !take_u32(&o, &rounds) || o.left != 0 ||
+				    (int)MIN(cipher->len, (size_t)64), (const char *)cipher->p);
+	if (!al_wire_take_string(&o, &salt) || !al_wire_take_u32(&o, &rounds) || o.len != 0 ||
 	    len % ciphers[c].block != 0)
 		return al_error_set(err, -EBADMSG, "the key's bcrypt options are malformed");
 	if (!passphrase)
 		return al_error_set(err, -ENOKEY, "the key is protected by a passphrase");
-	r = broker_bcrypt_pbkdf(passphrase->data, passphrase->len, salt.p, salt.left, rounds, keyiv,
+	r = broker_bcrypt_pbkdf(passphrase->data, passphrase->len, salt.p, salt.len, rounds, keyiv,
 				ciphers[c].key_len + ciphers[c].iv_len);
 	if (r < 0)
 		return al_error_set(err, r == -EINVAL ? -EBADMSG : r,
@@ -228,14 +190,14 @@ static int decrypt(const struct cursor *cipher, const struct cursor *kdf_options
 /* ---- the whole ---- */
 
 /* The unencrypted key file (binary) of pub and the private record rec[0, rec_len). */
-static int encode_plain(const struct cursor *pub, const uint8_t *rec, size_t rec_len,
+static int encode_plain(const struct al_wire *pub, const uint8_t *rec, size_t rec_len,
 			struct broker_secret **ret)
 {
 	size_t priv = 8 + rec_len, pad = (8 - priv % 8) % 8, n;
 	struct broker_secret *s;
 	uint8_t *p, check[4];
 
-	n = MAGIC_LEN + (4 + 4) + (4 + 4) + 4 + 4 + (4 + pub->left) + (4 + priv + pad);
+	n = MAGIC_LEN + (4 + 4) + (4 + 4) + 4 + 4 + (4 + pub->len) + (4 + priv + pad);
 	if (n > BROKER_SECRET_MAX)
 		return -EFBIG;
 	s = broker_secret_new(n);
@@ -243,12 +205,12 @@ static int encode_plain(const struct cursor *pub, const uint8_t *rec, size_t rec
 		return -ENOMEM;
 	p = (uint8_t *)s->data;
 	memcpy(p, MAGIC, MAGIC_LEN), p += MAGIC_LEN;
-	put_u32(p, 4), memcpy(p + 4, "none", 4), p += 8; /* cipher */
-	put_u32(p, 4), memcpy(p + 4, "none", 4), p += 8; /* kdf */
-	put_u32(p, 0), p += 4;				 /* kdf options */
-	put_u32(p, 1), p += 4;				 /* one key */
-	put_u32(p, (uint32_t)pub->left), memcpy(p + 4, pub->p, pub->left), p += 4 + pub->left;
-	put_u32(p, (uint32_t)(priv + pad)), p += 4;
+	al_wire_put_u32(p, 4), memcpy(p + 4, "none", 4), p += 8; /* cipher */
+	al_wire_put_u32(p, 4), memcpy(p + 4, "none", 4), p += 8; /* kdf */
+	al_wire_put_u32(p, 0), p += 4;				 /* kdf options */
+	al_wire_put_u32(p, 1), p += 4;				 /* one key */
+	al_wire_put_u32(p, (uint32_t)pub->len), memcpy(p + 4, pub->p, pub->len), p += 4 + pub->len;
+	al_wire_put_u32(p, (uint32_t)(priv + pad)), p += 4;
 	randombytes_buf(check, sizeof(check));
 	memcpy(p, check, 4), memcpy(p + 4, check, 4), p += 8;
 	memcpy(p, rec, rec_len), p += rec_len;
@@ -259,11 +221,11 @@ static int encode_plain(const struct cursor *pub, const uint8_t *rec, size_t rec
 }
 
 /* The SHA256 fingerprint of a public key blob, as ssh-keygen -l prints it. */
-static void fingerprint(const struct cursor *pub, char out[BROKER_SSH_FINGERPRINT_MAX])
+static void fingerprint(const struct al_wire *pub, char out[BROKER_SSH_FINGERPRINT_MAX])
 {
 	uint8_t h[crypto_hash_sha256_BYTES];
 
-	crypto_hash_sha256(h, pub->p, pub->left);
+	crypto_hash_sha256(h, pub->p, pub->len);
 	memcpy(out, "SHA256:", 7);
 	sodium_bin2base64(out + 7, BROKER_SSH_FINGERPRINT_MAX - 7, h, sizeof(h),
 			  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
@@ -273,28 +235,28 @@ static void fingerprint(const struct cursor *pub, char out[BROKER_SSH_FINGERPRIN
  * *ret_plain gets the unencrypted form. ret_rec, when not NULL, gets the key's record (type,
  * public and private parts) of an unencrypted one. */
 static int parse(struct broker_secret *b, const struct broker_secret *passphrase,
-		 struct broker_ssh_key *k, struct broker_secret **ret_plain, struct cursor *ret_rec,
-		 struct al_error *err)
+		 struct broker_ssh_key *k, struct broker_secret **ret_plain,
+		 struct al_wire *ret_rec, struct al_error *err)
 {
-	struct cursor c = {(const uint8_t *)b->data, b->len}, cipher, kdf, kdf_options, pub, priv;
+	struct al_wire c = {(const uint8_t *)b->data, b->len}, cipher, kdf, kdf_options, pub, priv;
 	uint32_t n_keys, check1, check2;
 	const uint8_t *end = NULL;
 	bool encrypted;
 	int r;
 
 	*k = (struct broker_ssh_key){0};
-	if (c.left < MAGIC_LEN || memcmp(c.p, MAGIC, MAGIC_LEN) != 0)
+	if (c.len < MAGIC_LEN || memcmp(c.p, MAGIC, MAGIC_LEN) != 0)
 		return al_error_set(err, -EINVAL, "not an OpenSSH private key");
 	c.p += MAGIC_LEN;
-	c.left -= MAGIC_LEN;
-	if (!take_string(&c, &cipher) || !take_string(&c, &kdf) || !take_string(&c, &kdf_options) ||
-	    !take_u32(&c, &n_keys) || !take_string(&c, &pub) || !take_string(&c, &priv) ||
-	    c.left != 0)
+	c.len -= MAGIC_LEN;
+	if (!al_wire_take_string(&c, &cipher) || !al_wire_take_string(&c, &kdf) ||
+	    !al_wire_take_string(&c, &kdf_options) || !al_wire_take_u32(&c, &n_keys) ||
+	    !al_wire_take_string(&c, &pub) || !al_wire_take_string(&c, &priv) || c.len != 0)
 		return al_error_set(err, -EBADMSG, "the OpenSSH private key is malformed");
 	if (n_keys != 1)
 		return al_error_set(err, -EBADMSG, "the key file holds %u keys, not one", n_keys);
-	encrypted = !string_is(&cipher, "none");
-	if (encrypted != !string_is(&kdf, "none") || (encrypted && !string_is(&kdf, "bcrypt")))
+	encrypted = !al_wire_is(&cipher, "none");
+	if (encrypted != !al_wire_is(&kdf, "none") || (encrypted && !al_wire_is(&kdf, "bcrypt")))
 		return al_error_set(err, -EPROTONOSUPPORT,
 				    "the key's cipher and KDF are not none/none nor CIPHER/bcrypt");
 	fingerprint(&pub, k->fingerprint);
@@ -302,12 +264,12 @@ static int parse(struct broker_secret *b, const struct broker_secret *passphrase
 		k->encrypted = true;
 		if (!ret_plain)
 			return 0;
-		r = decrypt(&cipher, &kdf_options, passphrase, (uint8_t *)priv.p, priv.left, err);
+		r = decrypt(&cipher, &kdf_options, passphrase, (uint8_t *)priv.p, priv.len, err);
 		if (r < 0)
 			return r;
 	}
 	c = priv;
-	if (!take_u32(&c, &check1) || !take_u32(&c, &check2) || check1 != check2)
+	if (!al_wire_take_u32(&c, &check1) || !al_wire_take_u32(&c, &check2) || check1 != check2)
 		return al_error_set(err, encrypted ? -EACCES : -EBADMSG,
 				    encrypted ? "wrong passphrase for the SSH key"
 					      : "the OpenSSH private key is malformed");
@@ -317,7 +279,7 @@ static int parse(struct broker_secret *b, const struct broker_secret *passphrase
 	if (ret_rec)
 		*ret_rec = c;
 	/* Padding: 1, 2, 3... up to the end. */
-	for (size_t i = 0; end + i < priv.p + priv.left; i++)
+	for (size_t i = 0; end + i < priv.p + priv.len; i++)
 		if (end[i] != (uint8_t)(i + 1))
 			return al_error_set(err, -EBADMSG, "the OpenSSH private key is malformed");
 	if (!ret_plain)
@@ -368,7 +330,7 @@ int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data,
 			struct broker_secret **ret, struct al_error *err)
 {
 	_cleanup_(broker_secret_freep) struct broker_secret *copy = NULL;
-	struct cursor rec = {0}, type, pub, priv;
+	struct al_wire rec = {0}, type, pub, priv;
 	struct broker_ssh_key k;
 	uint8_t *p;
 	int r;
@@ -387,16 +349,16 @@ int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data,
 	if (!streq(k.type, "ssh-ed25519"))
 		return al_error_set(err, -EPROTONOSUPPORT, "signing with %s keys is not built yet",
 				    k.type);
-	if (!take_string(&rec, &type) || !take_string(&rec, &pub) || !take_string(&rec, &priv) ||
-	    priv.left != crypto_sign_ed25519_SECRETKEYBYTES)
+	if (!al_wire_take_string(&rec, &type) || !al_wire_take_string(&rec, &pub) ||
+	    !al_wire_take_string(&rec, &priv) || priv.len != crypto_sign_ed25519_SECRETKEYBYTES)
 		return al_error_set(err, -EBADMSG, "the stored SSH key is malformed");
 	/* The signature blob: string "ssh-ed25519", string the 64-byte signature. */
 	*ret = broker_secret_new(4 + 11 + 4 + crypto_sign_ed25519_BYTES);
 	if (!*ret)
 		return -ENOMEM;
 	p = (uint8_t *)(*ret)->data;
-	put_u32(p, 11), memcpy(p + 4, "ssh-ed25519", 11), p += 15;
-	put_u32(p, crypto_sign_ed25519_BYTES), p += 4;
+	al_wire_put_u32(p, 11), memcpy(p + 4, "ssh-ed25519", 11), p += 15;
+	al_wire_put_u32(p, crypto_sign_ed25519_BYTES), p += 4;
 	if (crypto_sign_ed25519_detached(p, NULL, data, n, priv.p) != 0) {
 		*ret = broker_secret_free(*ret);
 		return al_error_set(err, -EIO, "signing failed");

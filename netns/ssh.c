@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/wire-util.h"
 #include "netns/ssh-internal.h"
 
 #define MSG_NEWKEYS 21
@@ -23,33 +24,6 @@ static const struct {
     {"sntrup761x25519-sha512", MSG_KEX_REPLY},
     {"mlkem768x25519-sha256", MSG_KEX_REPLY},
 };
-
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take_u32(struct cursor *c, uint32_t *ret)
-{
-	if (c->left < 4)
-		return false;
-	*ret = (uint32_t)c->p[0] << 24 | (uint32_t)c->p[1] << 16 | (uint32_t)c->p[2] << 8 | c->p[3];
-	c->p += 4;
-	c->left -= 4;
-	return true;
-}
-
-static bool take_string(struct cursor *c, struct cursor *ret)
-{
-	uint32_t n;
-
-	if (!take_u32(c, &n) || n > c->left)
-		return false;
-	*ret = (struct cursor){c->p, n};
-	c->p += n;
-	c->left -= n;
-	return true;
-}
 
 static int fail(struct netns_ssh_watch *w, int r, struct al_error *err, const char *why)
 {
@@ -79,22 +53,22 @@ static bool negotiate(const char *client, const char *server, char *ret, size_t 
 }
 
 /* KEXINIT: a cookie of 16 bytes, then the kex_algorithms name-list (and more, not read). */
-static int kexinit(struct netns_ssh_watch *w, struct netns_ssh_side *side, struct cursor c,
+static int kexinit(struct netns_ssh_watch *w, struct netns_ssh_side *side, struct al_wire c,
 		   struct al_error *err)
 {
-	struct cursor names;
+	struct al_wire names;
 
 	if (side->kexinit)
 		return 0; /* a later exchange's: encrypted by then, never seen here */
-	if (c.left < 16)
+	if (c.len < 16)
 		return fail(w, -EBADMSG, err, "a KEXINIT too short");
 	c.p += 16;
-	c.left -= 16;
-	if (!take_string(&c, &names) || names.left == 0 || names.left >= sizeof(side->kex_names) ||
-	    memchr(names.p, '\0', names.left))
+	c.len -= 16;
+	if (!al_wire_take_string(&c, &names) || names.len == 0 ||
+	    names.len >= sizeof(side->kex_names) || memchr(names.p, '\0', names.len))
 		return fail(w, -EBADMSG, err, "a KEXINIT without a valid kex_algorithms list");
-	memcpy(side->kex_names, names.p, names.left);
-	side->kex_names[names.left] = '\0';
+	memcpy(side->kex_names, names.p, names.len);
+	side->kex_names[names.len] = '\0';
 	side->kexinit = true;
 	if (w->client.kexinit && w->server.kexinit &&
 	    !negotiate(w->client.kex_names, w->server.kex_names, w->kex, sizeof(w->kex)))
@@ -103,9 +77,9 @@ static int kexinit(struct netns_ssh_watch *w, struct netns_ssh_side *side, struc
 }
 
 /* A server's message 31 or 33: the reply with the host key, under the agreed key exchange. */
-static int reply(struct netns_ssh_watch *w, uint8_t type, struct cursor c, struct al_error *err)
+static int reply(struct netns_ssh_watch *w, uint8_t type, struct al_wire c, struct al_error *err)
 {
-	struct cursor key;
+	struct al_wire key;
 	uint8_t want = 0;
 
 	if (!w->kex[0])
@@ -120,27 +94,27 @@ static int reply(struct netns_ssh_watch *w, uint8_t type, struct cursor c, struc
 		return 0; /* diffie-hellman-group-exchange's GROUP (31) */
 	if (w->hostkey_len)
 		return fail(w, -EBADMSG, err, "a second host key in the first key exchange");
-	if (!take_string(&c, &key) || key.left == 0 || key.left > sizeof(w->hostkey))
+	if (!al_wire_take_string(&c, &key) || key.len == 0 || key.len > sizeof(w->hostkey))
 		return fail(w, -EBADMSG, err, "a key exchange reply without a valid host key");
-	memcpy(w->hostkey, key.p, key.left);
-	w->hostkey_len = key.left;
+	memcpy(w->hostkey, key.p, key.len);
+	w->hostkey_len = key.len;
 	return 0;
 }
 
 static int packet(struct netns_ssh_watch *w, struct netns_ssh_side *side, bool from_server,
 		  const uint8_t *p, size_t n, struct al_error *err)
 {
-	struct cursor c = {p + 5, n - 5};
+	struct al_wire c = {p + 5, n - 5};
 	uint8_t pad = p[4], type;
 
 	if (pad < 4 || (size_t)pad + 1 > n - 4)
 		return fail(w, -EBADMSG, err, "a packet with a bad padding length");
-	c.left -= pad;
-	if (c.left == 0)
+	c.len -= pad;
+	if (c.len == 0)
 		return fail(w, -EBADMSG, err, "an empty packet");
 	type = c.p[0];
 	c.p++;
-	c.left--;
+	c.len--;
 	if (type == MSG_NEWKEYS) {
 		side->state = NETNS_SSH_DONE;
 		return 0;

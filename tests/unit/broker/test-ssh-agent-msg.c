@@ -86,7 +86,7 @@ static void test_real_login_is_bound_and_allowed(void **state)
 	struct exchange x;
 	struct broker_ssh_sign_data d;
 	struct broker_ssh_bind b;
-	struct broker_ssh_bytes hk = {host_key, sizeof(host_key)};
+	struct al_wire hk = {host_key, sizeof(host_key)};
 	struct broker_ssh_policy p = {&hk, 1, false};
 	const char *why = NULL;
 
@@ -188,7 +188,7 @@ static void test_sshsig_only_for_git_when_allowed(void **state)
 {
 	static const uint8_t sig[] = "SSHSIG\0\0\0\3git\0\0\0\0\0\0\0\6sha512\0\0\0\2hh";
 	static const uint8_t other[] = "SSHSIG\0\0\0\4file\0\0\0\0\0\0\0\6sha512\0\0\0\2hh";
-	struct broker_ssh_bytes data = {sig, sizeof(sig) - 1}, key = {user_key_start, 4};
+	struct al_wire data = {sig, sizeof(sig) - 1}, key = {user_key_start, 4};
 	struct broker_ssh_policy p = {NULL, 0, false};
 	struct broker_ssh_sign_data d;
 	const char *why;
@@ -200,7 +200,7 @@ static void test_sshsig_only_for_git_when_allowed(void **state)
 	assert_non_null(strstr(why, "commit signing is not allowed"));
 	p.commit_signing = true;
 	assert_int_equal(broker_ssh_agent_decide(&d, &key, NULL, 0, &p, &why), 0);
-	data = (struct broker_ssh_bytes){other, sizeof(other) - 1};
+	data = (struct al_wire){other, sizeof(other) - 1};
 	assert_int_equal(broker_ssh_sign_data_parse(&data, &d), 0);
 	assert_int_equal(broker_ssh_agent_decide(&d, &key, NULL, 0, &p, &why), -EPERM);
 	assert_non_null(strstr(why, "namespace"));
@@ -210,7 +210,7 @@ static void test_malformed_is_refused(void **state)
 {
 	struct broker_ssh_agent_msg m;
 	struct broker_ssh_sign_data d;
-	struct broker_ssh_bytes data = {(const uint8_t *)"\0\0\0\1x\x32", 6};
+	struct al_wire data = {(const uint8_t *)"\0\0\0\1x\x32", 6};
 	uint8_t big[4] = {0x00, 0x10, 0x00, 0x00}, zero[4] = {0};
 
 	(void)state;
