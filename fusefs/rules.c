@@ -512,6 +512,13 @@ static bool glob_is_uniform(const char *glob, const char *from, const char *to, 
 	}
 }
 
+/* Uniform in any case and as written: for what protects, which a case-only rename must not
+ * move whole either. */
+static bool glob_is_uniform_both(const char *glob, const char *from, const char *to)
+{
+	return glob_is_uniform(glob, from, to, true) && glob_is_uniform(glob, from, to, false);
+}
+
 static bool list_is_uniform(const struct rules_list *l, const char *from, const char *to, bool fold)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -536,12 +543,10 @@ bool fusefs_rules_rename_is_uniform(const struct fusefs_rules *rules, const char
 	    !list_is_uniform(&rules->git_named, from, to, false))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(protected_entries); i++)
-		if (!glob_is_uniform(protected_entries[i].glob, from, to, true) ||
-		    !glob_is_uniform(protected_entries[i].glob, from, to, false))
+		if (!glob_is_uniform_both(protected_entries[i].glob, from, to))
 			return false;
 	for (size_t i = 0; i < ELEMENTSOF(git_globs); i++)
-		if (!glob_is_uniform(git_globs[i], from, to, true) ||
-		    !glob_is_uniform(git_globs[i], from, to, false))
+		if (!glob_is_uniform_both(git_globs[i], from, to))
 			return false;
 	return true;
 }
