@@ -152,6 +152,11 @@ bool broker_ssh_key_is_encrypted(const char *text, size_t n);
 bool broker_ssh_key_is_stored(const struct broker_secret *value);
 int broker_ssh_key_parse(const struct broker_secret *value, struct broker_ssh_key *k,
 			 struct al_error *err);
+/* The fingerprint ssh-keygen -l shows of a public key blob ("SHA256:..."). */
+void broker_ssh_fingerprint(const uint8_t *blob, size_t len, char out[BROKER_SSH_FINGERPRINT_MAX]);
+/* The stored key's public key blob (string type, then its parts), malloc'd, and what it is. */
+int broker_ssh_key_public(const struct broker_secret *stored, struct broker_ssh_key *k,
+			  uint8_t **ret, size_t *ret_len, struct al_error *err);
 /* The signature blob of n bytes of data with the stored key, as an agent's SIGN_RESPONSE
  * carries it (string type, string signature). Ed25519 only yet: -EPROTONOSUPPORT for ECDSA and
  * RSA. -EINVAL (not a stored key), -EBADMSG, -ENOMEM, -EIO. */
@@ -228,6 +233,44 @@ struct broker_ssh_policy {
 int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d, const struct al_wire *key,
 			    const struct broker_ssh_bind *binds, size_t n_binds,
 			    const struct broker_ssh_policy *policy, const char **why);
+
+/* ---- ssh-agent.c: a session's destination-bound agent (session.c drives it) ----
+ * It holds the session's SSH keys (borrowed: the session's values) and the host keys the egress
+ * proxy saw, each with the destination ("host:port") of the connection it was seen on. */
+
+#define BROKER_SSH_KEYS_MAX 16
+#define BROKER_SSH_SEEN_MAX 256 /* host keys a session remembers */
+#define BROKER_SSH_BINDS_MAX 16 /* session-binds one agent connection may make (OpenSSH's) */
+#define BROKER_SSH_HOSTKEY_MAX 4096
+
+struct broker_ssh_agent;
+int broker_ssh_agent_new(struct broker_ssh_agent **ret);
+struct broker_ssh_agent *broker_ssh_agent_free(struct broker_ssh_agent *a);
+/* Adds credential spec's key (stored: the vault's value, which must outlive a). Refused, before
+ * anything runs: a key the agent cannot sign with (not Ed25519), the same key twice. */
+int broker_ssh_agent_add_key(struct broker_ssh_agent *a, const struct policy_credential *spec,
+			     const struct broker_secret *stored, struct al_error *err);
+/* Whether destination is one of a key's. */
+bool broker_ssh_agent_wants(const struct broker_ssh_agent *a, const char *destination);
+/* The proxy saw hostkey (a blob of len bytes) in the clear key exchange of a connection it
+ * allowed to destination. -ENOSPC past BROKER_SSH_SEEN_MAX of them. */
+int broker_ssh_agent_saw(struct broker_ssh_agent *a, const char *destination,
+			 const uint8_t *hostkey, size_t len, struct al_error *err);
+
+/* What an answer did, for the audit: action "ssh-list", "ssh-bind", "ssh-sign" (a user
+ * authentication), "ssh-sign-commit" (an SSHSIG) or "ssh-other"; the key's credential and the
+ * destination where the bound host key was seen, when known; why it was refused. */
+struct broker_ssh_outcome {
+	const char *action, *credential, *destination, *why;
+	bool granted;
+};
+/* Answers one agent request: in is framed messages (u32 length, body), the session-binds the
+ * agent connection made before (each verified again) and the request last. *ret is the answer's
+ * body (without its length): a refusal is an answer (SSH_AGENT_FAILURE) with o->why.
+ * -EBADMSG (with err) when in is malformed or what precedes the request is not verified binds. */
+int broker_ssh_agent_answer(struct broker_ssh_agent *a, const uint8_t *in, size_t len,
+			    struct broker_secret **ret, struct broker_ssh_outcome *o,
+			    struct al_error *err);
 
 /* bcrypt-pbkdf.c: OpenBSD's bcrypt_pbkdf, which OpenSSH key files use. key_len at most 1,024
  * bytes, rounds 1 to 65,536: -EINVAL beyond; -ENOMEM. */
@@ -381,6 +424,15 @@ int broker_headers(struct broker *b, const struct broker_peer *peer, const char 
 int broker_redact_output(struct broker *b, const struct broker_peer *peer, const char *id,
 			 unsigned stream, const void *buf, size_t len, bool flush,
 			 struct broker_bytes *ret, struct al_error *err);
+/* The egress proxy saw the SSH host key key (len bytes) on a connection it allowed to
+ * destination ("host:port"): the session's agent keeps it. -ENOENT without SSH keys. */
+int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const char *id,
+		       const char *destination, const void *key, size_t len, struct al_error *err);
+/* One request to the session's SSH agent (broker_ssh_agent_answer()); *ret is the answer's
+ * body. Every answer is audited: a refused signature as a violation. */
+int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const char *id,
+		       const void *in, size_t len, struct broker_bytes *ret,
+		       struct broker_ssh_outcome *o, struct al_error *err);
 int broker_close(struct broker *b, const struct broker_peer *peer, const char *id,
 		 struct al_error *err);
 /* Ends the sessions owner opened (its connection closed). */
@@ -437,6 +489,8 @@ enum broker_op {
 	BROKER_OP_CLOSE,
 	BROKER_OP_HEALTH,
 	BROKER_OP_LIST,
+	BROKER_OP_SSH_HOSTKEY,
+	BROKER_OP_SSH_AGENT,
 	_BROKER_OP_MAX,
 };
 const char *broker_op_to_string(enum broker_op op);
@@ -471,6 +525,10 @@ int broker_request_encode(const struct broker_request *r, const struct policy *p
 int broker_response_error(uint64_t id, int code, const char *msg, char **ret, size_t *ret_len);
 int broker_response_ok(uint64_t id, char **ret, size_t *ret_len);
 int broker_response_open(uint64_t id, const struct broker_session *s, char **ret, size_t *ret_len);
+/* ssh_agent's: what the answer did (broker_ssh_outcome), for the proxy's audit. */
+struct broker_ssh_outcome;
+int broker_response_ssh(uint64_t id, const struct broker_ssh_outcome *out, char **ret,
+			size_t *ret_len);
 int broker_response_health(uint64_t id, const struct broker *b, uint64_t uptime_sec, char **ret,
 			   size_t *ret_len);
 int broker_response_list(uint64_t id, const struct broker *b, const struct broker_peer *peer,
@@ -490,5 +548,7 @@ struct broker_response {
 int broker_response_parse(const char *json, size_t len, struct broker_response *ret,
 			  struct al_error *err);
 void broker_response_done(struct broker_response *r);
+/* ssh_agent's answer's account of itself (broker_response_ssh()). */
+void broker_response_ssh_verdict(const struct broker_response *r, struct broker_ssh_verdict *v);
 /* The response's JSON, pretty-printed (health, list). */
 int broker_response_to_string(const struct broker_response *r, char **ret);

@@ -324,13 +324,15 @@ static int remote_open(struct broker_client *c, const struct broker_client_optio
 		return al_error_set(err, -EBADMSG, "the broker's answer has no session");
 	}
 	strcpy(c->session, resp.session);
-	/* Every credential of the policy must have its surrogate, and only those. */
-	for (size_t i = 0; i < c->policy->n_credentials; i++) {
-		bool found = false;
+	/* Every credential of the policy must have its surrogate, and only those; an SSH key has
+	 * none (it only signs, through the agent). */
+	for (size_t i = 0, n = 0; i < c->policy->n_credentials; i++) {
+		bool ssh = c->policy->credentials[i].kind == POLICY_CRED_SSH_KEY, found = false;
 
 		for (size_t k = 0; k < resp.n_surrogates; k++)
 			found |= streq(resp.names[k], c->policy->credentials[i].name);
-		if (!found || resp.n_surrogates != c->policy->n_credentials) {
+		n += !ssh;
+		if (found == ssh || (i + 1 == c->policy->n_credentials && resp.n_surrogates != n)) {
 			broker_response_done(&resp);
 			return al_error_set(err, -EBADMSG,
 					    "the broker's surrogates do not match the policy's "
@@ -423,6 +425,8 @@ static const char *value_need(const struct policy_credential *c)
 		return "its exposed value";
 	if (c->injection == POLICY_INJECTION_SIDECAR)
 		return "the header its sidecar adds";
+	if (c->kind == POLICY_CRED_SSH_KEY)
+		return "the signatures of its SSH agent";
 	if (c->hosts.n > 0)
 		return "the swap of its surrogate on its hosts";
 	return NULL;
@@ -610,6 +614,34 @@ int broker_client_headers(struct broker_client *c, const char *host, struct brok
 	    c,
 	    &(struct broker_request){.op = BROKER_OP_HEADERS, .session = c->session, .host = host},
 	    NULL, 0, NULL, ret, err);
+}
+
+int broker_client_ssh_hostkey(struct broker_client *c, const char *destination, const void *key,
+			      size_t len, struct al_error *err)
+{
+	return call(c,
+		    &(struct broker_request){
+			.op = BROKER_OP_SSH_HOSTKEY, .session = c->session, .host = destination},
+		    key, len, NULL, NULL, err);
+}
+
+int broker_client_ssh_agent(struct broker_client *c, const void *in, size_t len,
+			    struct broker_secret **ret, struct broker_ssh_verdict *v,
+			    struct al_error *err)
+{
+	struct broker_response resp;
+	int r;
+
+	*v = (struct broker_ssh_verdict){0};
+	r = call(c, &(struct broker_request){.op = BROKER_OP_SSH_AGENT, .session = c->session}, in,
+		 len, &resp, ret, err);
+	if (r < 0)
+		return r;
+	broker_response_ssh_verdict(&resp, v);
+	broker_response_done(&resp);
+	if (!*ret) /* every answer has a body */
+		return al_error_set(err, -EBADMSG, "the broker's agent answer is empty");
+	return 0;
 }
 
 int broker_client_redact(struct broker_client *c, unsigned stream, const void *buf, size_t len,

@@ -75,6 +75,22 @@ int broker_client_resolve(struct broker_client *c, const char *surrogate, const 
 /* The sidecar headers for host, "Name: value\r\n" each (may be empty). */
 int broker_client_headers(struct broker_client *c, const char *host, struct broker_secret **ret,
 			  struct al_error *err);
+/* The egress proxy saw the SSH host key key (a blob of len bytes) in the clear key exchange of
+ * a connection it allowed to destination ("host:port"). */
+int broker_client_ssh_hostkey(struct broker_client *c, const char *destination, const void *key,
+			      size_t len, struct al_error *err);
+/* What the agent did with a request, for the proxy's audit: action ("ssh-list", "ssh-bind",
+ * "ssh-sign", "ssh-sign-commit", "ssh-other"), the key's credential and the destination the
+ * bound host key was seen at (empty when not known), why it was refused. Cut short to fit. */
+struct broker_ssh_verdict {
+	char action[24], credential[128], destination[272], reason[160];
+	bool granted;
+};
+/* One request to the session's SSH agent: in is the agent connection's session-binds and the
+ * request, each framed as on the agent's socket; *ret the answer's body (not framed). */
+int broker_client_ssh_agent(struct broker_client *c, const void *in, size_t len,
+			    struct broker_secret **ret, struct broker_ssh_verdict *v,
+			    struct al_error *err);
 /* Output of the sandbox on stream (0 stdout, 1 stderr), with every real value replaced by
  * "[REDACTED:NAME]", also when split across chunks; flush at the end of the stream. *ret is the
  * output that is final now (it may be empty, or hold what earlier chunks held back). */

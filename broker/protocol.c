@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,15 +18,22 @@
 
 #define JSON_DEPTH_MAX 16
 #define ID_LEN 64
-#define HOST_MAX 253
+#define HOST_MAX (253 + 9) /* a name, or "host:port" (ssh_hostkey), "[v6]:port" */
 #define LABEL_MAX 128
 #define SURROGATE_FIELD_MAX BROKER_SURROGATE_MAX
 #define POLICY_HASH_LEN (POLICY_HASH_SIZE * 2)
 
 static const char *const op_names[_BROKER_OP_MAX] = {
-    [BROKER_OP_OPEN] = "open",	     [BROKER_OP_RESOLVE] = "resolve", [BROKER_OP_READ] = "read",
-    [BROKER_OP_HEADERS] = "headers", [BROKER_OP_REDACT] = "redact",   [BROKER_OP_CLOSE] = "close",
-    [BROKER_OP_HEALTH] = "health",   [BROKER_OP_LIST] = "list",
+    [BROKER_OP_OPEN] = "open",
+    [BROKER_OP_RESOLVE] = "resolve",
+    [BROKER_OP_READ] = "read",
+    [BROKER_OP_HEADERS] = "headers",
+    [BROKER_OP_REDACT] = "redact",
+    [BROKER_OP_CLOSE] = "close",
+    [BROKER_OP_HEALTH] = "health",
+    [BROKER_OP_LIST] = "list",
+    [BROKER_OP_SSH_HOSTKEY] = "ssh_hostkey",
+    [BROKER_OP_SSH_AGENT] = "ssh_agent",
 };
 
 const char *broker_op_to_string(enum broker_op op)
@@ -155,6 +163,8 @@ static const struct {
     [BROKER_OP_CLOSE] = {F_SESSION, 0},
     [BROKER_OP_HEALTH] = {0, 0},
     [BROKER_OP_LIST] = {0, 0},
+    [BROKER_OP_SSH_HOSTKEY] = {F_SESSION | F_HOST, 0},
+    [BROKER_OP_SSH_AGENT] = {F_SESSION, 0},
 };
 
 static const struct {
@@ -479,6 +489,28 @@ int broker_response_ok(uint64_t id, char **ret, size_t *ret_len)
 	return finish(o, ret, ret_len);
 }
 
+int broker_response_ssh(uint64_t id, const struct broker_ssh_outcome *out, char **ret,
+			size_t *ret_len)
+{
+	_cleanup_json_ struct json_object *o = ok_new(id);
+	int r;
+
+	if (!o)
+		return -ENOMEM;
+	r = add_string(o, "action", out->action);
+	if (r >= 0)
+		r = add_string(o, "verdict", out->granted ? "granted" : "refused");
+	if (r >= 0)
+		r = add_string(o, "credential", out->credential);
+	if (r >= 0)
+		r = add_string(o, "destination", out->destination);
+	if (r >= 0)
+		r = add_string(o, "reason", out->why);
+	if (r < 0)
+		return r;
+	return finish(o, ret, ret_len);
+}
+
 int broker_response_open(uint64_t id, const struct broker_session *s, char **ret, size_t *ret_len)
 {
 	_cleanup_json_ struct json_object *o = ok_new(id);
@@ -492,8 +524,9 @@ int broker_response_open(uint64_t id, const struct broker_session *s, char **ret
 	if (r >= 0)
 		r = al_json_add(o, "surrogates", sur);
 	for (size_t i = 0; r >= 0 && i < broker_session_count(s); i++)
-		r = add_string(sur, broker_session_cred_name(s, i),
-			       broker_session_cred_surrogate(s, i));
+		if (broker_session_cred_surrogate(s, i)) /* an SSH key has none */
+			r = add_string(sur, broker_session_cred_name(s, i),
+				       broker_session_cred_surrogate(s, i));
 	if (r < 0)
 		return r;
 	return finish(o, ret, ret_len);
@@ -665,6 +698,28 @@ int broker_response_parse(const char *json, size_t len, struct broker_response *
 	r.root = TAKE_PTR(o);
 	*ret = r;
 	return 0;
+}
+
+/* The string key of r's JSON into buf, or "" without one. */
+static void copy_field(const struct broker_response *r, const char *key, char *buf, size_t size)
+{
+	struct json_object *v;
+
+	buf[0] = '\0';
+	if (json_object_object_get_ex(r->root, key, &v) && json_object_is_type(v, json_type_string))
+		(void)snprintf(buf, size, "%s", json_object_get_string(v));
+}
+
+void broker_response_ssh_verdict(const struct broker_response *r, struct broker_ssh_verdict *v)
+{
+	char verdict[16];
+
+	copy_field(r, "action", v->action, sizeof(v->action));
+	copy_field(r, "credential", v->credential, sizeof(v->credential));
+	copy_field(r, "destination", v->destination, sizeof(v->destination));
+	copy_field(r, "reason", v->reason, sizeof(v->reason));
+	copy_field(r, "verdict", verdict, sizeof(verdict));
+	v->granted = streq(verdict, "granted");
 }
 
 void broker_response_done(struct broker_response *r)

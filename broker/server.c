@@ -428,7 +428,8 @@ static void on_jobs_done(struct server *s)
  * values byte by byte). */
 static bool op_answers_with_values(enum broker_op op)
 {
-	return op == BROKER_OP_RESOLVE || op == BROKER_OP_HEADERS || op == BROKER_OP_REDACT;
+	return op == BROKER_OP_RESOLVE || op == BROKER_OP_HEADERS || op == BROKER_OP_REDACT ||
+	       op == BROKER_OP_SSH_HOSTKEY || op == BROKER_OP_SSH_AGENT;
 }
 
 /* A peer other than the daemon's own user (--allow-uid) never gets a real value: nothing it
@@ -459,7 +460,8 @@ static int dispatch(struct server *s, struct conn *c, struct broker_request *q,
 	const void *in = c->payload ? c->payload->data : NULL;
 	size_t in_len = c->payload ? c->payload->len : 0;
 
-	if (in_len > 0 && q->op != BROKER_OP_REDACT)
+	if (in_len > 0 && q->op != BROKER_OP_REDACT && q->op != BROKER_OP_SSH_HOSTKEY &&
+	    q->op != BROKER_OP_SSH_AGENT)
 		return al_error_set(err, -EINVAL, "op %s takes no payload",
 				    broker_op_to_string(q->op));
 	if (c->peer.uid != s->uid && op_answers_with_values(q->op))
@@ -474,12 +476,35 @@ static int dispatch(struct server *s, struct conn *c, struct broker_request *q,
 	case BROKER_OP_REDACT:
 		return broker_redact_output(s->b, &c->peer, q->session, q->stream, in, in_len,
 					    q->flush, ret, err);
+	case BROKER_OP_SSH_HOSTKEY:
+		return broker_ssh_hostkey(s->b, &c->peer, q->session, q->host, in, in_len, err);
 	case BROKER_OP_CLOSE:
 		return broker_close(s->b, &c->peer, q->session, err);
 	default:
 		return al_error_set(err, -EINVAL, "op %s is not served here",
 				    broker_op_to_string(q->op));
 	}
+}
+
+/* An SSH agent request: the answer's body, and in its JSON what it did (for the proxy's audit). */
+static int do_ssh_agent(struct server *s, struct conn *c, const struct broker_request *q,
+			struct al_error *err)
+{
+	struct broker_ssh_outcome o = {0};
+	struct broker_bytes out = {0};
+	_cleanup_free_ char *json = NULL;
+	size_t len;
+	int r;
+
+	if (c->peer.uid != s->uid)
+		return refuse_values(s, c, q->op, err);
+	r = broker_ssh_request(s->b, &c->peer, q->session, c->payload ? c->payload->data : NULL,
+			       c->payload ? c->payload->len : 0, &out, &o, err);
+	if (r >= 0)
+		r = broker_response_ssh(q->id, &o, &json, &len);
+	if (r >= 0)
+		r = send_frame(s, c, json, len, out.data, out.len);
+	return r;
 }
 
 /* Answers the frame c holds. Returns < 0 when c must be dropped. */
@@ -503,6 +528,8 @@ static int on_frame(struct server *s, struct conn *c)
 		r = broker_response_health(q.id, s->b, (now_usec() - s->start) / 1000000, &json,
 					   &len);
 		r = r < 0 ? r : send_frame(s, c, json, len, NULL, 0);
+	} else if (q.op == BROKER_OP_SSH_AGENT) {
+		r = do_ssh_agent(s, c, &q, &err);
 	} else if (q.op == BROKER_OP_LIST) {
 		r = broker_response_list(q.id, s->b, &c->peer, &json, &len);
 		r = r < 0 ? r : send_frame(s, c, json, len, NULL, 0);

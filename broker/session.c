@@ -64,6 +64,7 @@ struct broker_session {
 	struct broker_secret *scratch; /* the last answer that held a real value */
 	unsigned char *redacted;       /* the last redacted output */
 	size_t redacted_len;
+	struct broker_ssh_agent *ssh; /* its SSH keys' agent, or NULL */
 };
 
 struct broker {
@@ -227,6 +228,7 @@ struct broker_session *broker_session_free(struct broker_session *s)
 		sodium_memzero(s->redacted, s->redacted_len);
 		free(s->redacted);
 	}
+	broker_ssh_agent_free(s->ssh);
 	policy_free(s->policy);
 	free(s->policy_hash);
 	free(s->label);
@@ -270,11 +272,15 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 		return al_error_set(err, -ENOENT,
 				    "credential %s: vault source: no secret \"%s\" in %s",
 				    c->spec->name, key, b->vault_path);
-	if (broker_ssh_key_is_stored(e->value))
-		return al_error_set(err, -EINVAL,
-				    "credential %s: vault source: \"%s\" is an SSH key, which only "
-				    "signs: no credential hands it out",
-				    c->spec->name, key);
+	if (broker_ssh_key_is_stored(e->value) != (c->spec->kind == POLICY_CRED_SSH_KEY))
+		return al_error_set(
+		    err, -EINVAL,
+		    c->spec->kind == POLICY_CRED_SSH_KEY
+			? "credential %s: vault source: \"%s\" is not an SSH key (airlock secret "
+			  "put --ssh-key)"
+			: "credential %s: vault source: \"%s\" is an SSH key, which only signs: "
+			  "only a credential with an \"ssh\" object uses it",
+		    c->spec->name, key);
 	if (e->n_hosts > 0 && c->spec->expose)
 		return al_error_set(
 		    err, -EPERM,
@@ -463,6 +469,18 @@ static int arm(struct broker_session *s, struct al_error *err)
 	if (r >= 0)
 		r = broker_redact_stream_new(&s->streams[1]);
 	for (size_t i = 0; r >= 0 && i < s->n; i++) {
+		/* An SSH key only signs, through the agent: no surrogate, and the sandbox never
+		 * has it to print. */
+		if (s->creds[i].spec->kind == POLICY_CRED_SSH_KEY) {
+			if (!s->ssh)
+				r = broker_ssh_agent_new(&s->ssh);
+			if (r >= 0)
+				r = broker_ssh_agent_add_key(s->ssh, s->creds[i].spec,
+							     s->creds[i].value, err);
+			if (r < 0)
+				return err->msg[0] ? r : al_error_set_errno(err, r, "SSH agent");
+			continue;
+		}
 		r = broker_surrogate_new(s->creds[i].value,
 					 s->creds[i].spec->kind == POLICY_CRED_AWS_SECRET
 					     ? BROKER_SHAPE_AWS_SECRET
@@ -574,7 +592,7 @@ static const struct broker_session *owner_of(const struct broker *b, const struc
 {
 	for (size_t i = 0; i < b->n_sessions; i++)
 		for (size_t k = 0; b->sessions[i] != s && k < b->sessions[i]->n; k++)
-			if (streq(b->sessions[i]->creds[k].surrogate, surrogate))
+			if (streq_ptr(b->sessions[i]->creds[k].surrogate, surrogate))
 				return b->sessions[i];
 	return NULL;
 }
@@ -603,7 +621,7 @@ int broker_resolve(struct broker *b, const struct broker_peer *peer, const char 
 	for (size_t i = 0; i < s->n; i++) {
 		struct cred *c = &s->creds[i];
 
-		if (!streq(c->surrogate, surrogate))
+		if (!c->surrogate || !streq(c->surrogate, surrogate))
 			continue;
 		if (!cred_goes_to(c, host))
 			return refuse(b, s, peer, c->spec->name, host,
@@ -730,6 +748,64 @@ int broker_redact_output(struct broker *b, const struct broker_peer *peer, const
 	s->redacted = out;
 	s->redacted_len = out_len;
 	*ret = (struct broker_bytes){out, out_len};
+	return 0;
+}
+
+/* ---- the SSH agent ---- */
+
+int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const char *id,
+		       const char *destination, const void *key, size_t len, struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	char fp[BROKER_SSH_FINGERPRINT_MAX];
+	int r;
+
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return r;
+	if (!s->ssh)
+		return al_error_set(err, -ENOENT, "the session has no SSH key");
+	r = broker_ssh_agent_saw(s->ssh, destination, key, len, err);
+	if (r < 0)
+		return r;
+	broker_ssh_fingerprint(key, len, fp);
+	audit(b, "credential", s, peer,
+	      (struct al_audit_field[]){
+		  AL_AUDIT_S("action", "ssh-hostkey"), AL_AUDIT_S("destination", destination),
+		  AL_AUDIT_S("hostkey", fp),
+		  AL_AUDIT_B("bound", broker_ssh_agent_wants(s->ssh, destination))},
+	      4);
+	return 0;
+}
+
+int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const char *id,
+		       const void *in, size_t len, struct broker_bytes *ret,
+		       struct broker_ssh_outcome *o, struct al_error *err)
+{
+	struct broker_session *s = NULL;
+	struct al_audit_field f[6];
+	size_t n = 0;
+	int r;
+
+	r = find(b, peer, id, &s, err);
+	if (r < 0)
+		return r;
+	if (!s->ssh)
+		return al_error_set(err, -ENOENT, "the session has no SSH key");
+	s->scratch = broker_secret_free(s->scratch);
+	r = broker_ssh_agent_answer(s->ssh, in, len, &s->scratch, o, err);
+	if (r < 0)
+		return r;
+	f[n++] = AL_AUDIT_S("action", o->action);
+	f[n++] = AL_AUDIT_S("verdict", o->granted ? "granted" : "refused");
+	if (o->credential)
+		f[n++] = AL_AUDIT_S("credential", o->credential);
+	if (o->destination)
+		f[n++] = AL_AUDIT_S("destination", o->destination);
+	if (o->why)
+		f[n++] = AL_AUDIT_S("reason", o->why);
+	audit(b, o->granted ? "credential" : "violation", s, peer, f, n);
+	*ret = (struct broker_bytes){s->scratch->data, s->scratch->len};
 	return 0;
 }
 

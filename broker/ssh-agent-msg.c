@@ -160,8 +160,7 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d, const struct a
 	for (size_t i = 0; i < policy->n_hostkeys; i++)
 		if (al_wire_eq(&policy->hostkeys[i], &b->hostkey))
 			return 0;
-	*why = "the host key is not one airlock's proxy saw on a connection to this key's "
-	       "destinations";
+	*why = "its host key was not seen on a connection to the key's destinations";
 	return -EPERM;
 }
 

@@ -221,11 +221,11 @@ static int encode_plain(const struct al_wire *pub, const uint8_t *rec, size_t re
 }
 
 /* The SHA256 fingerprint of a public key blob, as ssh-keygen -l prints it. */
-static void fingerprint(const struct al_wire *pub, char out[BROKER_SSH_FINGERPRINT_MAX])
+void broker_ssh_fingerprint(const uint8_t *blob, size_t len, char out[BROKER_SSH_FINGERPRINT_MAX])
 {
 	uint8_t h[crypto_hash_sha256_BYTES];
 
-	crypto_hash_sha256(h, pub->p, pub->len);
+	crypto_hash_sha256(h, blob, len);
 	memcpy(out, "SHA256:", 7);
 	sodium_bin2base64(out + 7, BROKER_SSH_FINGERPRINT_MAX - 7, h, sizeof(h),
 			  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
@@ -259,7 +259,7 @@ static int parse(struct broker_secret *b, const struct broker_secret *passphrase
 	if (encrypted != !al_wire_is(&kdf, "none") || (encrypted && !al_wire_is(&kdf, "bcrypt")))
 		return al_error_set(err, -EPROTONOSUPPORT,
 				    "the key's cipher and KDF are not none/none nor CIPHER/bcrypt");
-	fingerprint(&pub, k->fingerprint);
+	broker_ssh_fingerprint(pub.p, pub.len, k->fingerprint);
 	if (encrypted) {
 		k->encrypted = true;
 		if (!ret_plain)
@@ -363,6 +363,30 @@ int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data,
 		*ret = broker_secret_free(*ret);
 		return al_error_set(err, -EIO, "signing failed");
 	}
+	return 0;
+}
+
+int broker_ssh_key_public(const struct broker_secret *stored, struct broker_ssh_key *k,
+			  uint8_t **ret, size_t *ret_len, struct al_error *err)
+{
+	struct al_wire c, skip, pub;
+	uint32_t n_keys;
+	int r;
+
+	r = broker_ssh_key_parse(stored, k, err);
+	if (r < 0)
+		return r;
+	/* parse() checked the layout: magic, cipher, KDF, its options, a count, the public key. */
+	c = (struct al_wire){(const uint8_t *)stored->data + MAGIC_LEN, stored->len - MAGIC_LEN};
+	if (!al_wire_take_string(&c, &skip) || !al_wire_take_string(&c, &skip) ||
+	    !al_wire_take_string(&c, &skip) || !al_wire_take_u32(&c, &n_keys) ||
+	    !al_wire_take_string(&c, &pub))
+		return al_error_set(err, -EBADMSG, "the OpenSSH private key is malformed");
+	*ret = malloc(pub.len);
+	if (!*ret)
+		return -ENOMEM;
+	memcpy(*ret, pub.p, pub.len);
+	*ret_len = pub.len;
 	return 0;
 }
 

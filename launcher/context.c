@@ -178,6 +178,7 @@ int launcher_context_init(struct launcher_context *ctx, const struct policy *p,
 	    .stdin_r = -EBADF,
 	    .sync_fd = -EBADF,
 	    .egress_fd = -EBADF,
+	    .agent_fd = -EBADF,
 	};
 	/* Root too gets a user namespace under a profile: its root is nobody on the host. */
 	ctx->userns = ctx->uid != 0 || p->profile != POLICY_PROFILE_NONE;
@@ -228,9 +229,11 @@ void launcher_context_done(struct launcher_context *ctx)
 	ctx->stderr_w = al_close(ctx->stderr_w);
 	ctx->sync_fd = al_close(ctx->sync_fd);
 	ctx->egress_fd = al_close(ctx->egress_fd);
+	ctx->agent_fd = al_close(ctx->agent_fd);
 	*ctx = (struct launcher_context){.stdout_w = -EBADF,
 					 .stderr_w = -EBADF,
 					 .stdin_r = -EBADF,
 					 .sync_fd = -EBADF,
-					 .egress_fd = -EBADF};
+					 .egress_fd = -EBADF,
+					 .agent_fd = -EBADF};
 }

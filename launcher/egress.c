@@ -43,6 +43,8 @@ struct launcher_egress {
 	int ready[2];	   /* [0] airlock reads, [1] the proxy reports its set-up */
 	int handoff[2];	   /* without root: [0] the sandbox's child sends the sockets it made in
 			    * launcher_egress_build(), [1] the proxy's process receives them */
+	int agent[2];	   /* with SSH keys: [0] the sandbox's child sends the agent's listening
+			    * socket, [1] the proxy's process receives it */
 	struct launcher_daemon daemon;
 };
 
@@ -61,6 +63,7 @@ int launcher_egress_new(const struct policy *p, struct al_audit *audit,
 	    .violations = {-EBADF, -EBADF},
 	    .ready = {-EBADF, -EBADF},
 	    .handoff = {-EBADF, -EBADF},
+	    .agent = {-EBADF, -EBADF},
 	};
 	launcher_daemon_init(&eg->daemon);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, eg->violations) <
@@ -204,6 +207,26 @@ static int receive_sockets(struct launcher_egress *eg, struct al_error *err)
 	return 0;
 }
 
+/* The SSH agent's listening socket, which the sandbox's first process made in the sandbox's root
+ * (only the sandbox can reach its path) and sends before it builds the rest. */
+static int receive_agent(struct launcher_egress *eg, struct al_error *err)
+{
+	struct launcher_sync_msg m;
+	int fd = -EBADF, r;
+
+	r = launcher_sync_recv(eg->agent[1], &m, &fd);
+	eg->agent[1] = al_close(eg->agent[1]);
+	r = launcher_sync_expect(r, &m, LAUNCHER_SYNC_READY, "SSH agent set-up", err);
+	if (r >= 0 && fd < 0)
+		r = al_error_set(err, -EBADMSG, "The sandbox sent no SSH agent socket");
+	if (r >= 0)
+		r = netns_proxy_adopt_agent(eg->proxy, TAKE_FD(fd));
+	(void)al_close(fd);
+	if (r < 0 && !err->msg[0])
+		return al_error_set_errno(err, r, "Failed to serve the SSH agent");
+	return r;
+}
+
 _noreturn_ static void proxy_main(void *userdata)
 {
 	struct launcher_egress *eg = userdata;
@@ -213,10 +236,13 @@ _noreturn_ static void proxy_main(void *userdata)
 	(void)prctl(PR_SET_NAME, "airlock-net", 0, 0, 0);
 	/* The sandbox's end: with none left but the sandbox's, its exit is an end of file here. */
 	eg->handoff[0] = al_close(eg->handoff[0]);
+	eg->agent[0] = al_close(eg->agent[0]);
 	if (eg->sandbox_netns >= 0)
 		r = set_up(eg, &m.err);
 	else
 		r = receive_sockets(eg, &m.err);
+	if (r >= 0 && eg->agent[1] >= 0)
+		r = receive_agent(eg, &m.err);
 	if (r < 0)
 		m = (struct launcher_sync_msg){
 		    .type = LAUNCHER_SYNC_ERROR, .value = r, .err = m.err};
@@ -238,15 +264,19 @@ _noreturn_ static void proxy_main(void *userdata)
 }
 
 int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int *ret_build_fd,
-			  struct al_error *err)
+			  int *ret_agent_fd, struct al_error *err)
 {
 	int r;
 
 	*ret_build_fd = -EBADF;
+	*ret_agent_fd = -EBADF;
 	if (sandbox_netns < 0 &&
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg->handoff) < 0)
 		return al_error_set_errno(err, -errno,
 					  "Failed to create the egress set-up's socket");
+	if (policy_ssh_keys(eg->o.policy) > 0 &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg->agent) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the SSH agent's socket");
 	eg->sandbox_netns = sandbox_netns;
 	r = launcher_daemon_start(&eg->daemon, proxy_main, eg);
 	eg->sandbox_netns = -EBADF;
@@ -255,7 +285,9 @@ int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int *re
 	eg->violations[1] = al_close(eg->violations[1]);
 	eg->ready[1] = al_close(eg->ready[1]);
 	eg->handoff[1] = al_close(eg->handoff[1]);
+	eg->agent[1] = al_close(eg->agent[1]);
 	*ret_build_fd = TAKE_FD(eg->handoff[0]);
+	*ret_agent_fd = TAKE_FD(eg->agent[0]);
 	return 0;
 }
 
@@ -314,6 +346,8 @@ struct launcher_egress *launcher_egress_free(struct launcher_egress *eg)
 	(void)al_close(eg->ready[1]);
 	(void)al_close(eg->handoff[0]);
 	(void)al_close(eg->handoff[1]);
+	(void)al_close(eg->agent[0]);
+	(void)al_close(eg->agent[1]);
 	eg->proxy = netns_proxy_free(eg->proxy);
 	eg->broker = broker_client_free(eg->broker);
 	free(eg);

@@ -175,5 +175,7 @@ int launcher_env_add_egress(struct launcher_context *ctx)
 		r = env_add(ctx, "no_proxy", "localhost,127.0.0.1,::1");
 	for (size_t i = 0; r >= 0 && ctx->ca_bundle && i < ELEMENTSOF(ca_vars); i++)
 		r = env_add(ctx, ca_vars[i], NETNS_CA_BUNDLE);
+	if (r >= 0 && policy_ssh_keys(ctx->policy) > 0)
+		r = env_add(ctx, "SSH_AUTH_SOCK", NETNS_SSH_AGENT_SOCKET);
 	return r;
 }

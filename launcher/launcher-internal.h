@@ -234,6 +234,9 @@ struct launcher_context {
 	 * socket the child hands the proxy's sockets over (see launcher_egress_build()). */
 	struct launcher_egress *egress_build;
 	int egress_fd;
+	/* With SSH keys: the child's end of the socket it hands the proxy the agent's listening
+	 * socket on, made in the sandbox's root (NETNS_SSH_AGENT_SOCKET). */
+	int agent_fd;
 	/* opts->terminal: airlock's terminal, whose modes and size the command's starts with. */
 	struct launcher_terminal terminal;
 };
@@ -381,9 +384,11 @@ int launcher_egress_ca_bundle(const struct launcher_egress *eg, char **ret);
  * process has its own copy) and a proxy netns, and opens its sockets there. Without root,
  * sandbox_netns is -EBADF: the process waits for the sockets of launcher_egress_build(), and
  * *ret_build_fd is the socket the sandbox sends them on (the caller's to close once the sandbox
- * has it); else -EBADF. */
+ * has it); else -EBADF. With SSH keys in the policy, *ret_agent_fd is the socket the sandbox's
+ * first process sends the agent's listening socket on (launcher_rootfs_setup()), which the proxy
+ * serves; else -EBADF. The proxy is ready only once it has it. */
 int launcher_egress_start(struct launcher_egress *eg, int sandbox_netns, int *ret_build_fd,
-			  struct al_error *err);
+			  int *ret_agent_fd, struct al_error *err);
 /* Without root, in the sandbox's first process in its new user and network namespaces, before it
  * builds its root: makes the proxy netns, the veth pair and the proxy's sockets, and sends them
  * on sock (closed) to the proxy's process. The error is the proxy's too. */

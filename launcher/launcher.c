@@ -237,6 +237,10 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 		r = open_broker(run, err);
 	if (r >= 0)
 		r = launcher_workspace_new(p, run->audit, run->broker, &run->ws, err);
+	if (r >= 0 && policy_ssh_keys(p) > 0 && !policy_has_egress(p))
+		r = al_error_set(err, -EINVAL,
+				 "credentials: an SSH key signs only for connections the egress "
+				 "proxy sees, and the policy's network allows none");
 	if (r >= 0 && policy_has_egress(p))
 		r = prepare_egress(run, p, opts, err);
 	if (r < 0)
@@ -347,6 +351,7 @@ static int spawn(struct run *run, struct al_error *err)
 	run->ctx.stderr_w = al_close(run->ctx.stderr_w);
 	run->ctx.stdin_r = al_close(run->ctx.stdin_r);
 	run->ctx.egress_fd = al_close(run->ctx.egress_fd);
+	run->ctx.agent_fd = al_close(run->ctx.agent_fd);
 	return 0;
 }
 
@@ -504,7 +509,8 @@ static int start_network(struct run *run, struct al_error *err)
 		run_step(run, "netns");
 	}
 	if (run->egress) {
-		r = launcher_egress_start(run->egress, run->netns_fd, &run->ctx.egress_fd, err);
+		r = launcher_egress_start(run->egress, run->netns_fd, &run->ctx.egress_fd,
+					  &run->ctx.agent_fd, err);
 		if (r < 0)
 			return r;
 		if (run->ctx.egress_fd >= 0)

@@ -22,8 +22,10 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/fd-util.h"
@@ -447,6 +449,35 @@ static int setup_files(const struct launcher_options *opts, struct al_error *err
 	return 0;
 }
 
+/* With SSH keys: the agent's socket, bound here in the root tmpfs (only the sandbox sees the
+ * path; the root becomes read-only, so nothing can replace it) and listening, handed to the
+ * egress proxy, which serves it. Any of the sandbox's users may connect. */
+static int setup_agent(const struct launcher_context *ctx, struct al_error *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (ctx->agent_fd < 0)
+		return 0;
+	(void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
+		       LAUNCHER_NEWROOT NETNS_SSH_AGENT_SOCKET);
+	if ((mkdir(LAUNCHER_NEWROOT "/run", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR, 0755) < 0 && errno != EEXIST))
+		return al_error_set_errno(err, -errno, "Failed to create %s", LAUNCHER_FILES_DIR);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(sa.sun_path, 0666) < 0 || listen(fd, SOMAXCONN) < 0)
+		return al_error_set_errno(err, -errno, "Failed to create the SSH agent's socket %s",
+					  NETNS_SSH_AGENT_SOCKET);
+	r = launcher_sync_send(ctx->agent_fd,
+			       &(struct launcher_sync_msg){.type = LAUNCHER_SYNC_READY}, fd);
+	(void)al_close(ctx->agent_fd);
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to hand the SSH agent's socket over");
+	return 0;
+}
+
 static bool has_allow_list(const struct policy *p)
 {
 	return p->executables.n > 0;
@@ -713,6 +744,8 @@ int launcher_rootfs_setup(const struct launcher_context *ctx, struct al_error *e
 		r = setup_tmp(ctx->policy, err);
 	if (r >= 0)
 		r = setup_files(ctx->opts, err);
+	if (r >= 0)
+		r = setup_agent(ctx, err);
 	if (r >= 0)
 		r = setup_workspace(ctx, ws, secrets, err);
 	if (r >= 0)

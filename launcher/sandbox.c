@@ -134,7 +134,7 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	struct launcher_sync_msg m = {0}, in;
 	struct steps s = {.msg = &m, .last = launcher_now_usec()};
 	int sync_fd = ctx->sync_fd, notify_fd = -EBADF, sigfd = -EBADF, r;
-	int keep[8], netns = -EBADF, master = -EBADF;
+	int keep[9], netns = -EBADF, master = -EBADF;
 	char tty[32] = "";
 	sigset_t forwarded;
 	pid_t cmd;
@@ -147,7 +147,7 @@ _noreturn_ void launcher_sandbox_main(const struct launcher_context *ctx)
 	 */
 	keep[0] = STDIN_FILENO, keep[1] = STDOUT_FILENO, keep[2] = STDERR_FILENO;
 	keep[3] = sync_fd, keep[4] = ctx->stdout_w, keep[5] = ctx->stderr_w;
-	keep[6] = ctx->stdin_r, keep[7] = ctx->egress_fd;
+	keep[6] = ctx->stdin_r, keep[7] = ctx->egress_fd, keep[8] = ctx->agent_fd;
 	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
 		_exit(LAUNCHER_EXIT_FAILED);
 	/* /proc/1/cmdline is readable by the sandbox: airlock's command line is none of its

@@ -75,7 +75,8 @@ struct policy;
 struct netns_proxy;
 
 #define NETNS_HTTP_PROXY_PORT 3128
-#define NETNS_CA_BUNDLE "/etc/airlock/ca-bundle.pem" /* in the sandbox */
+#define NETNS_CA_BUNDLE "/etc/airlock/ca-bundle.pem"	/* in the sandbox */
+#define NETNS_SSH_AGENT_SOCKET "/run/airlock/ssh-agent" /* in the sandbox: SSH_AUTH_SOCK */
 
 /* What the proxy reports to airlock, one datagram each, on violations_fd. */
 struct netns_violation {
@@ -116,6 +117,9 @@ size_t netns_proxy_socket_count(const struct netns_proxy *p);
  * first netns_proxy_fds() of its), in that order: -EBADMSG unless n is
  * netns_proxy_socket_count(). The fds are p's then, whatever the result. */
 int netns_proxy_adopt(struct netns_proxy *p, int *fds, size_t n);
+/* Takes fd, a listening AF_UNIX stream socket, to serve the policy's SSH keys on (the proxy
+ * relays each request to the broker and keeps each connection's session-binds). */
+int netns_proxy_adopt_agent(struct netns_proxy *p, int fd);
 /* Serves until stop_fd (may be -EBADF) is readable or hangs up; returns 0 then, or -errno when
  * the proxy cannot go on. Single-threaded, except for name lookups: a worker thread started
  * here (so after any fork). */

@@ -36,14 +36,20 @@ enum proxy_watch_type {
 	WATCH_STOP,
 	WATCH_CLIENT,
 	WATCH_UPSTREAM,
+	WATCH_AGENT_LISTEN, /* the SSH agent's socket in the sandbox */
+	WATCH_AGENT,	    /* one connection to it */
 };
+
+struct proxy_agent;
+struct proxy_ssh;
 
 /* What an epoll event points at. */
 struct proxy_watch {
 	enum proxy_watch_type type;
 	int fd;
-	uint16_t port;	   /* WATCH_LISTENER */
-	struct conn *conn; /* WATCH_CLIENT, WATCH_UPSTREAM */
+	uint16_t port;		   /* WATCH_LISTENER */
+	struct conn *conn;	   /* WATCH_CLIENT, WATCH_UPSTREAM */
+	struct proxy_agent *agent; /* WATCH_AGENT */
 };
 
 enum conn_phase {
@@ -53,6 +59,7 @@ enum conn_phase {
 	PHASE_SNIFF,
 	PHASE_SPLICE,
 	PHASE_FLOW,
+	PHASE_SSH, /* copied while the SSH watch reads the clear key exchange, then spliced */
 };
 
 struct conn {
@@ -80,6 +87,9 @@ struct conn {
 	size_t in_cu, in_uc;
 	/* both: each side's read end reached, and its write end shut */
 	bool c_eof, u_eof, c_shut, u_shut;
+
+	/* SSH: the watch (proxy-ssh.c); to_u and to_c hold what it read and has not sent */
+	struct proxy_ssh *ssh;
 
 	/* FLOW: HTTP/1.1 (flow), or HTTP/2 (h2) once both handshakes chose it */
 	struct netns_http_flow *flow;
@@ -125,6 +135,11 @@ struct netns_proxy {
 	uint32_t violations_dropped;
 	/* The audit's rate limit (proxy_audit_admit()): tokens in thousandths of an event. */
 	uint64_t audit_ms, audit_tokens, audit_dropped;
+	/* The SSH agent (proxy-ssh.c), with the policy's SSH keys. */
+	size_t n_ssh_keys;
+	struct proxy_watch agent; /* WATCH_AGENT_LISTEN; fd -EBADF until adopted */
+	struct proxy_agent *agents;
+	size_t n_agents;
 	uint64_t idle_msec;  /* the policy's network.idle_timeout */
 	uint64_t idle_swept; /* when the connections were last looked at for it */
 };
@@ -156,6 +171,18 @@ int proxy_connected(struct conn *c);
 int proxy_sniff(struct conn *c);
 int proxy_splice(struct conn *c);
 int proxy_flow(struct conn *c);
+
+/* The splice of what is left of c (proxy-relay.c), relayed unread from now on. */
+int proxy_start_splice(struct conn *c, const char *mode);
+
+/* proxy-ssh.c: the SSH watch and the agent */
+bool proxy_ssh_wanted(const struct netns_proxy *p);
+void proxy_ssh_start(struct conn *c);
+int proxy_ssh(struct conn *c);
+void proxy_ssh_free(struct conn *c);
+void proxy_agent_accept(struct netns_proxy *p);
+void proxy_agent_handle(struct proxy_agent *a, uint32_t events);
+void proxy_agents_free(struct netns_proxy *p);
 
 /* proxy-dns.c */
 void proxy_dns_serve(struct netns_proxy *p);

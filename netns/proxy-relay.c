@@ -261,6 +261,14 @@ static ssize_t hello_need(const uint8_t *buf, size_t n)
 	return (ssize_t)(off + 5);
 }
 
+#define SSH_IDENT_LEN 4 /* "SSH-" */
+
+/* Whether the n bytes at buf begin an SSH identification line (or are its first bytes). */
+static bool is_ssh_ident(const uint8_t *buf, size_t n)
+{
+	return memcmp(buf, "SSH-", MIN(n, (size_t)SSH_IDENT_LEN)) == 0;
+}
+
 int proxy_sniff(struct conn *c)
 {
 	struct netns_proxy *p = c->proxy;
@@ -280,8 +288,14 @@ int proxy_sniff(struct conn *c)
 			proxy_close(c, true);
 			return -errno;
 		}
-		/* Nothing yet: a server that speaks first (SSH, SMTP) gets the splice. */
-		n = recv(c->ufd, buf, 1, MSG_PEEK);
+		/* Nothing yet: a server that speaks first (SSH, SMTP) gets the splice, or SSH
+		 * the watch when the policy has SSH keys. */
+		n = recv(c->ufd, buf, proxy_ssh_wanted(p) ? SSH_IDENT_LEN : 1, MSG_PEEK);
+		if (n > 0 && proxy_ssh_wanted(p) && is_ssh_ident(buf, (size_t)n)) {
+			if ((size_t)n == SSH_IDENT_LEN)
+				proxy_ssh_start(c);
+			return 0; /* the rest of "SSH-" comes */
+		}
 		if (n > 0 || n == 0)
 			start_splice(c, "tcp");
 		return 0;
@@ -290,6 +304,19 @@ int proxy_sniff(struct conn *c)
 		proxy_audit(c, "allow", "closed before sending");
 		proxy_close(c, false);
 		return -ECONNRESET;
+	}
+	/* SSH (the client's identification): watched for the agent, else spliced, as nothing of it
+	 * is swapped. */
+	if (is_ssh_ident(buf, (size_t)n)) {
+		if ((size_t)n < SSH_IDENT_LEN) {
+			c->sniff_need = SSH_IDENT_LEN;
+			return 0;
+		}
+		if (proxy_ssh_wanted(p))
+			proxy_ssh_start(c);
+		else
+			start_splice(c, "ssh");
+		return 0;
 	}
 	if (buf[0] != TLS_RECORD) {
 		if (p->surrogates && p->surrogates[0])
@@ -326,6 +353,12 @@ int proxy_sniff(struct conn *c)
 }
 
 /* ---- splice ---- */
+
+int proxy_start_splice(struct conn *c, const char *mode)
+{
+	start_splice(c, mode);
+	return c->closed ? -EIO : 0;
+}
 
 static void start_splice(struct conn *c, const char *mode)
 {

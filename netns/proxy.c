@@ -216,6 +216,7 @@ void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill)
 static void conn_free(struct conn *c)
 {
 	c->proxy->n_big_rcvbufs -= c->big_rcvbuf;
+	proxy_ssh_free(c);
 	c->flow = netns_http_flow_free(c->flow);
 	c->h2 = netns_h2_free(c->h2);
 	c->ctls = netns_tls_conn_free(c->ctls);
@@ -588,6 +589,9 @@ static void conn_pump(struct conn *c)
 		case PHASE_FLOW:
 			r = proxy_flow(c);
 			break;
+		case PHASE_SSH:
+			r = proxy_ssh(c);
+			break;
 		default:
 			r = -EINVAL;
 		}
@@ -756,6 +760,8 @@ int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **re
 		1000,
 	};
 	p->dns = (struct proxy_watch){.type = WATCH_DNS, .fd = -EBADF};
+	p->agent = (struct proxy_watch){.type = WATCH_AGENT_LISTEN, .fd = -EBADF};
+	p->n_ssh_keys = policy_ssh_keys(o->policy);
 	if (inet_pton(AF_INET, NETNS_PROXY_ADDR, &p->proxy_addr) != 1)
 		return -EINVAL;
 	r = list_ports(p);
@@ -822,6 +828,7 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 			conn_close(c, true);
 	}
 	proxy_free_deferred(p);
+	proxy_agents_free(p);
 	for (size_t i = 0; i < p->n_listeners; i++)
 		(void)al_close(p->listeners[i].fd);
 	(void)al_close(p->dns.fd);
@@ -853,7 +860,19 @@ size_t netns_proxy_fds(const struct netns_proxy *p, int *fds, size_t n)
 		fds[k++] = p->listeners[i].fd;
 	if (k < n)
 		fds[k++] = p->dns.fd;
+	if (k < n && p->agent.fd >= 0)
+		fds[k++] = p->agent.fd;
 	return k;
+}
+
+int netns_proxy_adopt_agent(struct netns_proxy *p, int fd)
+{
+	if (p->n_ssh_keys == 0 || p->agent.fd >= 0) {
+		(void)al_close(fd);
+		return -EBADMSG;
+	}
+	p->agent.fd = fd;
+	return 0;
 }
 
 size_t netns_proxy_socket_count(const struct netns_proxy *p)
@@ -956,6 +975,8 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 		r = watch_add(p, &lookup, EPOLLIN);
 	if (r >= 0 && stop_fd >= 0)
 		r = watch_add(p, &stop, EPOLLIN);
+	if (r >= 0 && p->agent.fd >= 0)
+		r = watch_add(p, &p->agent, EPOLLIN);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -984,6 +1005,12 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 			case WATCH_CLIENT:
 			case WATCH_UPSTREAM:
 				conn_pump(w->conn);
+				break;
+			case WATCH_AGENT_LISTEN:
+				proxy_agent_accept(p);
+				break;
+			case WATCH_AGENT:
+				proxy_agent_handle(w->agent, evs[i].events);
 				break;
 			}
 		}

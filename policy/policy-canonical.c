@@ -178,6 +178,8 @@ static int add_credential_injection(struct json_object *c, const struct policy_c
 		if (add_string(o, "header", cred->header) < 0)
 			return -ENOMEM;
 		return add_string(o, "format", cred->format);
+	case POLICY_INJECTION_SSH_AGENT:
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -194,6 +196,20 @@ static int add_credential_aws(struct json_object *c, const struct policy_credent
 	    (cred->aws_token && add_string(o, "session_token", cred->aws_token) < 0) ||
 	    add_strv(o, "regions", &cred->aws_regions) < 0 ||
 	    add_strv(o, "services", &cred->aws_services) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* An SSH key's "ssh" object. */
+static int add_credential_ssh(struct json_object *c, const struct policy_credential *cred)
+{
+	struct json_object *o;
+
+	if (cred->kind != POLICY_CRED_SSH_KEY)
+		return 0;
+	o = add_object(c, "ssh");
+	if (!o || add_strv(o, "destinations", &cred->ssh_destinations) < 0 ||
+	    al_json_add(o, "commit_signing", json_object_new_boolean(cred->ssh_commit_signing)) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -217,6 +233,11 @@ static int add_credentials(struct json_object *root, const struct policy *p)
 		r = add_credential_injection(o, cred);
 		if (r < 0)
 			return r;
+		if (cred->kind == POLICY_CRED_SSH_KEY) {
+			if (add_credential_ssh(o, cred) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		if (add_strv(o, "hosts", &cred->hosts) < 0 ||
 		    al_json_add(o, "expose", json_object_new_boolean(cred->expose)) < 0 ||
 		    add_credential_aws(o, cred) < 0)

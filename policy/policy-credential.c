@@ -3,6 +3,7 @@
  * injected variable is not also set in env (which is parsed before). */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -275,10 +276,15 @@ static int parse_injection(struct policy *p, size_t idx, const struct policy_whe
 	} else if (streq(s, "sidecar")) {
 		c->injection = POLICY_INJECTION_SIDECAR;
 		fields = sidecar_fields;
+	} else if (streq(s, "ssh_agent")) {
+		/* Nothing to say: the key is served by the agent at a path of airlock's. */
+		c->injection = POLICY_INJECTION_SSH_AGENT;
+		return policy_json_check_fields(w, o, env_var_fields, 1,
+						"for injection type \"ssh_agent\" ", err);
 	} else {
-		return policy_error(err, -EINVAL, POLICY_AT(w, "type"),
-				    "%s is not an injection type (env_var, file or sidecar)",
-				    QUOTE(s));
+		return policy_error(
+		    err, -EINVAL, POLICY_AT(w, "type"),
+		    "%s is not an injection type (env_var, file, sidecar or ssh_agent)", QUOTE(s));
 	}
 	(void)snprintf(what, sizeof(what), "for injection type \"%s\" ", s);
 	r = policy_json_check_fields(w, o, fields, c->injection == POLICY_INJECTION_SIDECAR ? 3 : 2,
@@ -297,6 +303,8 @@ static int parse_injection(struct policy *p, size_t idx, const struct policy_whe
 		return parse_injection_file(p, idx, POLICY_AT(w, "path"), s, err);
 	case POLICY_INJECTION_SIDECAR:
 		return parse_injection_sidecar(c, w, o, s, err);
+	case POLICY_INJECTION_SSH_AGENT:
+		break;
 	}
 	return -EINVAL;
 }
@@ -460,11 +468,119 @@ static int link_aws(struct policy *p, const struct policy_where *w, struct al_er
 	return 0;
 }
 
+/* An SSH destination: "host", "host:port", an address, "[v6]" or "[v6]:port", into "host:port"
+ * ("[v6]:port"), port 22 when none is given. */
+static int ssh_destination(const struct policy_where *w, const char *s, char **ret,
+			   struct al_error *err)
+{
+	_cleanup_free_ char *host = NULL, *norm = NULL;
+	const char *colon = strrchr(s, ':'), *port_text = NULL;
+	uint16_t port = 22;
+	bool v6 = false;
+	int r;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || (end[1] != '\0' && end[1] != ':'))
+			return policy_error(err, -EINVAL, w,
+					    "%s is not an SSH destination (host, host:port, "
+					    "address or [address]:port)",
+					    QUOTE(s));
+		host = strndup(s + 1, (size_t)(end - s - 1));
+		port_text = end[1] == ':' ? end + 2 : NULL;
+		v6 = true;
+	} else if (colon && strchr(s, ':') == colon) {
+		host = strndup(s, (size_t)(colon - s));
+		port_text = colon + 1;
+	} else {
+		host = strdup(s);
+	}
+	if (!host)
+		return -ENOMEM;
+	if (port_text) {
+		r = policy_parse_port(w, port_text, &port, err);
+		if (r < 0)
+			return r;
+	}
+	/* An address, else a name: a bare IPv6 address has more than one colon. */
+	if (v6 || (colon && !port_text) || strspn(host, "0123456789.") == strlen(host))
+		r = policy_normalize_ip(w, host, &norm, err);
+	else
+		r = policy_normalize_host(w, host, &norm, err);
+	if (r < 0)
+		return r;
+	if (asprintf(ret, strchr(norm, ':') ? "[%s]:%u" : "%s:%u", norm, (unsigned)port) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "ssh": {"destinations": [...], "commit_signing": bool?} makes c an SSH key (kind SSH_KEY),
+ * served to the sandbox only through airlock's agent: a vault source (where `airlock secret put
+ * --ssh-key` keeps keys) and injection ssh_agent; it has no hosts and is never exposed. */
+static int parse_ssh(struct policy_credential *c, const struct policy_where *w,
+		     struct json_object *o, struct al_error *err)
+{
+	static const struct policy_field fields[] = {{"destinations"}, {"commit_signing"}};
+	struct json_object *f;
+	int r;
+
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
+	if (r < 0)
+		return r;
+	r = policy_json_required(w, o, "destinations", &f, err);
+	if (r < 0)
+		return r;
+	r = policy_json_strv(POLICY_AT(w, "destinations"), f, ssh_destination, &c->ssh_destinations,
+			     err);
+	if (r < 0)
+		return r;
+	if (c->ssh_destinations.n == 0)
+		return policy_error(err, -EINVAL, POLICY_AT(w, "destinations"),
+				    "an SSH key needs at least one destination");
+	if (json_object_object_get_ex(o, "commit_signing", &f)) {
+		r = policy_json_bool(POLICY_AT(w, "commit_signing"), f, &c->ssh_commit_signing,
+				     err);
+		if (r < 0)
+			return r;
+	}
+	c->kind = POLICY_CRED_SSH_KEY;
+	return 0;
+}
+
+/* An SSH key's other fields, once the credential is read: what the agent alone may serve. */
+static int check_ssh(const struct policy_credential *c, const struct policy_where *w,
+		     struct al_error *err)
+{
+	bool ssh = c->kind == POLICY_CRED_SSH_KEY;
+
+	if (ssh != (c->injection == POLICY_INJECTION_SSH_AGENT))
+		return policy_error(err, -EINVAL, POLICY_AT(w, ssh ? "injection" : "ssh"),
+				    ssh ? "an SSH key's injection is {\"type\": \"ssh_agent\"}"
+					: "injection ssh_agent serves an SSH key: the credential "
+					  "needs an \"ssh\" object");
+	if (!ssh)
+		return 0;
+	if (c->source != POLICY_CRED_SOURCE_VAULT)
+		return policy_error(err, -EINVAL, POLICY_AT(w, "source"),
+				    "an SSH key comes from the vault (airlock secret put "
+				    "--ssh-key NAME)");
+	if (c->hosts.n > 0)
+		return policy_error(err, -EINVAL, POLICY_AT(w, "hosts"),
+				    "an SSH key has no hosts: it signs for ssh.destinations");
+	if (c->expose)
+		return policy_error(err, -EINVAL, POLICY_AT(w, "expose"),
+				    "an SSH key only signs: it is never exposed");
+	return 0;
+}
+
 static int parse_credential(struct policy *p, size_t idx, const struct policy_where *w,
 			    struct json_object *o, struct al_error *err)
 {
 	static const struct policy_field fields[] = {
-	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"}, {"aws"},
+	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"}, {"aws"}, {"ssh"},
 	};
 	struct policy_credential *c = &p->credentials[idx];
 	struct json_object *f;
@@ -510,6 +626,17 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 		if (r < 0)
 			return r;
 	}
+	if (json_object_object_get_ex(o, "ssh", &f)) {
+		r = parse_ssh(c, POLICY_AT(w, "ssh"), f, err);
+		if (r < 0)
+			return r;
+	}
+	r = check_ssh(c, w, err);
+	if (r >= 0 && c->kind == POLICY_CRED_SSH_KEY && json_object_object_get_ex(o, "aws", &f))
+		r = policy_error(err, -EINVAL, POLICY_AT(w, "aws"),
+				 "a credential is an SSH key or an AWS key, not both");
+	if (r < 0 || c->kind == POLICY_CRED_SSH_KEY)
+		return r;
 	if (c->hosts.n == 0 && !c->expose)
 		return policy_error(
 		    err, -EINVAL, POLICY_AT(w, "hosts"),

@@ -150,6 +150,7 @@ static void credential_done(struct policy_credential *c)
 	free(c->aws_token);
 	policy_strv_done(&c->aws_regions);
 	policy_strv_done(&c->aws_services);
+	policy_strv_done(&c->ssh_destinations);
 }
 
 struct policy *policy_free(struct policy *p)
@@ -256,6 +257,8 @@ const char *policy_injection_to_string(enum policy_injection i)
 		return "file";
 	case POLICY_INJECTION_SIDECAR:
 		return "sidecar";
+	case POLICY_INJECTION_SSH_AGENT:
+		return "ssh_agent";
 	}
 	return NULL;
 }
@@ -268,6 +271,15 @@ bool policy_host_covers(const char *pattern, const char *name)
 		return strcasecmp(pattern, name) == 0;
 	sl = strlen(pattern + 1); /* ".suffix" */
 	return nl > sl && strcasecmp(name + nl - sl, pattern + 1) == 0;
+}
+
+size_t policy_ssh_keys(const struct policy *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_credentials; i++)
+		n += p->credentials[i].kind == POLICY_CRED_SSH_KEY;
+	return n;
 }
 
 bool policy_has_egress(const struct policy *p)

@@ -56,6 +56,7 @@ enum policy_injection {
 	POLICY_INJECTION_ENV_VAR,
 	POLICY_INJECTION_FILE,
 	POLICY_INJECTION_SIDECAR,
+	POLICY_INJECTION_SSH_AGENT, /* the SSH agent airlock serves the sandbox (kind SSH_KEY) */
 };
 
 /* What a credential's value is to the proxy. An AWS access key id names its secret access key
@@ -67,6 +68,7 @@ enum policy_cred_kind {
 	POLICY_CRED_AWS_KEY_ID,
 	POLICY_CRED_AWS_SECRET,
 	POLICY_CRED_AWS_TOKEN,
+	POLICY_CRED_SSH_KEY, /* an "ssh" object: a vault key that signs through the agent */
 };
 
 enum policy_dest_kind {
@@ -112,6 +114,11 @@ struct policy_credential {
 	char *aws_secret, *aws_token;
 	struct policy_strv aws_regions, aws_services;
 	size_t aws_key;
+	/* "ssh" (kind SSH_KEY): where the key may sign a user authentication, each "host:port"
+	 * (a lower-case name or an address, "[v6]:port"; port 22 when the policy gives none),
+	 * and whether it may sign git commits (an SSHSIG in the "git" namespace). */
+	struct policy_strv ssh_destinations;
+	bool ssh_commit_signing;
 };
 
 struct policy_net_rule {
@@ -195,6 +202,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
 /* Whether p lets anything out: an allow rule, or default allow. Without it the sandbox gets
  * only lo, and no proxy runs; with it, admission counts host files as able to leave. */
 bool policy_has_egress(const struct policy *p);
+/* How many of p's credentials are SSH keys (served by airlock's agent). */
+size_t policy_ssh_keys(const struct policy *p);
 
 /* Whether a host pattern of a policy (a rule's destination, a credential's hosts) or of a vault
  * binding covers name: a pattern that is a name, that name; "*.suffix", every name below suffix

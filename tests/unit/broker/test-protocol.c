@@ -59,6 +59,8 @@ static const struct {
     {BROKER_OP_CLOSE, {F_SESSION}, 1, 1},
     {BROKER_OP_HEALTH, {NULL}, 0, 0},
     {BROKER_OP_LIST, {NULL}, 0, 0},
+    {BROKER_OP_SSH_HOSTKEY, {F_SESSION, F_HOST}, 2, 2},
+    {BROKER_OP_SSH_AGENT, {F_SESSION}, 1, 1},
 };
 
 static int parse_fmt(struct broker_request *q, struct al_error *err, const char *fmt, ...)
@@ -416,8 +418,9 @@ static void test_request_host_holds_only_host_characters(void **state)
 				 -EINVAL);
 		assert_non_null(strstr(err.msg, "host:"));
 	}
-	memset(longest, 'a', 253);
-	longest[253] = '\0';
+	/* A name of 253 bytes and room for ":port" or "[v6]:port" (ssh_hostkey). */
+	memset(longest, 'a', 253 + 9);
+	longest[253 + 9] = '\0';
 	assert_int_equal(parse_fmt(&q, &err,
 				   "{\"v\":1,\"id\":1,\"op\":\"headers\",\"session\":\"" SID
 				   "\",\"host\":\"%s\"}",

@@ -127,7 +127,7 @@ static void test_real_login_is_bound_and_allowed(void **state)
 	/* Each refusal. */
 	p.n_hostkeys = 0;
 	assert_int_equal(broker_ssh_agent_decide(&d, &x.sign.key, &b, 1, &p, &why), -EPERM);
-	assert_non_null(strstr(why, "not one airlock's proxy saw"));
+	assert_non_null(strstr(why, "was not seen on a connection to the key's destinations"));
 	p.n_hostkeys = 1;
 	assert_int_equal(broker_ssh_agent_decide(&d, &x.sign.key, &b, 0, &p, &why), -EPERM);
 	assert_non_null(strstr(why, "no session-bind"));

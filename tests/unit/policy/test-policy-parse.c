@@ -573,7 +573,7 @@ static const struct bad_policy bad_policies[] = {
     {"credential that is not an object is refused", "{'credentials':['github']}", -EINVAL,
      "credentials[0]: expected an object"},
     {"unknown credential field is refused", "{'credentials':[{'nmae':'x'}]}", -EINVAL,
-     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws)"},
+     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws, ssh)"},
     {"credential without a name is refused", "{'credentials':[{}]}", -EINVAL,
      "credentials[0].name: required field is missing"},
     {"credential name with a slash is refused", "{'credentials':[{'name':'a/b'}]}", -EINVAL,
