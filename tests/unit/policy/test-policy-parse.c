@@ -10,6 +10,11 @@
 #include "policy/policy-internal.h"
 #include "tests/unit/policy/policy-test.h"
 
+/* An SSH key's credential, up to its "ssh" field. */
+#define SSH_KEY                                                                                    \
+	"{'name':'deploy','source':{'type':'vault','key':'deploy'},"                               \
+	"'injection':{'type':'ssh_agent'},"
+
 /* An AWS access key id's credential, up to its "aws" field, and its secret's. */
 #define AWS_KEY                                                                                    \
 	"{'name':'k','source':{'type':'env','var':'K'},"                                           \
@@ -328,6 +333,35 @@ static void test_aws_key_links_its_secret_and_token(void **state)
 	assert_string_equal(again->credentials[2].aws_token, "t");
 }
 
+static void test_ssh_key_destinations_are_normalised(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p =
+	    test_load("{'credentials':[" SSH_KEY
+		      "'ssh':{'destinations':['Git.Example.org','git.example.org:2222',"
+		      "'192.0.2.7','[2001:DB8::1]:22','2001:db8::2'],'commit_signing':true}}]}");
+	const struct policy_credential *c = p->credentials;
+	_cleanup_free_ char *canonical = NULL;
+	_cleanup_(policy_freep) struct policy *again = NULL;
+
+	(void)state;
+	assert_int_equal(c->kind, POLICY_CRED_SSH_KEY);
+	assert_int_equal(c->injection, POLICY_INJECTION_SSH_AGENT);
+	assert_true(c->ssh_commit_signing);
+	assert_int_equal(c->ssh_destinations.n, 5);
+	assert_string_equal(c->ssh_destinations.items[0], "git.example.org:22");
+	assert_string_equal(c->ssh_destinations.items[1], "git.example.org:2222");
+	assert_string_equal(c->ssh_destinations.items[2], "192.0.2.7:22");
+	assert_string_equal(c->ssh_destinations.items[3], "[2001:db8::1]:22");
+	assert_string_equal(c->ssh_destinations.items[4], "[2001:db8::2]:22");
+	assert_int_equal(policy_ssh_keys(p), 1);
+	/* The canonical form keeps it (the broker parses credentials from it). */
+	assert_int_equal(policy_to_canonical_json(p, &canonical), 0);
+	assert_int_equal(policy_load_string(canonical, &again, NULL), 0);
+	assert_int_equal(again->credentials[0].kind, POLICY_CRED_SSH_KEY);
+	assert_string_equal(again->credentials[0].ssh_destinations.items[3], "[2001:db8::1]:22");
+	assert_true(again->credentials[0].ssh_commit_signing);
+}
+
 static void test_labels_and_canonical_version_are_accepted(void **state)
 {
 	_cleanup_(policy_freep) struct policy *p =
@@ -573,7 +607,8 @@ static const struct bad_policy bad_policies[] = {
     {"credential that is not an object is refused", "{'credentials':['github']}", -EINVAL,
      "credentials[0]: expected an object"},
     {"unknown credential field is refused", "{'credentials':[{'nmae':'x'}]}", -EINVAL,
-     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws, ssh)"},
+     "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws, "
+     "ssh)"},
     {"credential without a name is refused", "{'credentials':[{}]}", -EINVAL,
      "credentials[0].name: required field is missing"},
     {"credential name with a slash is refused", "{'credentials':[{'name':'a/b'}]}", -EINVAL,
@@ -597,6 +632,43 @@ static const struct bad_policy bad_policies[] = {
     {"an AWS key whose secret names no credential is refused",
      "{'credentials':[" AWS_KEY "'aws':{'secret_access_key':'nope'}}]}", -EINVAL,
      "credentials[0].aws.secret_access_key: \"nope\" names no credential"},
+    {"an SSH key without destinations is refused",
+     "{'credentials':[" SSH_KEY "'ssh':{'destinations':[]}}]}", -EINVAL,
+     "credentials[0].ssh.destinations: an SSH key needs at least one destination"},
+    {"an SSH destination that is a pattern is refused",
+     "{'credentials':[" SSH_KEY "'ssh':{'destinations':['*.example.org']}}]}", -EINVAL,
+     "credentials[0].ssh.destinations[0]:"},
+    {"an SSH destination with a bad port is refused",
+     "{'credentials':[" SSH_KEY "'ssh':{'destinations':['git.example.org:0']}}]}", -EINVAL,
+     "credentials[0].ssh.destinations[0]:"},
+    {"an unknown field of ssh is refused",
+     "{'credentials':[" SSH_KEY "'ssh':{'destinations':['a.example'],'sign':true}}]}", -EINVAL,
+     "credentials[0].ssh.sign: unknown field"},
+    {"an SSH key not from the vault is refused",
+     "{'credentials':[{'name':'k','source':{'type':'env','var':'K'},"
+     "'injection':{'type':'ssh_agent'},'ssh':{'destinations':['a.example']}}]}",
+     -EINVAL, "credentials[0].source: an SSH key comes from the vault"},
+    {"an SSH key with hosts is refused",
+     "{'credentials':[" SSH_KEY "'hosts':['a.example'],'ssh':{'destinations':['a.example']}}]}",
+     -EINVAL, "credentials[0].hosts: an SSH key has no hosts"},
+    {"an exposed SSH key is refused",
+     "{'credentials':[" SSH_KEY "'expose':true,'ssh':{'destinations':['a.example']}}]}", -EINVAL,
+     "credentials[0].expose: an SSH key only signs"},
+    {"an SSH key injected another way is refused",
+     "{'credentials':[{'name':'k','source':{'type':'vault'},"
+     "'injection':{'type':'env_var','var_name':'K'},'ssh':{'destinations':['a.example']}}]}",
+     -EINVAL, "credentials[0].injection: an SSH key's injection is {\"type\": \"ssh_agent\"}"},
+    {"an ssh_agent injection without an ssh object is refused",
+     "{'credentials':[" SSH_KEY "'hosts':['a.example']}]}", -EINVAL,
+     "credentials[0].ssh: injection ssh_agent serves an SSH key"},
+    {"an ssh_agent injection with a field is refused",
+     "{'credentials':[{'name':'k','source':{'type':'vault'},"
+     "'injection':{'type':'ssh_agent','var_name':'K'},'ssh':{'destinations':['a.example']}}]}",
+     -EINVAL, "credentials[0].injection.var_name: unknown field"},
+    {"a credential both SSH and AWS key is refused",
+     "{'credentials':[" SSH_KEY "'ssh':{'destinations':['a.example']},"
+     "'aws':{'secret_access_key':'s'}}]}",
+     -EINVAL, "credentials[0].aws: a credential is an SSH key or an AWS key, not both"},
     {"an AWS key without a secret is refused", "{'credentials':[" AWS_KEY "'aws':{}}]}", -EINVAL,
      "credentials[0].aws.secret_access_key: required field is missing"},
     {"an unknown field of an AWS key is refused",
@@ -1184,6 +1256,7 @@ int main(void)
 	    cmocka_unit_test(test_other_limits_are_stored),
 	    cmocka_unit_test(test_network_destinations_are_normalised),
 	    cmocka_unit_test(test_credential_sources_and_injections_are_stored),
+	    cmocka_unit_test(test_ssh_key_destinations_are_normalised),
 	    cmocka_unit_test(test_labels_and_canonical_version_are_accepted),
 	    cmocka_unit_test(test_utf8_strings_are_kept),
 	    cmocka_unit_test(test_bad_policies_are_refused_with_the_json_path),
