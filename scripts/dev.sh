@@ -56,6 +56,10 @@ packages=(
 	python3-botocore
 	# SSH keys in the vault: ssh-keygen makes the tests' keys and fingerprints
 	openssh-client
+	# git over SSH through airlock's agent: the root test starts Debian's /usr/sbin/sshd itself,
+	# in a network namespace of its own. The machine's ssh service stays off: the package goes in
+	# with service starts refused and the service disabled afterwards (install_ssh_server)
+	openssh-server
 )
 
 log()
@@ -111,8 +115,60 @@ deps_packages()
 	fi
 	log "deps: installing ${missing[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		"${missing[@]}"
+	local others=() ssh_server=0
+	for p in "${missing[@]}"; do
+		if [ "$p" = openssh-server ]; then
+			ssh_server=1
+		else
+			others+=("$p")
+		fi
+	done
+	if [ "${#others[@]}" -gt 0 ]; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends "${others[@]}" || return 1
+	fi
+	[ "$ssh_server" = 0 ] || install_ssh_server
+}
+
+# openssh-server is only for the tests, which start /usr/sbin/sshd themselves: installing it must
+# not leave the machine serving SSH. Debian's maintainer scripts start a service through
+# invoke-rc.d or deb-systemd-invoke, which both ask /usr/sbin/policy-rc.d first, and exit 101 is
+# "not allowed"; the machine's own policy-rc.d (Docker's images have one) is put back afterwards.
+# The service is then disabled, and Debian's own switch /etc/ssh/sshd_not_to_be_run (honoured by
+# the systemd units and the init script, not by /usr/sbin/sshd run directly as the test does)
+# keeps it from starting at boot or on a later `systemctl start ssh`; remove it to serve SSH. Only
+# done when this script installs the package: a machine that had it already keeps its service.
+install_ssh_server()
+{
+	local rcd=/usr/sbin/policy-rc.d saved="" rc=0
+	if [ -e "$rcd" ]; then
+		saved=$rcd.airlock-dev-$$
+		as_root mv "$rcd" "$saved" || return 1
+	fi
+	if printf '#!/bin/sh\n# scripts/dev.sh: no service starts while openssh-server is installed\nexit 101\n' |
+		as_root tee "$rcd" >/dev/null && as_root chmod 755 "$rcd"; then
+		as_root touch /etc/ssh/sshd_not_to_be_run
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			openssh-server || rc=1
+	else
+		rc=1
+	fi
+	as_root rm -f "$rcd"
+	if [ -n "$saved" ]; then
+		as_root mv "$saved" "$rcd" || rc=1
+	fi
+	as_root touch /etc/ssh/sshd_not_to_be_run || rc=1
+	if [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || rc=1
+	elif command -v systemctl >/dev/null; then
+		# no systemd running: the unit's links (and, through systemd-sysv-install, the init
+		# script's) are removed all the same
+		as_root systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || rc=1
+	elif command -v update-rc.d >/dev/null; then
+		as_root update-rc.d ssh disable >/dev/null 2>&1 || rc=1
+	fi
+	[ "$rc" = 0 ] || log "deps: installing openssh-server with its service off failed"
+	return "$rc"
 }
 
 # ---- libfuse 3.18 ----
