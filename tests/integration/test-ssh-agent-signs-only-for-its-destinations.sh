@@ -469,27 +469,28 @@ assert_eq 0 "$?" "git verify-commit on the host verifies the signed commit"
 assert_contains "$v" "Good \"git\" signature for deploy@git.test with ED25519 key $fp" "... as the deploy key's"
 assert_false "... and, as a control, does not verify the unsigned one" verify "$pushed"
 
-# The audit and the result. count FILE EXPR: the audit's credential events of an SSH signature
-# (action ssh-sign; for a commit's, whose action the spec leaves open, ssh-sign...) of the deploy
-# key for which EXPR holds; login(e, HOST, PORT): a login's signature, its host and port as the
-# spec names them; hostless(e): a signature for no host (a commit's, or one the agent could tie
-# to no connection).
+# The audit and the result. count FILE EXPR: the egress proxy's credential events (the run's
+# view; the embedded broker's own, with its session tag, are left out) of an SSH signature
+# (action ssh-sign, a login's, or ssh-sign-commit) of the deploy key for which EXPR holds;
+# login(e, HOST, PORT): a login's signature for the destination HOST:PORT; hostless(e): a
+# signature for no host (a commit's, or one the agent could tie to no connection).
 count() { "$IT_PY" -c '
 import json, sys
 def login(e, host, port):
-    return e.get("action") == "ssh-sign" and e.get("host") == host and e.get("port") == port
+    return e.get("action") == "ssh-sign" and e.get("destination") == "%s:%d" % (host, port)
 def hostless(e):
-    return all(e.get(k) in (None, "", "-") for k in ("host", "port", "destination"))
+    return e.get("destination") in (None, "", "-")
 n = 0
 for l in open(sys.argv[1]):
     e = json.loads(l)
-    if (e.get("kind") == "credential" and str(e.get("action")).startswith("ssh-sign") and
+    if (e.get("kind") == "credential" and "session" not in e and
+            str(e.get("action")).startswith("ssh-sign") and
             e.get("credential") == "deploy" and
             eval(sys.argv[2], {"e": e, "login": login, "hostless": hostless, "bool": bool})):
         n += 1
 print(n)' "$1" "$2"; }
 audit=$IT_TMP/audit.jsonl
-assert_match '^([6-9]|[1-9][0-9])$' "$(count "$audit" 'e.get("verdict") == "granted" and login(e, "git.test", 22)')" \
+assert_eq 6 "$(count "$audit" 'e.get("verdict") == "granted" and login(e, "git.test", 22)')" \
 	"the six logins to git.test:22 are audited as granted ssh-signs of deploy (host, port)"
 assert_eq 0 "$(count "$audit" 'e.get("verdict") == "granted" and not login(e, "git.test", 22) and not hostless(e)')" \
 	"... and no other login's"
