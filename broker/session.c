@@ -256,10 +256,26 @@ const char *broker_session_cred_surrogate(const struct broker_session *s, size_t
 	return s->creds[i].surrogate;
 }
 
+/* What a vault binding names of c's host i: the host itself, or a Postgres destination's host
+ * ("db.example:5432", "[2001:db8::1]:5432") without its port. */
+static const char *binding_host(const struct cred *c, size_t i, char *buf, size_t size)
+{
+	const char *h = c->hosts.items[i], *colon = strrchr(h, ':');
+
+	if (c->spec->kind != POLICY_CRED_POSTGRES || !colon)
+		return h;
+	if (h[0] == '[')
+		(void)snprintf(buf, size, "%.*s", (int)(colon - h - 2), h + 1);
+	else
+		(void)snprintf(buf, size, "%.*s", (int)(colon - h), h);
+	return buf;
+}
+
 /* The vault's side of a credential: its value, and the hosts it may go to (the policy's, each of
  * which the vault's binding must cover when the vault has one). */
 static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error *err)
 {
+	char host[POLICY_STRING_MAX];
 	const struct broker_vault_entry *e;
 	const char *key = c->spec->source_key ? c->spec->source_key : c->spec->name;
 
@@ -288,11 +304,11 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 		    "never exposed to a sandbox",
 		    c->spec->name, key);
 	for (size_t i = 0; e->n_hosts > 0 && i < c->hosts.n; i++)
-		if (!binding_covers(e, c->hosts.items[i]))
+		if (!binding_covers(e, binding_host(c, i, host, sizeof(host))))
 			return al_error_set(err, -EPERM,
 					    "credential %s: the vault binds \"%s\" to other hosts "
 					    "than %s (airlock secret bind)",
-					    c->spec->name, key, c->hosts.items[i]);
+					    c->spec->name, key, binding_host(c, i, host, sizeof(host)));
 	c->value = broker_secret_new(e->value->len);
 	if (!c->value)
 		return -ENOMEM;

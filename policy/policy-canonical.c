@@ -214,6 +214,24 @@ static int add_credential_ssh(struct json_object *c, const struct policy_credent
 	return 0;
 }
 
+/* A Postgres credential's "postgres" object (its destinations are its hosts). */
+static int add_credential_postgres(struct json_object *c, const struct policy_credential *cred)
+{
+	static const char *const auth[] = {
+	    [POLICY_PG_AUTH_SCRAM] = "scram-sha-256",
+	    [POLICY_PG_AUTH_MD5] = "md5",
+	    [POLICY_PG_AUTH_PASSWORD] = "password",
+	};
+	struct json_object *o = add_object(c, "postgres");
+
+	if (!o || add_string(o, "user", cred->pg_user) < 0 ||
+	    add_string(o, "database", cred->pg_database) < 0 ||
+	    add_strv(o, "destinations", &cred->hosts) < 0 ||
+	    add_string(o, "client_auth", auth[cred->pg_auth]) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int add_credentials(struct json_object *root, const struct policy *p)
 {
 	struct json_object *a = add_array(root, "credentials");
@@ -235,6 +253,11 @@ static int add_credentials(struct json_object *root, const struct policy *p)
 			return r;
 		if (cred->kind == POLICY_CRED_SSH_KEY) {
 			if (add_credential_ssh(o, cred) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (cred->kind == POLICY_CRED_POSTGRES) {
+			if (add_credential_postgres(o, cred) < 0)
 				return -ENOMEM;
 			continue;
 		}

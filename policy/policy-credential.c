@@ -468,14 +468,14 @@ static int link_aws(struct policy *p, const struct policy_where *w, struct al_er
 	return 0;
 }
 
-/* An SSH destination: "host", "host:port", an address, "[v6]" or "[v6]:port", into "host:port"
- * ("[v6]:port"), port 22 when none is given. */
-static int ssh_destination(const struct policy_where *w, const char *s, char **ret,
-			   struct al_error *err)
+/* A destination: "host", "host:port", an address, "[v6]" or "[v6]:port", into "host:port"
+ * ("[v6]:port"), port default_port when none is given. */
+static int destination(const struct policy_where *w, const char *s, uint16_t default_port,
+		       char **ret, struct al_error *err)
 {
 	_cleanup_free_ char *host = NULL, *norm = NULL;
 	const char *colon = strrchr(s, ':'), *port_text = NULL;
-	uint16_t port = 22;
+	uint16_t port = default_port;
 	bool v6 = false;
 	int r;
 
@@ -484,7 +484,7 @@ static int ssh_destination(const struct policy_where *w, const char *s, char **r
 
 		if (!end || (end[1] != '\0' && end[1] != ':'))
 			return policy_error(err, -EINVAL, w,
-					    "%s is not an SSH destination (host, host:port, "
+					    "%s is not a destination (host, host:port, "
 					    "address or [address]:port)",
 					    QUOTE(s));
 		host = strndup(s + 1, (size_t)(end - s - 1));
@@ -514,6 +514,86 @@ static int ssh_destination(const struct policy_where *w, const char *s, char **r
 		*ret = NULL;
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+static int ssh_destination(const struct policy_where *w, const char *s, char **ret,
+			   struct al_error *err)
+{
+	return destination(w, s, 22, ret, err);
+}
+
+static int pg_destination(const struct policy_where *w, const char *s, char **ret,
+			  struct al_error *err)
+{
+	return destination(w, s, 5432, ret, err);
+}
+
+/* A Postgres role or database name: what libpq sends, printable, at most 63 bytes (NAMEDATALEN). */
+static int pg_name(const struct policy_where *w, struct json_object *v, char **ret,
+		   struct al_error *err)
+{
+	const char *s;
+	int r;
+
+	r = policy_json_string(w, v, 63, &s, err);
+	if (r < 0)
+		return r;
+	if (s[0] == '\0')
+		return policy_error(err, -EINVAL, w, "the name is empty");
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return policy_error(err, -EINVAL, w, "%s contains a control character",
+					    QUOTE(s));
+	return policy_strdup(s, ret);
+}
+
+/* "postgres": {"user": U, "database": D?, "destinations": [...], "client_auth": A?} makes c a
+ * Postgres password (kind POSTGRES): the sandbox gets a surrogate (env_var or file) and logs in
+ * with it as U to D (default U) at a destination, where the proxy logs in with the real one. */
+static int parse_postgres(struct policy_credential *c, const struct policy_where *w,
+			  struct json_object *o, struct al_error *err)
+{
+	static const struct policy_field fields[] = {
+	    {"user"}, {"database"}, {"destinations"}, {"client_auth"}};
+	struct json_object *f;
+	const char *s;
+	int r;
+
+	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
+	if (r < 0)
+		return r;
+	r = policy_json_required(w, o, "user", &f, err);
+	if (r >= 0)
+		r = pg_name(POLICY_AT(w, "user"), f, &c->pg_user, err);
+	if (r >= 0 && json_object_object_get_ex(o, "database", &f))
+		r = pg_name(POLICY_AT(w, "database"), f, &c->pg_database, err);
+	else if (r >= 0)
+		r = policy_strdup(c->pg_user, &c->pg_database);
+	if (r >= 0)
+		r = policy_json_required(w, o, "destinations", &f, err);
+	if (r >= 0)
+		r = policy_json_strv(POLICY_AT(w, "destinations"), f, pg_destination, &c->hosts,
+				     err);
+	if (r < 0)
+		return r;
+	if (c->hosts.n == 0)
+		return policy_error(err, -EINVAL, POLICY_AT(w, "destinations"),
+				    "a Postgres credential needs at least one destination");
+	c->pg_auth = POLICY_PG_AUTH_SCRAM;
+	if (json_object_object_get_ex(o, "client_auth", &f)) {
+		r = policy_json_string(POLICY_AT(w, "client_auth"), f, 32, &s, err);
+		if (r < 0)
+			return r;
+		if (streq(s, "md5"))
+			c->pg_auth = POLICY_PG_AUTH_MD5;
+		else if (streq(s, "password"))
+			c->pg_auth = POLICY_PG_AUTH_PASSWORD;
+		else if (!streq(s, "scram-sha-256"))
+			return policy_error(err, -EINVAL, POLICY_AT(w, "client_auth"),
+					    "%s is not scram-sha-256, md5 or password", QUOTE(s));
+	}
+	c->kind = POLICY_CRED_POSTGRES;
 	return 0;
 }
 
@@ -580,7 +660,8 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 			    struct json_object *o, struct al_error *err)
 {
 	static const struct policy_field fields[] = {
-	    {"name"}, {"source"}, {"injection"}, {"hosts"}, {"expose"}, {"aws"}, {"ssh"},
+	    {"name"},	{"source"}, {"injection"}, {"hosts"},
+	    {"expose"}, {"aws"},    {"ssh"},	   {"postgres"},
 	};
 	struct policy_credential *c = &p->credentials[idx];
 	struct json_object *f;
@@ -630,6 +711,19 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 		r = parse_ssh(c, POLICY_AT(w, "ssh"), f, err);
 		if (r < 0)
 			return r;
+	}
+	if (json_object_object_get_ex(o, "postgres", &f)) {
+		const char *clash = c->kind == POLICY_CRED_SSH_KEY ? "an SSH key"
+				    : c->hosts.n > 0 ? "hosts (its destinations name them)"
+				    : c->expose	     ? "exposed (the proxy logs in with it)"
+				    : c->injection == POLICY_INJECTION_SIDECAR	? "a sidecar"
+				    : json_object_object_get_ex(o, "aws", NULL) ? "an AWS key"
+										: NULL;
+
+		if (clash)
+			return policy_error(err, -EINVAL, POLICY_AT(w, "postgres"),
+					    "a Postgres credential cannot also be %s", clash);
+		return parse_postgres(c, POLICY_AT(w, "postgres"), f, err);
 	}
 	r = check_ssh(c, w, err);
 	if (r >= 0 && c->kind == POLICY_CRED_SSH_KEY && json_object_object_get_ex(o, "aws", &f))

@@ -151,6 +151,8 @@ static void credential_done(struct policy_credential *c)
 	policy_strv_done(&c->aws_regions);
 	policy_strv_done(&c->aws_services);
 	policy_strv_done(&c->ssh_destinations);
+	free(c->pg_user);
+	free(c->pg_database);
 }
 
 struct policy *policy_free(struct policy *p)

@@ -68,7 +68,15 @@ enum policy_cred_kind {
 	POLICY_CRED_AWS_KEY_ID,
 	POLICY_CRED_AWS_SECRET,
 	POLICY_CRED_AWS_TOKEN,
-	POLICY_CRED_SSH_KEY, /* an "ssh" object: a vault key that signs through the agent */
+	POLICY_CRED_SSH_KEY,  /* an "ssh" object: a vault key that signs through the agent */
+	POLICY_CRED_POSTGRES, /* a "postgres" object: a password the proxy logs in with */
+};
+
+/* How the egress proxy asks the sandbox for a Postgres credential's (surrogate) password. */
+enum policy_pg_auth {
+	POLICY_PG_AUTH_SCRAM,	 /* "scram-sha-256" (the default) */
+	POLICY_PG_AUTH_MD5,	 /* "md5" */
+	POLICY_PG_AUTH_PASSWORD, /* "password": in the clear, on the sandbox's own link */
 };
 
 enum policy_dest_kind {
@@ -119,6 +127,12 @@ struct policy_credential {
 	 * and whether it may sign git commits (an SSHSIG in the "git" namespace). */
 	struct policy_strv ssh_destinations;
 	bool ssh_commit_signing;
+	/* "postgres" (kind POSTGRES): the role and database the sandbox logs in as, and how it is
+	 * asked for its password; hosts holds the destinations, each "host:port" (port 5432 when
+	 * the policy gives none): the surrogate resolves only there, and only the proxy's Postgres
+	 * login uses it. */
+	char *pg_user, *pg_database;
+	enum policy_pg_auth pg_auth;
 };
 
 struct policy_net_rule {

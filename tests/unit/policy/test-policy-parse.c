@@ -362,6 +362,34 @@ static void test_ssh_key_destinations_are_normalised(void **state)
 	assert_true(again->credentials[0].ssh_commit_signing);
 }
 
+static void test_postgres_credential_is_bound_to_its_destinations(void **state)
+{
+	_cleanup_(policy_freep) struct policy *p =
+	    test_load("{'credentials':[{'name':'db','source':{'type':'env','var':'PW'},"
+		      "'injection':{'type':'env_var','var_name':'PGPASSWORD'},"
+		      "'postgres':{'user':'app','destinations':['DB.example.org','192.0.2.9:6432'],"
+		      "'client_auth':'md5'}}]}");
+	const struct policy_credential *c = p->credentials;
+	_cleanup_free_ char *canonical = NULL;
+	_cleanup_(policy_freep) struct policy *again = NULL;
+
+	(void)state;
+	assert_int_equal(c->kind, POLICY_CRED_POSTGRES);
+	assert_string_equal(c->pg_user, "app");
+	assert_string_equal(c->pg_database, "app"); /* libpq's default: the user's name */
+	assert_int_equal(c->pg_auth, POLICY_PG_AUTH_MD5);
+	assert_int_equal(c->hosts.n, 2);
+	assert_string_equal(c->hosts.items[0], "db.example.org:5432");
+	assert_string_equal(c->hosts.items[1], "192.0.2.9:6432");
+	assert_true(policy_host_covers(c->hosts.items[0], "db.example.org:5432"));
+	assert_false(policy_host_covers(c->hosts.items[0], "db.example.org"));
+	assert_int_equal(policy_to_canonical_json(p, &canonical), 0);
+	assert_int_equal(policy_load_string(canonical, &again, NULL), 0);
+	assert_int_equal(again->credentials[0].kind, POLICY_CRED_POSTGRES);
+	assert_string_equal(again->credentials[0].hosts.items[1], "192.0.2.9:6432");
+	assert_int_equal(again->credentials[0].pg_auth, POLICY_PG_AUTH_MD5);
+}
+
 static void test_labels_and_canonical_version_are_accepted(void **state)
 {
 	_cleanup_(policy_freep) struct policy *p =
@@ -608,7 +636,7 @@ static const struct bad_policy bad_policies[] = {
      "credentials[0]: expected an object"},
     {"unknown credential field is refused", "{'credentials':[{'nmae':'x'}]}", -EINVAL,
      "credentials[0].nmae: unknown field (expected name, source, injection, hosts, expose, aws, "
-     "ssh)"},
+     "ssh, postgres)"},
     {"credential without a name is refused", "{'credentials':[{}]}", -EINVAL,
      "credentials[0].name: required field is missing"},
     {"credential name with a slash is refused", "{'credentials':[{'name':'a/b'}]}", -EINVAL,
@@ -669,6 +697,27 @@ static const struct bad_policy bad_policies[] = {
      "{'credentials':[" SSH_KEY "'ssh':{'destinations':['a.example']},"
      "'aws':{'secret_access_key':'s'}}]}",
      -EINVAL, "credentials[0].aws: a credential is an SSH key or an AWS key, not both"},
+    {"a Postgres credential without a user is refused",
+     "{'credentials':[{'name':'db','source':{'type':'env','var':'P'},"
+     "'injection':{'type':'env_var','var_name':'PGPASSWORD'},"
+     "'postgres':{'destinations':['db.example']}}]}",
+     -EINVAL, "credentials[0].postgres.user: required field is missing"},
+    {"a Postgres credential with hosts is refused",
+     "{'credentials':[{'name':'db','source':{'type':'env','var':'P'},"
+     "'injection':{'type':'env_var','var_name':'PGPASSWORD'},'hosts':['db.example'],"
+     "'postgres':{'user':'u','destinations':['db.example']}}]}",
+     -EINVAL, "credentials[0].postgres: a Postgres credential cannot also be hosts"},
+    {"a sidecar Postgres credential is refused",
+     "{'credentials':[{'name':'db','source':{'type':'env','var':'P'},"
+     "'injection':{'type':'sidecar','header':'X'},"
+     "'postgres':{'user':'u','destinations':['db.example']}}]}",
+     -EINVAL, "credentials[0].postgres: a Postgres credential cannot also be a sidecar"},
+    {"an unknown Postgres client_auth is refused",
+     "{'credentials':[{'name':'db','source':{'type':'env','var':'P'},"
+     "'injection':{'type':'env_var','var_name':'PGPASSWORD'},"
+     "'postgres':{'user':'u','destinations':['db.example'],'client_auth':'trust'}}]}",
+     -EINVAL,
+     "credentials[0].postgres.client_auth: \"trust\" is not scram-sha-256, md5 or password"},
     {"an AWS key without a secret is refused", "{'credentials':[" AWS_KEY "'aws':{}}]}", -EINVAL,
      "credentials[0].aws.secret_access_key: required field is missing"},
     {"an unknown field of an AWS key is refused",
@@ -1257,6 +1306,7 @@ int main(void)
 	    cmocka_unit_test(test_network_destinations_are_normalised),
 	    cmocka_unit_test(test_credential_sources_and_injections_are_stored),
 	    cmocka_unit_test(test_ssh_key_destinations_are_normalised),
+	    cmocka_unit_test(test_postgres_credential_is_bound_to_its_destinations),
 	    cmocka_unit_test(test_labels_and_canonical_version_are_accepted),
 	    cmocka_unit_test(test_utf8_strings_are_kept),
 	    cmocka_unit_test(test_bad_policies_are_refused_with_the_json_path),
