@@ -597,6 +597,28 @@ static int parse_postgres(struct policy_credential *c, const struct policy_where
 	return 0;
 }
 
+/* The proxy ends a login at a destination with one credential: no two share one. */
+static int check_pg_destinations(const struct policy *p, size_t idx, const struct policy_where *w,
+				 struct al_error *err)
+{
+	const struct policy_credential *c = &p->credentials[idx];
+
+	for (size_t i = 0; i < idx; i++) {
+		const struct policy_credential *o = &p->credentials[i];
+
+		if (o->kind != POLICY_CRED_POSTGRES)
+			continue;
+		for (size_t k = 0; k < c->hosts.n; k++)
+			for (size_t j = 0; j < o->hosts.n; j++)
+				if (strcasecmp(c->hosts.items[k], o->hosts.items[j]) == 0)
+					return policy_error(
+					    err, -EINVAL, POLICY_AT(w, "destinations"),
+					    "%s is already a destination of credentials[%zu]",
+					    c->hosts.items[k], i);
+	}
+	return 0;
+}
+
 /* "ssh": {"destinations": [...], "commit_signing": bool?} makes c an SSH key (kind SSH_KEY),
  * served to the sandbox only through airlock's agent: a vault source (where `airlock secret put
  * --ssh-key` keeps keys) and injection ssh_agent; it has no hosts and is never exposed. */
@@ -723,7 +745,10 @@ static int parse_credential(struct policy *p, size_t idx, const struct policy_wh
 		if (clash)
 			return policy_error(err, -EINVAL, POLICY_AT(w, "postgres"),
 					    "a Postgres credential cannot also be %s", clash);
-		return parse_postgres(c, POLICY_AT(w, "postgres"), f, err);
+		r = parse_postgres(c, POLICY_AT(w, "postgres"), f, err);
+		if (r < 0)
+			return r;
+		return check_pg_destinations(p, idx, POLICY_AT(w, "postgres"), err);
 	}
 	r = check_ssh(c, w, err);
 	if (r >= 0 && c->kind == POLICY_CRED_SSH_KEY && json_object_object_get_ex(o, "aws", &f))

@@ -60,6 +60,10 @@ packages=(
 	# in a network namespace of its own. The machine's ssh service stays off: the package goes in
 	# with service starts refused and the service disabled afterwards (install_ssh_server)
 	openssh-server
+	# Postgres logins through the egress proxy: the root test runs Debian's server (initdb and
+	# postgres, its own cluster in its own folder) and psql in the sandbox; the machine's own
+	# postgresql service stays off, as ssh's (install_servers)
+	postgresql postgresql-client
 )
 
 log()
@@ -115,41 +119,43 @@ deps_packages()
 	fi
 	log "deps: installing ${missing[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	local others=() ssh_server=0
+	local others=() servers=()
 	for p in "${missing[@]}"; do
-		if [ "$p" = openssh-server ]; then
-			ssh_server=1
-		else
-			others+=("$p")
-		fi
+		case $p in
+		openssh-server | postgresql) servers+=("$p") ;;
+		*) others+=("$p") ;;
+		esac
 	done
 	if [ "${#others[@]}" -gt 0 ]; then
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "${others[@]}" || return 1
 	fi
-	[ "$ssh_server" = 0 ] || install_ssh_server
+	[ "${#servers[@]}" = 0 ] || install_servers "${servers[@]}"
 }
 
-# openssh-server is only for the tests, which start /usr/sbin/sshd themselves: installing it must
-# not leave the machine serving SSH. Debian's maintainer scripts start a service through
+# openssh-server and postgresql are only for the tests, which start /usr/sbin/sshd and postgres
+# themselves: installing them must not leave the machine serving SSH or a database. Debian's maintainer scripts start a service through
 # invoke-rc.d or deb-systemd-invoke, which both ask /usr/sbin/policy-rc.d first, and exit 101 is
 # "not allowed"; the machine's own policy-rc.d (Docker's images have one) is put back afterwards.
 # The service is then disabled, and Debian's own switch /etc/ssh/sshd_not_to_be_run (honoured by
 # the systemd units and the init script, not by /usr/sbin/sshd run directly as the test does)
-# keeps it from starting at boot or on a later `systemctl start ssh`; remove it to serve SSH. Only
-# done when this script installs the package: a machine that had it already keeps its service.
-install_ssh_server()
+# keeps it from starting at boot or on a later `systemctl start ssh`; remove it to serve SSH.
+# postgresql's service is disabled the same way, and its main cluster (which the package makes,
+# not started) is marked manual in its start.conf. Only done when this script installs the
+# package: a machine that had it already keeps its service.
+install_servers()
 {
-	local rcd=/usr/sbin/policy-rc.d saved="" rc=0
+	local rcd=/usr/sbin/policy-rc.d saved="" rc=0 conf
 	if [ -e "$rcd" ]; then
 		saved=$rcd.airlock-dev-$$
 		as_root mv "$rcd" "$saved" || return 1
 	fi
 	if printf '#!/bin/sh\n# scripts/dev.sh: no service starts while openssh-server is installed\nexit 101\n' |
 		as_root tee "$rcd" >/dev/null && as_root chmod 755 "$rcd"; then
+		as_root mkdir -p /etc/ssh
 		as_root touch /etc/ssh/sshd_not_to_be_run
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			openssh-server || rc=1
+			"$@" || rc=1
 	else
 		rc=1
 	fi
@@ -158,17 +164,31 @@ install_ssh_server()
 		as_root mv "$saved" "$rcd" || rc=1
 	fi
 	as_root touch /etc/ssh/sshd_not_to_be_run || rc=1
-	if [ -d /run/systemd/system ]; then
-		as_root systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || rc=1
-	elif command -v systemctl >/dev/null; then
-		# no systemd running: the unit's links (and, through systemd-sysv-install, the init
-		# script's) are removed all the same
-		as_root systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || rc=1
-	elif command -v update-rc.d >/dev/null; then
-		as_root update-rc.d ssh disable >/dev/null 2>&1 || rc=1
-	fi
-	[ "$rc" = 0 ] || log "deps: installing openssh-server with its service off failed"
+	for conf in /etc/postgresql/*/*/start.conf; do
+		[ -e "$conf" ] || continue
+		printf 'manual\n' | as_root tee "$conf" >/dev/null || rc=1
+	done
+	service_off ssh ssh.service ssh.socket || rc=1
+	service_off postgresql postgresql.service || rc=1
+	[ "$rc" = 0 ] || log "deps: installing $* with their services off failed"
 	return "$rc"
+}
+
+# service_off NAME UNIT...: the init script NAME and the systemd units stay off.
+service_off()
+{
+	local name=$1
+	shift
+	[ -e "/etc/init.d/$name" ] || [ -d /run/systemd/system ] || return 0
+	if [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now "$@" >/dev/null 2>&1 || return 1
+	elif command -v systemctl >/dev/null; then
+		# no systemd running: the units' links (and, through systemd-sysv-install, the init
+		# script's) are removed all the same
+		as_root systemctl disable "$@" >/dev/null 2>&1 || return 1
+	elif command -v update-rc.d >/dev/null; then
+		as_root update-rc.d "$name" disable >/dev/null 2>&1 || return 1
+	fi
 }
 
 # ---- libfuse 3.18 ----

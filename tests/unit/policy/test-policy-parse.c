@@ -712,6 +712,16 @@ static const struct bad_policy bad_policies[] = {
      "'injection':{'type':'sidecar','header':'X'},"
      "'postgres':{'user':'u','destinations':['db.example']}}]}",
      -EINVAL, "credentials[0].postgres: a Postgres credential cannot also be a sidecar"},
+    {"two Postgres credentials at one destination are refused",
+     "{'credentials':[{'name':'a','source':{'type':'env','var':'P'},"
+     "'injection':{'type':'env_var','var_name':'PGPASSWORD'},"
+     "'postgres':{'user':'u','destinations':['db.example']}},"
+     "{'name':'b','source':{'type':'env','var':'Q'},"
+     "'injection':{'type':'env_var','var_name':'PW2'},"
+     "'postgres':{'user':'v','destinations':['db.example:5432']}}]}",
+     -EINVAL,
+     "credentials[1].postgres.destinations: db.example:5432 is already a destination of "
+     "credentials[0]"},
     {"an unknown Postgres client_auth is refused",
      "{'credentials':[{'name':'db','source':{'type':'env','var':'P'},"
      "'injection':{'type':'env_var','var_name':'PGPASSWORD'},"
