@@ -1,6 +1,6 @@
 #pragma once
 
-/* A Postgres login through the egress proxy (pg.c, pg-auth.c), for netns/ and tests/ only.
+/* A Postgres login through the egress proxy (pg*.c), for netns/ and tests/ only.
  *
  * The sandbox holds a surrogate password for a credential of kind postgres (a user, a database,
  * the real password in the broker, a bound host:port). The proxy ends the sandbox's startup and
