@@ -65,6 +65,8 @@ struct broker_session {
 	unsigned char *redacted;       /* the last redacted output */
 	size_t redacted_len;
 	struct broker_ssh_agent *ssh; /* its SSH keys' agent, or NULL */
+	/* The agent's audit events (ssh_audit_admit()): tokens in thousandths of an event. */
+	uint64_t ssh_audit_usec, ssh_audit_tokens, ssh_audit_dropped;
 };
 
 struct broker {
@@ -308,7 +310,8 @@ static int prepare_vault_cred(struct broker *b, struct cred *c, struct al_error 
 			return al_error_set(err, -EPERM,
 					    "credential %s: the vault binds \"%s\" to other hosts "
 					    "than %s (airlock secret bind)",
-					    c->spec->name, key, binding_host(c, i, host, sizeof(host)));
+					    c->spec->name, key,
+					    binding_host(c, i, host, sizeof(host)));
 	c->value = broker_secret_new(e->value->len);
 	if (!c->value)
 		return -ENOMEM;
@@ -769,6 +772,31 @@ int broker_redact_output(struct broker *b, const struct broker_peer *peer, const
 
 /* ---- the SSH agent ---- */
 
+/* The sandbox asks its agent as fast as it likes: a session's agent events are rate limited as
+ * the proxy's are (a burst, then a rate a second); the next event written counts what was
+ * dropped. */
+#define SSH_AUDIT_BURST UINT64_C(2000)
+#define SSH_AUDIT_RATE UINT64_C(200)
+
+static bool ssh_audit_admit(struct broker_session *s)
+{
+	uint64_t now = now_mono_usec();
+
+	if (s->ssh_audit_usec == 0)
+		s->ssh_audit_tokens = SSH_AUDIT_BURST * 1000;
+	else
+		s->ssh_audit_tokens =
+		    MIN(SSH_AUDIT_BURST * 1000,
+			s->ssh_audit_tokens + (now - s->ssh_audit_usec) * SSH_AUDIT_RATE / 1000);
+	s->ssh_audit_usec = now;
+	if (s->ssh_audit_tokens < 1000) {
+		s->ssh_audit_dropped++;
+		return false;
+	}
+	s->ssh_audit_tokens -= 1000;
+	return true;
+}
+
 int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const char *id,
 		       const char *destination, const void *key, size_t len, struct al_error *err)
 {
@@ -784,13 +812,17 @@ int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const c
 	r = broker_ssh_agent_saw(s->ssh, destination, key, len, err);
 	if (r < 0)
 		return r;
+	if (!ssh_audit_admit(s))
+		return 0;
 	broker_ssh_fingerprint(key, len, fp);
 	audit(b, "credential", s, peer,
 	      (struct al_audit_field[]){
 		  AL_AUDIT_S("action", "ssh-hostkey"), AL_AUDIT_S("destination", destination),
 		  AL_AUDIT_S("hostkey", fp),
-		  AL_AUDIT_B("bound", broker_ssh_agent_wants(s->ssh, destination))},
-	      4);
+		  AL_AUDIT_B("bound", broker_ssh_agent_wants(s->ssh, destination)),
+		  AL_AUDIT_I("dropped", (int64_t)s->ssh_audit_dropped)},
+	      s->ssh_audit_dropped ? 5 : 4);
+	s->ssh_audit_dropped = 0;
 	return 0;
 }
 
@@ -799,7 +831,7 @@ int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const c
 		       struct broker_ssh_outcome *o, struct al_error *err)
 {
 	struct broker_session *s = NULL;
-	struct al_audit_field f[6];
+	struct al_audit_field f[7];
 	size_t n = 0;
 	int r;
 
@@ -812,6 +844,12 @@ int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const c
 	r = broker_ssh_agent_answer(s->ssh, in, len, &s->scratch, o, err);
 	if (r < 0)
 		return r;
+	*ret = (struct broker_bytes){s->scratch->data, s->scratch->len};
+	if (!ssh_audit_admit(s))
+		return 0;
+	if (s->ssh_audit_dropped)
+		f[n++] = AL_AUDIT_I("dropped", (int64_t)s->ssh_audit_dropped);
+	s->ssh_audit_dropped = 0;
 	f[n++] = AL_AUDIT_S("action", o->action);
 	f[n++] = AL_AUDIT_S("verdict", o->granted ? "granted" : "refused");
 	if (o->credential)
@@ -821,7 +859,6 @@ int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const c
 	if (o->why)
 		f[n++] = AL_AUDIT_S("reason", o->why);
 	audit(b, o->granted ? "credential" : "violation", s, peer, f, n);
-	*ret = (struct broker_bytes){s->scratch->data, s->scratch->len};
 	return 0;
 }
 

@@ -237,6 +237,16 @@ static int answer_sign(struct broker_ssh_agent *a, const struct broker_ssh_agent
 			hostkeys[policy.n_hostkeys++] =
 			    (struct al_wire){a->seen[i].hostkey, a->seen[i].len};
 	policy.commit_signing = k->spec->ssh_commit_signing;
+	/* A connection an ssh forwarded its agent on (-A) is bound first with the forwarding flag,
+	 * then by the remote host's ssh to wherever it goes next: its last bind is never the
+	 * forwarding one, and the hop was never seen by the proxy. Any forwarding bind refuses
+	 * the connection's logins. */
+	for (size_t i = 0; d.kind == BROKER_SSH_SIGN_USERAUTH && i < n_binds; i++)
+		if (binds[i].forwarding) {
+			o->why = "the agent was forwarded (ssh -A): it signs only on connections "
+				 "the proxy saw";
+			return reply_byte(AGENT_FAILURE, ret);
+		}
 	if (broker_ssh_agent_decide(&d, &m->key, binds, n_binds, &policy, &o->why) < 0)
 		return reply_byte(AGENT_FAILURE, ret);
 	r = broker_ssh_key_sign(k->stored, m->data.p, m->data.len, &sig, err);

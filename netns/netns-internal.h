@@ -479,6 +479,9 @@ int netns_tls_accept(struct netns_tls *t, int fd, const char *name, struct netns
  * name, the certificate verified for name, ALPN http/1.1 (h2 and http/1.1 with offer_h2). */
 int netns_tls_connect(struct netns_tls *t, int fd, const char *name, bool offer_h2,
 		      struct netns_tls_conn **ret, struct al_error *err);
+/* A client side offers the one protocol name proto in ALPN instead (Postgres: "postgresql");
+ * called before its handshake. */
+int netns_tls_offer_alpn(struct netns_tls_conn *c, const char *proto);
 /* A server side may choose h2 when the client offers it; called before its handshake. */
 void netns_tls_allow_h2(struct netns_tls_conn *c, bool allow);
 /* Whether the handshake chose h2. */

@@ -60,7 +60,10 @@ enum conn_phase {
 	PHASE_SPLICE,
 	PHASE_FLOW,
 	PHASE_SSH, /* copied while the SSH watch reads the clear key exchange, then spliced */
+	PHASE_PG,  /* a Postgres login the proxy ends on both sides, then relayed (proxy-pg.c) */
 };
+
+struct proxy_pg;
 
 struct conn {
 	struct netns_proxy *proxy;
@@ -90,6 +93,8 @@ struct conn {
 
 	/* SSH: the watch (proxy-ssh.c); to_u and to_c hold what it read and has not sent */
 	struct proxy_ssh *ssh;
+	/* PG: the login and the relay (proxy-pg.c); to_u and to_c hold what waits for each side */
+	struct proxy_pg *pg;
 
 	/* FLOW: HTTP/1.1 (flow), or HTTP/2 (h2) once both handshakes chose it */
 	struct netns_http_flow *flow;
@@ -152,6 +157,10 @@ uint64_t proxy_now_msec(void);
 #define AUDIT_RATE 200	 /* events a second, after a burst */
 
 /* proxy.c */
+#define PROXY_DESTINATION_MAX (NETNS_DNS_NAME_MAX + 16)
+/* "host:port" of c (a credential's destination form): the name the sandbox asked for, else the
+ * address ("[v6]:port"). */
+void proxy_destination(const struct conn *c, char *buf, size_t size);
 bool proxy_audit_admit(struct netns_proxy *p);
 void proxy_violation(struct netns_proxy *p, const char *kind, const char *fmt, ...) _printf_(3, 4);
 void proxy_audit(struct conn *c, const char *verdict, const char *reason);
@@ -172,6 +181,10 @@ int proxy_sniff(struct conn *c);
 int proxy_splice(struct conn *c);
 int proxy_flow(struct conn *c);
 
+/* Reads or writes one side of c: its fd, through TLS when tls is not NULL. -EAGAIN when it
+ * would block; a read's 0 is the end. */
+ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n);
+ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n);
 /* The splice of what is left of c (proxy-relay.c), relayed unread from now on. */
 int proxy_start_splice(struct conn *c, const char *mode);
 
@@ -183,6 +196,12 @@ void proxy_ssh_free(struct conn *c);
 void proxy_agent_accept(struct netns_proxy *p);
 void proxy_agent_handle(struct proxy_agent *a, uint32_t events);
 void proxy_agents_free(struct netns_proxy *p);
+
+/* proxy-pg.c: Postgres logins. proxy_pg_start() takes c (true) when its destination is a
+ * Postgres credential's. */
+bool proxy_pg_start(struct conn *c);
+int proxy_pg(struct conn *c);
+void proxy_pg_free(struct conn *c);
 
 /* proxy-dns.c */
 void proxy_dns_serve(struct netns_proxy *p);

@@ -590,7 +590,7 @@ static void start_flow(struct conn *c, bool tls)
 	c->phase = PHASE_FLOW;
 }
 
-static ssize_t end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
+ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
 {
 	ssize_t k;
 
@@ -600,7 +600,7 @@ static ssize_t end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
 	return k < 0 ? (errno == EINTR ? -EAGAIN : -errno) : k;
 }
 
-static ssize_t end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n)
+ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n)
 {
 	ssize_t k;
 
@@ -729,7 +729,7 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, b
 
 	if (*eof || netns_buf_len(in) >= PROXY_CHUNK)
 		return 0;
-	n = end_read(fd, tls, buf, sizeof(buf));
+	n = proxy_end_read(fd, tls, buf, sizeof(buf));
 	if (n > 0) {
 		int r = netns_buf_append(in, buf, (size_t)n, 2 * PROXY_CHUNK);
 
@@ -752,7 +752,7 @@ static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
 
 	if (netns_buf_len(out) == 0)
 		return 0;
-	n = end_write(fd, tls, netns_buf_head(out), netns_buf_len(out));
+	n = proxy_end_write(fd, tls, netns_buf_head(out), netns_buf_len(out));
 	if (n > 0)
 		netns_buf_consume(out, (size_t)n);
 	else if (n != -EAGAIN)

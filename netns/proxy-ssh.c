@@ -20,8 +20,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-
 #include "broker/client.h"
 #include "common/audit.h"
 #include "common/fd-util.h"
@@ -33,6 +31,7 @@
 #define SSH_COPY_CHUNK (16 * 1024) /* bytes copied at a time while the watch reads them */
 #define AGENTS_MAX 64		   /* agent connections at once */
 #define AGENT_MSG_MAX (64 * 1024)  /* OpenSSH's requests are a few KiB */
+#define AGENT_OUT_MAX (64 * 1024)  /* answers a connection holds unread before it is not read */
 #define AGENT_BINDS_MAX 16	   /* session-binds one connection keeps (OpenSSH's own limit) */
 #define AGENT_EXTENSION 27
 
@@ -51,21 +50,6 @@ struct proxy_agent {
 };
 
 /* ---- the watch ---- */
-
-/* "host:port" of c: the name the sandbox asked for, else the address. */
-static void destination_of(const struct conn *c, char *buf, size_t size)
-{
-	char ip[INET6_ADDRSTRLEN] = "-";
-
-	if (c->name[0]) {
-		(void)snprintf(buf, size, "%s:%u", c->name, c->port);
-		return;
-	}
-	if (c->upstream.family)
-		(void)inet_ntop(c->upstream.family, c->upstream.addr, ip, sizeof(ip));
-	(void)snprintf(buf, size, c->upstream.family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip,
-		       c->port);
-}
 
 bool proxy_ssh_wanted(const struct netns_proxy *p)
 {
@@ -108,7 +92,7 @@ static void report_hostkey(struct conn *c)
 	if (!key || c->ssh->reported)
 		return;
 	c->ssh->reported = true;
-	destination_of(c, dest, sizeof(dest));
+	proxy_destination(c, dest, sizeof(dest));
 	r = broker_client_ssh_hostkey(p->o->broker, dest, key, len, &err);
 	if (r < 0)
 		log_debug("SSH host key of %s not kept: %s", dest, err.msg);
@@ -214,10 +198,17 @@ static void agent_free(struct proxy_agent *a)
 	free(a);
 }
 
+/* Read while there is room for what it asks: a client that does not read its answers is not
+ * read either (the proxy's memory is not the sandbox's cgroup's). */
+static bool agent_may_read(const struct proxy_agent *a)
+{
+	return netns_buf_len(&a->out) < AGENT_OUT_MAX && netns_buf_len(&a->in) < AGENT_MSG_MAX + 4;
+}
+
 static void agent_events(struct proxy_agent *a)
 {
-	struct epoll_event ev = {.events =
-				     EPOLLIN | EPOLLRDHUP | (netns_buf_len(&a->out) ? EPOLLOUT : 0),
+	struct epoll_event ev = {.events = (agent_may_read(a) ? EPOLLIN | EPOLLRDHUP : 0) |
+					   (netns_buf_len(&a->out) ? EPOLLOUT : 0),
 				 .data.ptr = &a->w};
 
 	(void)epoll_ctl(a->proxy->epoll_fd, EPOLL_CTL_MOD, a->w.fd, &ev);
@@ -258,6 +249,16 @@ static void agent_audit(struct netns_proxy *p, const struct broker_ssh_verdict *
 				v->reason);
 }
 
+/* A request that is not one: the connection ends, audited and reported. */
+static void agent_malformed(struct netns_proxy *p, const char *why)
+{
+	struct broker_ssh_verdict v = {.action = "ssh-other"};
+
+	(void)snprintf(v.reason, sizeof(v.reason), "malformed: %s", why);
+	agent_audit(p, &v);
+	proxy_violation(p, "credential", "ssh agent: %s", v.reason);
+}
+
 /* One whole request (frame: its length and body): the broker answers it. */
 static int agent_request(struct proxy_agent *a, const uint8_t *frame, size_t n)
 {
@@ -279,6 +280,7 @@ static int agent_request(struct proxy_agent *a, const uint8_t *frame, size_t n)
 	netns_buf_done(&all);
 	if (r < 0) {
 		log_debug("SSH agent request refused by the broker: %s", err.msg);
+		agent_malformed(p, err.msg[0] ? err.msg : "the broker refused the request");
 		return r;
 	}
 	agent_audit(p, &v);
@@ -297,38 +299,53 @@ static int agent_request(struct proxy_agent *a, const uint8_t *frame, size_t n)
 	return r;
 }
 
+/* Answers the whole requests read, while there is room for the answers. */
+static int agent_process(struct proxy_agent *a)
+{
+	int r;
+
+	while (netns_buf_len(&a->out) < AGENT_OUT_MAX) {
+		const uint8_t *h = netns_buf_head(&a->in);
+		size_t have = netns_buf_len(&a->in), len;
+
+		if (have < 4)
+			return 0;
+		len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+		if (len == 0 || len > AGENT_MSG_MAX) {
+			agent_malformed(a->proxy,
+					len ? "a message over 64 KiB" : "an empty message");
+			return -EMSGSIZE;
+		}
+		if (have < 4 + len)
+			return 0;
+		r = agent_request(a, h, 4 + len);
+		if (r < 0)
+			return r;
+		netns_buf_consume(&a->in, 4 + len);
+	}
+	return 0;
+}
+
 static int agent_read(struct proxy_agent *a)
 {
 	uint8_t buf[16 * 1024];
 	ssize_t n;
 	int r;
 
-	for (;;) {
-		n = recv(a->w.fd, buf, sizeof(buf), MSG_DONTWAIT);
+	while (agent_may_read(a)) {
+		n = recv(a->w.fd, buf, MIN(sizeof(buf), AGENT_MSG_MAX + 4 - netns_buf_len(&a->in)),
+			 MSG_DONTWAIT);
 		if (n == 0)
 			return -ECONNRESET;
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		r = netns_buf_append(&a->in, buf, (size_t)n, AGENT_MSG_MAX + 4);
+		if (r >= 0)
+			r = agent_process(a);
 		if (r < 0)
 			return r;
-		for (;;) {
-			const uint8_t *h = netns_buf_head(&a->in);
-			size_t have = netns_buf_len(&a->in), len;
-
-			if (have < 4)
-				break;
-			len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-			if (len == 0 || len > AGENT_MSG_MAX)
-				return -EMSGSIZE;
-			if (have < 4 + len)
-				break;
-			r = agent_request(a, h, 4 + len);
-			if (r < 0)
-				return r;
-			netns_buf_consume(&a->in, 4 + len);
-		}
 	}
+	return 0;
 }
 
 static int agent_write(struct proxy_agent *a)
@@ -350,6 +367,11 @@ void proxy_agent_handle(struct proxy_agent *a, uint32_t events)
 
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		r = agent_read(a);
+	if (r >= 0)
+		r = agent_write(a);
+	/* Room made for answers: the requests waiting are answered, then sent. */
+	if (r >= 0)
+		r = agent_process(a);
 	if (r >= 0)
 		r = agent_write(a);
 	if (r < 0) {

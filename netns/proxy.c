@@ -74,6 +74,21 @@ static void format_addr(const struct netns_addr *a, char *buf, size_t size)
 		(void)snprintf(buf, size, "-");
 }
 
+/* "host:port" of c: the name the sandbox asked for, else the address. */
+void proxy_destination(const struct conn *c, char *buf, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN] = "-";
+
+	if (c->name[0]) {
+		(void)snprintf(buf, size, "%s:%u", c->name, c->port);
+		return;
+	}
+	if (c->upstream.family)
+		(void)inet_ntop(c->upstream.family, c->upstream.addr, ip, sizeof(ip));
+	(void)snprintf(buf, size, c->upstream.family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip,
+		       c->port);
+}
+
 uint64_t proxy_now_msec(void)
 {
 	struct timespec ts;

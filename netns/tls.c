@@ -813,6 +813,18 @@ int netns_tls_connect(struct netns_tls *t, int fd, const char *name, bool offer_
 	return 0;
 }
 
+int netns_tls_offer_alpn(struct netns_tls_conn *c, const char *proto)
+{
+	unsigned char list[256];
+	size_t n = strlen(proto);
+
+	if (n == 0 || n > 255)
+		return -EINVAL;
+	list[0] = (unsigned char)n;
+	memcpy(list + 1, proto, n);
+	return SSL_set_alpn_protos(c->ssl, list, (unsigned)n + 1) == 0 ? 0 : -EIO;
+}
+
 struct netns_tls_conn *netns_tls_conn_free(struct netns_tls_conn *c)
 {
 	if (!c)
