@@ -131,8 +131,18 @@ int broker_ssh_passphrase(const char *file, const char *name, struct broker_secr
 
 #define BROKER_SSH_FINGERPRINT_MAX 64 /* "SHA256:" and 43 base64 digits, as ssh-keygen -l */
 
+#define BROKER_SSH_RSA_MIN_BITS 2048  /* the agent neither signs nor verifies with less */
+#define BROKER_SSH_RSA_MAX_BITS 16384 /* OpenSSH's limit */
+
+/* A sign request's flags (draft-miller-ssh-agent): the RSA signature asked. With neither, an
+ * RSA key would sign SHA-1's "ssh-rsa", which airlock refuses (OpenSSH 8.8 and later never ask
+ * for it). */
+#define BROKER_SSH_AGENT_RSA_SHA2_256 2
+#define BROKER_SSH_AGENT_RSA_SHA2_512 4
+
 struct broker_ssh_key {
 	const char *type; /* "ssh-ed25519", "ecdsa-sha2-nistp256", ..., "ssh-rsa" (static) */
+	unsigned bits;	  /* RSA: the modulus's; ECDSA: the curve's (256, 384, 521); Ed25519: 256 */
 	char fingerprint[BROKER_SSH_FINGERPRINT_MAX];
 	char comment[128]; /* cut short */
 	bool encrypted;	   /* the key file was protected by a passphrase */
@@ -157,11 +167,27 @@ void broker_ssh_fingerprint(const uint8_t *blob, size_t len, char out[BROKER_SSH
 /* The stored key's public key blob (string type, then its parts), malloc'd, and what it is. */
 int broker_ssh_key_public(const struct broker_secret *stored, struct broker_ssh_key *k,
 			  uint8_t **ret, size_t *ret_len, struct al_error *err);
-/* The signature blob of n bytes of data with the stored key, as an agent's SIGN_RESPONSE
- * carries it (string type, string signature). Ed25519 only yet: -EPROTONOSUPPORT for ECDSA and
- * RSA. -EINVAL (not a stored key), -EBADMSG, -ENOMEM, -EIO. */
+/* Whether the agent signs with key k: -EPROTONOSUPPORT, with why in err, for an RSA key of
+ * fewer than BROKER_SSH_RSA_MIN_BITS bits. */
+int broker_ssh_key_check_signing(const struct broker_ssh_key *k, struct al_error *err);
+/* The signature blob of n bytes of data with the stored key, as OpenSSH's ssh-agent makes it for
+ * a SIGN_RESPONSE: string type, string signature. Ed25519: "ssh-ed25519" and 64 bytes; ECDSA:
+ * "ecdsa-sha2-nistpN" and (mpint r, mpint s) over the curve's SHA-2 of data; RSA: PKCS #1 v1.5
+ * with SHA-256 ("rsa-sha2-256") when flags has BROKER_SSH_AGENT_RSA_SHA2_256, else SHA-512
+ * ("rsa-sha2-512") when it has BROKER_SSH_AGENT_RSA_SHA2_512, the signature as long as the
+ * modulus. flags is ignored for other keys. -EPROTONOSUPPORT (with err) for an RSA request with
+ * neither flag (SHA-1) and a key broker_ssh_key_check_signing() refuses; -EINVAL (not a stored
+ * key), -EBADMSG, -ENOMEM, -EIO. */
 int broker_ssh_key_sign(const struct broker_secret *stored, const uint8_t *data, size_t n,
-			struct broker_secret **ret, struct al_error *err);
+			uint32_t flags, struct broker_secret **ret, struct al_error *err);
+/* Whether sig (a signature blob: string type, string signature) is the public key key's (a key
+ * blob) over n bytes of data, as OpenSSH's sshkey_verify() checks it: 0, -EPERM (it is not),
+ * -EBADMSG (a malformed key or signature, or a signature of another type than the key's), or
+ * -EPROTONOSUPPORT for what airlock does not verify: a key type other than Ed25519, ECDSA
+ * nistp256/384/521 and RSA, SHA-1's "ssh-rsa" signature, an RSA key of fewer than
+ * BROKER_SSH_RSA_MIN_BITS or more than BROKER_SSH_RSA_MAX_BITS bits. */
+int broker_ssh_verify(const struct al_wire *key, const struct al_wire *sig, const uint8_t *data,
+		      size_t n);
 
 /* ---- ssh-agent-msg.c: the SSH agent protocol, as the destination-bound agent reads it ----
  * Parsers over bytes a sandbox sends; the parts point into them. */
@@ -247,7 +273,8 @@ struct broker_ssh_agent;
 int broker_ssh_agent_new(struct broker_ssh_agent **ret);
 struct broker_ssh_agent *broker_ssh_agent_free(struct broker_ssh_agent *a);
 /* Adds credential spec's key (stored: the vault's value, which must outlive a). Refused, before
- * anything runs: a key the agent cannot sign with (not Ed25519), the same key twice. */
+ * anything runs: a key the agent cannot sign with (broker_ssh_key_check_signing(): an RSA key
+ * under BROKER_SSH_RSA_MIN_BITS), the same key twice. */
 int broker_ssh_agent_add_key(struct broker_ssh_agent *a, const struct policy_credential *spec,
 			     const struct broker_secret *stored, struct al_error *err);
 /* Whether destination is one of a key's. */

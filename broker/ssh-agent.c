@@ -75,13 +75,12 @@ int broker_ssh_agent_add_key(struct broker_ssh_agent *a, const struct policy_cre
 	}
 	/* A key the agent could list but not sign with would fail late, in the middle of a git
 	 * push: refused now, before anything runs. */
-	if (!streq(info.type, "ssh-ed25519")) {
+	r = broker_ssh_key_check_signing(&info, err);
+	if (r < 0) {
 		free(k->pub);
 		k->pub = NULL;
-		return al_error_set(err, -EPROTONOSUPPORT,
-				    "credential %s: the agent signs with Ed25519 keys only yet, "
-				    "and this key is %s",
-				    spec->name, info.type);
+		al_error_prefix(err, "credential %s", spec->name);
+		return r;
 	}
 	for (size_t i = 0; i < a->n_keys; i++)
 		if (a->keys[i].pub_len == k->pub_len &&
@@ -249,7 +248,13 @@ static int answer_sign(struct broker_ssh_agent *a, const struct broker_ssh_agent
 		}
 	if (broker_ssh_agent_decide(&d, &m->key, binds, n_binds, &policy, &o->why) < 0)
 		return reply_byte(AGENT_FAILURE, ret);
-	r = broker_ssh_key_sign(k->stored, m->data.p, m->data.len, &sig, err);
+	r = broker_ssh_key_sign(k->stored, m->data.p, m->data.len, m->flags, &sig, err);
+	if (r == -EPROTONOSUPPORT) {
+		/* add_key() refused the keys that cannot sign: what is left is SHA-1's ssh-rsa. */
+		o->why = "an RSA signature with SHA-1 (ssh-rsa) was asked: the agent makes "
+			 "rsa-sha2-256 and rsa-sha2-512 only";
+		return reply_byte(AGENT_FAILURE, ret);
+	}
 	if (r < 0)
 		return r;
 	*ret = broker_secret_new(1 + 4 + sig->len);

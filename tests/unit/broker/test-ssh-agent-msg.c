@@ -175,8 +175,9 @@ static void test_signature_is_ssh_agents_own(void **state)
 	assert_non_null(text);
 	memcpy(text->data, KEY_ED25519_PLAIN, text->len);
 	assert_int_equal(broker_ssh_key_import(text->data, text->len, NULL, &k, &stored, &err), 0);
-	assert_int_equal(broker_ssh_key_sign(stored, x.sign.data.p, x.sign.data.len, &sig, &err),
-			 0);
+	assert_int_equal(
+	    broker_ssh_key_sign(stored, x.sign.data.p, x.sign.data.len, x.sign.flags, &sig, &err),
+	    0);
 	assert_int_equal(sig->len, want_len);
 	assert_memory_equal(sig->data, want, want_len);
 	broker_secret_free(sig);
