@@ -233,8 +233,10 @@ struct broker_ssh_sign_data {
 int broker_ssh_sign_data_parse(const struct al_wire *data, struct broker_ssh_sign_data *ret);
 
 /* Whether a session-bind's signature is the host key's over the session id, as OpenSSH's own
- * agent checks it before keeping the bind: 0, -EPERM (it is not), -EBADMSG (malformed), or
- * -EPROTONOSUPPORT for a host key type not verified yet (ECDSA, RSA: such a bind is refused). */
+ * agent checks it before keeping the bind (broker_ssh_verify()): 0, -EPERM (it is not),
+ * -EBADMSG (malformed), or -EPROTONOSUPPORT for a host key or signature airlock does not verify
+ * (such as SHA-1's "ssh-rsa", or an RSA key under BROKER_SSH_RSA_MIN_BITS): such a bind is
+ * refused. */
 int broker_ssh_bind_verify(const struct broker_ssh_agent_msg *m);
 
 /* A session-bind the agent accepted on a connection (its signature by the host key verified). */

@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "broker/broker-internal.h"
 
 #define AGENTC_REQUEST_IDENTITIES 11
@@ -168,19 +166,9 @@ int broker_ssh_agent_decide(const struct broker_ssh_sign_data *d, const struct a
 
 int broker_ssh_bind_verify(const struct broker_ssh_agent_msg *m)
 {
-	struct al_wire k = {m->hostkey.p, m->hostkey.len}, s = {m->signature.p, m->signature.len};
-	struct al_wire ktype, pk, stype, sig;
-
-	if (m->type != BROKER_SSH_AGENT_SESSION_BIND || !al_wire_take_string(&k, &ktype) ||
-	    !al_wire_take_string(&s, &stype) || !al_wire_take_string(&s, &sig) || s.len != 0)
+	if (m->type != BROKER_SSH_AGENT_SESSION_BIND)
 		return -EBADMSG;
-	if (!al_wire_is(&ktype, "ssh-ed25519"))
-		return -EPROTONOSUPPORT;
-	if (!al_wire_is(&stype, "ssh-ed25519") || !al_wire_take_string(&k, &pk) || k.len != 0 ||
-	    pk.len != crypto_sign_ed25519_PUBLICKEYBYTES || sig.len != crypto_sign_ed25519_BYTES)
-		return -EBADMSG;
-	return crypto_sign_ed25519_verify_detached(sig.p, m->session_id.p, m->session_id.len,
-						   pk.p) == 0
-		   ? 0
-		   : -EPERM;
+	/* OpenSSH's agent: the host key's signature over the session id, of any type the key makes
+	 * (airlock's refusals of SHA-1 and of short RSA keys aside). */
+	return broker_ssh_verify(&m->hostkey, &m->signature, m->session_id.p, m->session_id.len);
 }
