@@ -236,6 +236,10 @@ int proxy_connected(struct conn *c)
 			return -EIO;
 		}
 	}
+	/* A Postgres credential's destination: its login is the proxy's (the sandbox speaks
+	 * first, so nothing is sniffed). */
+	if (proxy_pg_start(c))
+		return 0;
 	c->phase = PHASE_SNIFF;
 	return 0;
 }
@@ -319,10 +323,20 @@ int proxy_sniff(struct conn *c)
 		return 0;
 	}
 	if (buf[0] != TLS_RECORD) {
-		if (p->surrogates && p->surrogates[0])
-			start_flow(c, false);
-		else
+		if (!p->surrogates || !p->surrogates[0]) {
 			start_splice(c, "tcp");
+			return 0;
+		}
+		/* An HTTP request begins with its method, upper-case letters: anything else (a
+		 * Postgres startup toward a host no Postgres credential is bound to, Redis) cannot
+		 * be searched for surrogates, and is refused now rather than left waiting for a
+		 * head that never comes. */
+		if (buf[0] < 'A' || buf[0] > 'Z') {
+			proxy_refuse(c, "neither TLS, HTTP nor SSH: it cannot be searched for "
+					"surrogates");
+			return -EPERM;
+		}
+		start_flow(c, false);
 		return 0;
 	}
 	r = netns_tls_parse_hello(buf, (size_t)n, &h);

@@ -232,6 +232,7 @@ static void conn_free(struct conn *c)
 {
 	c->proxy->n_big_rcvbufs -= c->big_rcvbuf;
 	proxy_ssh_free(c);
+	proxy_pg_free(c);
 	c->flow = netns_http_flow_free(c->flow);
 	c->h2 = netns_h2_free(c->h2);
 	c->ctls = netns_tls_conn_free(c->ctls);
@@ -606,6 +607,9 @@ static void conn_pump(struct conn *c)
 			break;
 		case PHASE_SSH:
 			r = proxy_ssh(c);
+			break;
+		case PHASE_PG:
+			r = proxy_pg(c);
 			break;
 		default:
 			r = -EINVAL;
