@@ -313,7 +313,8 @@ int broker_ssh_agent_answer(struct broker_ssh_agent *a, const uint8_t *in, size_
 		o->destination = seen_at(a, NULL, &m.hostkey);
 		r = broker_ssh_bind_verify(&m);
 		if (r == -EPROTONOSUPPORT)
-			o->why = "the host key's type is not verified yet (Ed25519 only)";
+			o->why = "the host key or its signature is of a kind the agent does not "
+				 "verify (SHA-1 ssh-rsa, RSA under 2048 bits, a certificate)";
 		else if (r < 0)
 			o->why = "the host key's signature over the session does not verify";
 		else if (n_binds >= BROKER_SSH_BINDS_MAX)

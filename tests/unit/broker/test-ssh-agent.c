@@ -20,6 +20,25 @@
 #include "policy/policy.h"
 #include "tests/unit/broker/ssh-test-keys.h"
 
+/* A 1024-bit RSA key: the agent signs with none under 2048 bits. */
+#define KEY_RSA1024_PLAIN                                                                          \
+	"-----BEGIN OPENSSH PRIVATE KEY-----\n"                                                    \
+	"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAlwAAAAdzc2gtcn\n"                 \
+	"NhAAAAAwEAAQAAAIEAwDaAvU6rpSVZAxbPa7/gPmBd2PkWvUIvP3KUIm7mWddNslEf5dtJ\n"                 \
+	"Tt1xnTIaTpCaR/AJsVZfptlSBufj9ImskX3+HQQ6oHZJkCHwBKEvSISFbwe7tVCwfrwACL\n"                 \
+	"k7Y82bjwg4q9UDT0cb64UCbiGDaNTsafNmuZuqZ+or5dzJqgcAAAIABPrvKgT67yoAAAAH\n"                 \
+	"c3NoLXJzYQAAAIEAwDaAvU6rpSVZAxbPa7/gPmBd2PkWvUIvP3KUIm7mWddNslEf5dtJTt\n"                 \
+	"1xnTIaTpCaR/AJsVZfptlSBufj9ImskX3+HQQ6oHZJkCHwBKEvSISFbwe7tVCwfrwACLk7\n"                 \
+	"Y82bjwg4q9UDT0cb64UCbiGDaNTsafNmuZuqZ+or5dzJqgcAAAADAQABAAAAgCo7D1gIc9\n"                 \
+	"/p77+lAFedJaiuxY/JUnyskPLwuqlCEmxEyLZX6pk278lbD/5Ips0CKlOJ4qdK4eMntkT8\n"                 \
+	"J/JvWTGQjykCp80XPfVMbCYJ8IpLg6yX0+yLPAM0JF7v7r9dbYpkx8fPiah7A2Vk+EqYdE\n"                 \
+	"zv8O5r9PZ+3w5mH8OvqwhpAAAAQQDL69e3u15EKSHQ1XF6jNXMc7aWRm9hHLqT6QYVJVBK\n"                 \
+	"ZGjYIBSoUYrzXI0LN7Sa3WXO+xGcKZC8v1DRhGH8D2i5AAAAQQDp7sjNW0bLUJs/p4mdhc\n"                 \
+	"KYmX4hfW1rB62evMU5QfE6sBdF38as2zgYySFb2dmMj2NqRKs9jlbz5wAbIAFynV7jAAAA\n"                 \
+	"QQDSWDsGVs/cqfj77ieqK43+BW8oMbjlzz9OTglNxabpheZEjsFKesM7+tjyR8E2MWMpOx\n"                 \
+	"dJkHGFgthYwoD8n62NAAAABHRlc3QBAgMEBQY=\n"                                                 \
+	"-----END OPENSSH PRIVATE KEY-----\n"
+
 #define AGENT_FAILURE 5
 #define AGENT_SUCCESS 6
 #define AGENT_IDENTITIES_ANSWER 12
@@ -319,6 +338,50 @@ static void test_other_requests_fail_and_keys_are_not_added_twice(void **state)
 	assert_non_null(strstr(err.msg, "the same SSH key as credential deploy"));
 }
 
+static void test_keys_of_each_type_are_listed_and_weak_rsa_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const keys[] = {KEY_ECDSA256_PLAIN, KEY_RSA3072_PLAIN};
+	static const char *const names[] = {"ecdsa", "rsa"};
+	struct broker_secret *stored[2] = {NULL}, *weak = NULL, *answer = NULL;
+	struct policy_credential spec[2];
+	struct broker_ssh_key k;
+	struct broker_ssh_outcome o;
+	const uint8_t req[] = {0, 0, 0, 1, 11};
+	struct al_error err = {0};
+	uint32_t n;
+	uint8_t type;
+	struct al_wire c;
+
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(
+		    broker_ssh_key_import(keys[i], strlen(keys[i]), NULL, &k, &stored[i], &err), 0);
+		spec[i] = f->spec;
+		spec[i].name = (char *)names[i];
+		assert_int_equal(broker_ssh_agent_add_key(f->a, &spec[i], stored[i], &err), 0);
+	}
+	assert_int_equal(broker_ssh_agent_answer(f->a, req, sizeof(req), &answer, &o, &err), 0);
+	c = (struct al_wire){(const uint8_t *)answer->data, answer->len};
+	assert_true(al_wire_take_u8(&c, &type) && type == AGENT_IDENTITIES_ANSWER);
+	assert_true(al_wire_take_u32(&c, &n) && n == 3);
+	broker_secret_free(answer);
+	/* Refused before anything runs, naming the credential. */
+	assert_int_equal(broker_ssh_key_import(KEY_RSA1024_PLAIN, strlen(KEY_RSA1024_PLAIN), NULL,
+					       &k, &weak, &err),
+			 0);
+	spec[0].name = (char *)"weak";
+	err = (struct al_error){0};
+	assert_true(broker_ssh_agent_add_key(f->a, &spec[0], weak, &err) < 0);
+	assert_non_null(strstr(err.msg, "credential weak"));
+	assert_non_null(strstr(err.msg, "2048"));
+	broker_secret_free(weak);
+	/* The agent borrows its keys: they are freed with the fixture's agent, after it. */
+	broker_ssh_agent_free(f->a);
+	f->a = NULL;
+	broker_secret_free(stored[0]);
+	broker_secret_free(stored[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +397,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_other_requests_fail_and_keys_are_not_added_twice,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_keys_of_each_type_are_listed_and_weak_rsa_is_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
