@@ -16,23 +16,31 @@ static int host_item(const struct policy_where *w, const char *s, char **ret, st
 	return policy_normalize_host_pattern(w, s, NULL, ret, err);
 }
 
-/* A vault or keyring key: free-form, as the broker defines it, but printable. */
-static int parse_key(const struct policy_where *w, struct json_object *v, char **ret,
-		     struct al_error *err)
+/* A free-form name of what is, for the broker or a server, a key or a role: not empty, at most
+ * max bytes, no control character. what names it in messages ("key", "name"). */
+static int parse_printable(const struct policy_where *w, struct json_object *v, size_t max,
+			   const char *what, char **ret, struct al_error *err)
 {
 	const char *s;
 	int r;
 
-	r = policy_json_string(w, v, POLICY_STRING_MAX, &s, err);
+	r = policy_json_string(w, v, max, &s, err);
 	if (r < 0)
 		return r;
 	if (s[0] == '\0')
-		return policy_error(err, -EINVAL, w, "the key is empty");
+		return policy_error(err, -EINVAL, w, "the %s is empty", what);
 	for (const char *c = s; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			return policy_error(err, -EINVAL, w, "%s contains a control character",
 					    QUOTE(s));
 	return policy_strdup(s, ret);
+}
+
+/* A vault or keyring key: free-form, as the broker defines it, but printable. */
+static int parse_key(const struct policy_where *w, struct json_object *v, char **ret,
+		     struct al_error *err)
+{
+	return parse_printable(w, v, POLICY_STRING_MAX, "key", ret, err);
 }
 
 static int parse_command(const struct policy_where *w, struct json_object *v,
@@ -533,19 +541,7 @@ static int pg_destination(const struct policy_where *w, const char *s, char **re
 static int pg_name(const struct policy_where *w, struct json_object *v, char **ret,
 		   struct al_error *err)
 {
-	const char *s;
-	int r;
-
-	r = policy_json_string(w, v, 63, &s, err);
-	if (r < 0)
-		return r;
-	if (s[0] == '\0')
-		return policy_error(err, -EINVAL, w, "the name is empty");
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return policy_error(err, -EINVAL, w, "%s contains a control character",
-					    QUOTE(s));
-	return policy_strdup(s, ret);
+	return parse_printable(w, v, 63, "name", ret, err);
 }
 
 /* "postgres": {"user": U, "database": D?, "destinations": [...], "client_auth": A?} makes c a
