@@ -163,6 +163,7 @@ int cli_policy(int argc, char **argv)
 	const char *verb = argc > 1 ? argv[1] : NULL;
 	const char *admitted = LAUNCHER_ADMITTED_DEFAULT, *profile_name = NULL, *file;
 	enum policy_profile profile = POLICY_PROFILE_NONE;
+	struct al_error err = {0};
 	bool check;
 	unsigned refused = 0;
 	int i = 2, r;
@@ -191,6 +192,10 @@ int cli_policy(int argc, char **argv)
 	}
 	if (load(file, check, &p) < 0)
 		return CLI_EXIT_FAILURE;
+	if (check && policy_check_runnable(p, &err) < 0) {
+		log_error("%s: %s", file, err.msg);
+		return CLI_EXIT_FAILURE;
+	}
 	if (check && profile == POLICY_PROFILE_NONE)
 		profile = p->profile;
 	if (check && profile != POLICY_PROFILE_NONE)

@@ -230,17 +230,15 @@ static int prepare(struct run *run, const struct policy *p, const struct launche
 {
 	int r, abi;
 
-	r = launcher_context_init(&run->ctx, p, opts, err);
+	r = policy_check_runnable(p, err);
+	if (r >= 0)
+		r = launcher_context_init(&run->ctx, p, opts, err);
 	if (r >= 0)
 		r = open_audit(run, err);
 	if (r >= 0 && p->n_credentials > 0)
 		r = open_broker(run, err);
 	if (r >= 0)
 		r = launcher_workspace_new(p, run->audit, run->broker, &run->ws, err);
-	if (r >= 0 && policy_ssh_keys(p) > 0 && !policy_has_egress(p))
-		r = al_error_set(err, -EINVAL,
-				 "credentials: an SSH key signs only for connections the egress "
-				 "proxy sees, and the policy's network allows none");
 	if (r >= 0 && policy_has_egress(p))
 		r = prepare_egress(run, p, opts, err);
 	if (r < 0)

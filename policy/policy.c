@@ -284,6 +284,15 @@ size_t policy_ssh_keys(const struct policy *p)
 	return n;
 }
 
+int policy_check_runnable(const struct policy *p, struct al_error *err)
+{
+	if (policy_ssh_keys(p) > 0 && !policy_has_egress(p))
+		return al_error_set(err, -EINVAL,
+				    "credentials: an SSH key signs only for connections the egress "
+				    "proxy sees, and the policy's network allows none");
+	return 0;
+}
+
 bool policy_has_egress(const struct policy *p)
 {
 	if (p->network.default_action == POLICY_NET_ALLOW)

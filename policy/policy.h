@@ -218,6 +218,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct policy *, policy_free);
 bool policy_has_egress(const struct policy *p);
 /* How many of p's credentials are SSH keys (served by airlock's agent). */
 size_t policy_ssh_keys(const struct policy *p);
+/* What a run refuses of a valid policy, since it could not be enforced, with one line in err:
+ * SSH keys with no egress (the agent signs only for what the proxy sees). Not part of loading:
+ * the broker loads credentials alone. `airlock policy check` and `airlock run` ask here. */
+int policy_check_runnable(const struct policy *p, struct al_error *err);
 
 /* Whether a host pattern of a policy (a rule's destination, a credential's hosts) or of a vault
  * binding covers name: a pattern that is a name, that name; "*.suffix", every name below suffix

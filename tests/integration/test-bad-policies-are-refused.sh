@@ -94,6 +94,21 @@ bad_policy repeated-key 'the key "tier" is repeated' '{"tier": 4, "id": "x", "ti
 bad_policy repeated-nested-key 'the key "memory" is repeated' \
 	'{"resources": {"memory": "64Mi", "memory": "max"}}'
 bad_policy repeated-escaped-key 'the key "A" is repeated' '{"env": {"A": "1", "\u0041": "2"}}'
+# An SSH key in a policy with no egress would sign for nothing: check and run refuse it, with
+# the same line, before anything else (the vault it names does not even exist).
+noegress=$IT_TMP/ssh-no-egress.json
+printf '%s\n' '{"credentials": [{"name": "deploy", "source": {"type": "vault", "key": "deploy"},
+ "injection": {"type": "ssh_agent"}, "ssh": {"destinations": ["git.test"]}}]}' >"$noegress"
+al_run policy check "$noegress"
+assert_eq 1 "$AL_RC" "an SSH key without egress: policy check exits 1"
+assert_one_error_line "$AL_ERR" "... with one airlock: line"
+assert_contains "$AL_ERR" "an SSH key signs only for connections the egress proxy sees" "... naming why"
+rm -f "$WS/ran"
+al_run run -p "$noegress" -w "$WS" --vault "$IT_TMP/no-vault" -- /bin/sh -c 'touch /workspace/ran' "$IT_MARK"
+assert_eq 125 "$AL_RC" "... run exits 125"
+assert_contains "$AL_ERR" "an SSH key signs only for connections the egress proxy sees" "... with the same line"
+assert_false "... and the command did not run" test -e "$WS/ran"
+
 # ... nor in a request.
 printf '{"language": "shell", "code": "touch /workspace/ran", "code": "true"}' >"$IT_TMP/req.json"
 al_run exec --request "$IT_TMP/req.json"
