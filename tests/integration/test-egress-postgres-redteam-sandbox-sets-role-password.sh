@@ -64,7 +64,7 @@ pg_stop()
 	wait "$pg_pid" 2>/dev/null
 	pg_pid=""
 }
-trap 'pg_stop' EXIT
+trap 'pg_stop; it_cleanup' EXIT # lib.sh's trap (it_cleanup) is replaced: both
 
 pg_start on
 psql -h "$pg" -p "$port" -U postgres -q postgres >/dev/null <<EOF
