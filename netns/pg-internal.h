@@ -40,7 +40,12 @@
 #include "netns/netns-internal.h"
 
 #define NETNS_PG_STARTUP_MAX 10000		/* a startup packet, as the server takes one */
-#define NETNS_PG_AUTH_MESSAGE_MAX (1024 * 1024) /* any other message before the relay */
+#define NETNS_PG_AUTH_MESSAGE_MAX (1024 * 1024) /* an upstream's message before the relay */
+/* A sandbox's login message (SASLInitialResponse, SASLResponse, PasswordMessage): each is well
+ * under 1 KiB. Refused from its length on, so an unfinished one holds little of the proxy. */
+#define NETNS_PG_LOGIN_MESSAGE_MAX 4096
+/* What the sandbox may send while the upstream's login runs (it waits for the relay). */
+#define NETNS_PG_PENDING_MAX (16 * 1024)
 #define NETNS_PG_SCRAM_ITERATIONS 4096		/* what the proxy asks of the sandbox */
 /* What an upstream may ask of the proxy: each login runs this many HMACs on the proxy's thread
  * (OWASP's figure for PBKDF2-HMAC-SHA256). */
@@ -108,14 +113,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_pg *, netns_pg_free);
  *                     or a generic one when it held the password), or did not prove knowing it
  *                     (a SCRAM server signature that does not verify, or AuthenticationOk
  *                     before the exchange ended);
- *   -EMSGSIZE         a startup packet over NETNS_PG_STARTUP_MAX, another message over
- *                     NETNS_PG_AUTH_MESSAGE_MAX before the relay, or out buffers past
- *                     NETNS_PG_OUT_MAX;
+ *   -EMSGSIZE         a startup packet over NETNS_PG_STARTUP_MAX, a sandbox's login message over
+ *                     NETNS_PG_LOGIN_MESSAGE_MAX (08P01, as soon as its length came), an
+ *                     upstream's over NETNS_PG_AUTH_MESSAGE_MAX before the relay, more than
+ *                     NETNS_PG_PENDING_MAX from the sandbox while the upstream's login runs, or
+ *                     out buffers past NETNS_PG_OUT_MAX;
  *   -EINVAL           the broker's password is empty or holds a NUL byte;
  *   -ENOMEM, and what o->password() or o->random() return.
  * A step other than NETNS_PG_MORE is returned at most once, when it is reached (NETNS_PG_RELAY
  * from then on). Sandbox bytes that come while the upstream is being reached wait (up to
- * NETNS_PG_AUTH_MESSAGE_MAX) and go out with the relay. */
+ * NETNS_PG_PENDING_MAX) and go out with the relay. */
 int netns_pg_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 			  struct netns_buf *to_sandbox, struct netns_buf *to_upstream,
 			  struct al_error *err);

@@ -269,7 +269,7 @@ int netns_pg_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 		case PG_SANDBOX_PASSWORD:
 			len = frame(&pg->in_sandbox, pg->state != PG_STARTUP,
 				    pg->state == PG_STARTUP ? NETNS_PG_STARTUP_MAX
-							    : NETNS_PG_AUTH_MESSAGE_MAX,
+							    : NETNS_PG_LOGIN_MESSAGE_MAX,
 				    &p, &n);
 			if (len == -EMSGSIZE)
 				return pg_fail(pg, -EMSGSIZE, to_sandbox, "08P01", err,
@@ -293,7 +293,7 @@ int netns_pg_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 		case PG_UPSTREAM_SSL:
 		case PG_UPSTREAM_TLS:
 		case PG_UPSTREAM_AUTH:
-			r = netns_buf_append(&pg->pending, p, n, NETNS_PG_AUTH_MESSAGE_MAX);
+			r = netns_buf_append(&pg->pending, p, n, NETNS_PG_PENDING_MAX);
 			if (r < 0)
 				return pg_fail(pg, r, to_sandbox, "08P01", err,
 					       "too much from the sandbox before the login ended");

@@ -30,7 +30,8 @@ wait_for 10 grep -q ready "$IT_TMP/hold.out" || it_fail "the test's listener sta
 
 # In the sandbox: each connection sends its startup, reads the proxy's AuthenticationCleartext,
 # then a PasswordMessage announcing 1 MiB, all of it but its last byte; it waits until the
-# proxy took those bytes (its send queue empty, or the connection refused), then says so and
+# proxy took those bytes (its send queue empty), or answered or closed the connection (a refusal:
+# what is still queued is never taken), then says so and
 # holds the connections until the host, having measured, ends it (by its pid; a file the host
 # writes shows late through the sandbox's workspace).
 cat >"$WS/flood.py" <<'PY'
@@ -52,12 +53,20 @@ for i in range(n):
         s.close()
 for s in socks:
     buf = bytearray(4)
+    s.settimeout(0)
     while True:
         try:
             fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, buf)
         except OSError:
             break
         if struct.unpack("i", buf)[0] == 0:
+            break
+        try:  # an answer (the refusal) or the end: what is queued will never be taken
+            s.recv(1, socket.MSG_PEEK)
+            break
+        except BlockingIOError:
+            pass
+        except OSError:
             break
         time.sleep(0.01)
 print("held", len(socks), "refused", refused, flush=True)

@@ -1149,6 +1149,37 @@ static void test_pg_relay_refuses_a_bad_length(void **state)
 
 /* ---- the arithmetic ---- */
 
+/* A sandbox's login message is refused from its length on, far below what an upstream's may be;
+ * what it sends while the upstream's login runs is capped too. */
+static void test_pg_sandbox_login_messages_capped_from_their_length(void **state)
+{
+	static const uint8_t over[] = {'p', 0, 0, 0x10, 0x01}; /* 4097 bytes: its head only */
+	static uint8_t flood[NETNS_PG_PENDING_MAX + 1];
+	struct conn c;
+
+	(void)state;
+	conn_open(&c, NETNS_PG_AUTH_PASSWORD, 4096);
+	send_startup(&c, USER, DATABASE);
+	netns_buf_consume(&c.to_sandbox, netns_buf_len(&c.to_sandbox));
+	assert_int_equal(from_sandbox(&c, over, sizeof(over)), -EMSGSIZE);
+	(void)take_error(&c.to_sandbox, "08P01");
+	conn_close(&c);
+
+	conn_open(&c, NETNS_PG_AUTH_SCRAM, 1);
+	send_startup(&c, USER, DATABASE);
+	assert_int_equal(from_sandbox(&c, over, sizeof(over)), -EMSGSIZE);
+	conn_close(&c);
+
+	/* While the upstream's login runs: up to NETNS_PG_PENDING_MAX, not a byte more. */
+	memset(flood, 'x', sizeof(flood));
+	logged_in(&c, NETNS_PG_AUTH_PASSWORD, false, 4096);
+	netns_buf_consume(&c.to_sandbox, netns_buf_len(&c.to_sandbox));
+	assert_int_equal(from_sandbox(&c, flood, NETNS_PG_PENDING_MAX), NETNS_PG_MORE);
+	assert_int_equal(from_sandbox(&c, flood, 1), -EMSGSIZE);
+	(void)take_error(&c.to_sandbox, "08P01");
+	conn_close(&c);
+}
+
 static void test_pg_scram_matches_rfc7677(void **state)
 {
 	/* RFC 7677 3: user "user", password "pencil". */
@@ -1268,6 +1299,7 @@ int main(void)
 	    cmocka_unit_test(test_pg_relay_passes_messages_and_holds_nothing_between_them),
 	    cmocka_unit_test(test_pg_relay_refuses_the_real_password),
 	    cmocka_unit_test(test_pg_relay_refuses_a_bad_length),
+	    cmocka_unit_test(test_pg_sandbox_login_messages_capped_from_their_length),
 	    cmocka_unit_test(test_pg_scram_matches_rfc7677),
 	    cmocka_unit_test(test_pg_md5_matches_postgres),
 	    cmocka_unit_test(test_pg_base64_is_strict),
