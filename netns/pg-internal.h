@@ -24,7 +24,11 @@
  *     TLS only. Trust (AuthenticationOk at once) is taken as it is.
  *  4. From the upstream's AuthenticationOk on, its messages go to the sandbox as they come,
  *     watched: a message stream that would hand the sandbox the real password's bytes in a row
- *     ends the connection before their last byte leaves. The sandbox's bytes pass unchanged.
+ *     ends the connection before their last byte leaves. The sandbox's messages pass unchanged,
+ *     but for a best-effort filter: a Query or Parse (up to NETNS_PG_STATEMENT_MAX) that sets a
+ *     role's password (ALTER/CREATE ROLE, USER or GROUP ... PASSWORD) ends the connection, so
+ *     that the sandbox cannot give the credential's role a password of its own choosing. Dynamic
+ *     SQL (EXECUTE, a function that builds the statement) escapes it.
  *
  * Errors end the connection. Before the relay, the sandbox is told why in a Postgres
  * ErrorResponse appended to to_sandbox (never with the real password in it), so the caller
@@ -46,7 +50,10 @@
 #define NETNS_PG_LOGIN_MESSAGE_MAX 4096
 /* What the sandbox may send while the upstream's login runs (it waits for the relay). */
 #define NETNS_PG_PENDING_MAX (16 * 1024)
-#define NETNS_PG_SCRAM_ITERATIONS 4096		/* what the proxy asks of the sandbox */
+/* A Query or Parse whose text the relay gathers whole to search it; a longer one passes
+ * unsearched (the search is best effort in any case: dynamic SQL escapes it). */
+#define NETNS_PG_STATEMENT_MAX (1024 * 1024)
+#define NETNS_PG_SCRAM_ITERATIONS 4096 /* what the proxy asks of the sandbox */
 /* What an upstream may ask of the proxy: each login runs this many HMACs on the proxy's thread
  * (OWASP's figure for PBKDF2-HMAC-SHA256). */
 #define NETNS_PG_SCRAM_ITERATIONS_MAX 600000
@@ -104,8 +111,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_pg *, netns_pg_free);
  * to to_sandbox and to_upstream. Returns a step (>= 0), or -errno with err:
  *   -EBADMSG          a malformed or unexpected message, from either side;
  *   -EPERM            the sandbox asked for another user or database (ErrorResponse 28000), gave
- *                     a wrong password (28P01), or, in the relay, the upstream sent the real
- *                     password (no ErrorResponse then: the caller closes);
+ *                     a wrong password (28P01), or sent a statement that sets a role's password
+ *                     (42501, when the sandbox can take it), or, in the relay, the upstream sent
+ *                     the real password (no ErrorResponse then: the caller closes);
  *   -EPROTONOSUPPORT  the upstream asks for an authentication the proxy refuses: cleartext
  *                     without TLS, Kerberos, GSS, SSPI, SCRAM with channel binding only, or
  *                     SCRAM with a password that needs SASLprep (non-ASCII UTF-8);
@@ -122,7 +130,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct netns_pg *, netns_pg_free);
  *   -ENOMEM, and what o->password() or o->random() return.
  * A step other than NETNS_PG_MORE is returned at most once, when it is reached (NETNS_PG_RELAY
  * from then on). Sandbox bytes that come while the upstream is being reached wait (up to
- * NETNS_PG_PENDING_MAX) and go out with the relay. */
+ * NETNS_PG_PENDING_MAX) and go out, filtered, with the relay; in the relay they go through
+ * netns_pg_relay_from_sandbox(). */
 int netns_pg_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 			  struct netns_buf *to_sandbox, struct netns_buf *to_upstream,
 			  struct al_error *err);
@@ -140,6 +149,17 @@ int netns_pg_tls_ready(struct netns_pg *pg, bool tls, struct netns_buf *to_upstr
  * until more of it comes, never past its end. */
 int netns_pg_relay_from_upstream(struct netns_pg *pg, const uint8_t *p, size_t n,
 				 struct netns_buf *to_sandbox, struct al_error *err);
+/* In the relay: the sandbox's bytes, parsed as frontend messages (a type byte and a length,
+ * across chunks), to to_upstream as they come, but for a Query or Parse up to
+ * NETNS_PG_STATEMENT_MAX, held until whole and searched: one that sets a role's password ends
+ * the connection (-EPERM, ErrorResponse 42501 to to_sandbox when it can take one). -EBADMSG for
+ * a bad length, -EMSGSIZE past NETNS_PG_OUT_MAX, -EINVAL before the relay. */
+int netns_pg_relay_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
+				struct netns_buf *to_upstream, struct netns_buf *to_sandbox,
+				struct al_error *err);
+/* Whether a statement's text (n bytes, Postgres's SQL) sets a role's password: case-insensitive,
+ * comments and whitespace runs taken as one space. Best effort: see the contract above. */
+bool netns_pg_sets_password(const uint8_t *s, size_t n);
 /* The proxy's own failure (the upstream unreachable, its TLS or its connection gone): a FATAL
  * ErrorResponse (08006, "airlock: " and message) for the sandbox, when it can take one now:
  * before the relay, or in it between two messages. 0 (also when nothing was added), -ENOMEM. */

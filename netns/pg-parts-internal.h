@@ -95,6 +95,16 @@ struct pg_relay {
 	size_t sent;
 };
 
+/* The sandbox's messages in the relay: framed; a Query or Parse is held whole in stmt (its head
+ * and body) to be searched. */
+struct pg_front {
+	uint8_t head[5];
+	size_t head_n;
+	uint64_t left; /* of the body under way */
+	bool hold;
+	struct netns_buf stmt;
+};
+
 struct netns_pg {
 	char *user, *database, *surrogate;
 	enum netns_pg_auth client_auth;
@@ -125,6 +135,7 @@ struct netns_pg {
 	struct broker_secret *password;
 	struct broker_secret *secrets; /* struct pg_upstream_secrets */
 	struct pg_relay relay;
+	struct pg_front front;
 };
 
 static inline uint32_t pg_get_u32(const uint8_t *p)
@@ -166,6 +177,10 @@ int pg_random_bytes(struct netns_pg *pg, uint8_t *buf, size_t n);
 /* The upstream's bytes from AuthenticationOk on, to to_sandbox, watched. */
 int pg_relay_feed(struct netns_pg *pg, const uint8_t *p, size_t n, struct netns_buf *to_sandbox,
 		  struct al_error *err);
+
+/* The sandbox's bytes from the relay's start on, to to_upstream, filtered. */
+int pg_front_feed(struct netns_pg *pg, const uint8_t *p, size_t n, struct netns_buf *to_upstream,
+		  struct netns_buf *to_sandbox, struct al_error *err);
 
 /* ---- pg-sandbox.c ---- */
 

@@ -314,10 +314,14 @@ static int upstream_ok(struct netns_pg *pg, const uint8_t *m, size_t len,
 			       "before the SCRAM exchange ended)");
 	if (pg->up == UP_NONE)
 		pg->up_method = "trust";
-	r = pg_buf_append_buf(to_upstream, &pg->pending, NETNS_PG_OUT_MAX);
-	if (r < 0)
-		return pg_fail(pg, r, to_sandbox, "53200", err, "out of memory");
-	netns_buf_done(&pg->pending);
+	/* What the sandbox sent meanwhile goes through the relay's filter like the rest. */
+	if (netns_buf_len(&pg->pending) > 0) {
+		r = pg_front_feed(pg, netns_buf_head(&pg->pending), netns_buf_len(&pg->pending),
+				  to_upstream, to_sandbox, err);
+		netns_buf_done(&pg->pending);
+		if (r < 0)
+			return r;
+	}
 	pg->state = PG_RELAY;
 	pg->announce = NETNS_PG_RELAY;
 	return pg_relay_feed(pg, m, len, to_sandbox, err);

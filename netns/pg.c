@@ -234,6 +234,267 @@ int pg_relay_feed(struct netns_pg *pg, const uint8_t *p, size_t n, struct netns_
 	return 0;
 }
 
+/* ---- the relay: the sandbox's messages, searched for a statement that sets a password ---- */
+
+static bool is_ident(uint8_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+	       c >= 0x80;
+}
+
+static uint8_t lower(uint8_t c)
+{
+	return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 'a' - 'A') : c;
+}
+
+/* Appends c to out (*o bytes), a run of spaces kept as one. */
+static void put(uint8_t *out, size_t *o, uint8_t c)
+{
+	if (c == ' ' && (*o == 0 || out[*o - 1] == ' '))
+		return;
+	out[(*o)++] = c;
+}
+
+/* The end of a quoted literal or identifier that opens at s[i] (q: its quote; backslash: an E''
+ * string, where \ escapes), past its closing quote, or n. */
+static size_t skip_quoted(const uint8_t *s, size_t n, size_t i, uint8_t q, bool backslash)
+{
+	for (i++; i < n; i++) {
+		if (backslash && s[i] == '\\')
+			i++;
+		else if (s[i] == q && i + 1 < n && s[i + 1] == q)
+			i++;
+		else if (s[i] == q)
+			return i + 1;
+	}
+	return n;
+}
+
+/* The end of a comment that opens at s[i] ("--" to the line's end, or nested slash-stars). */
+static size_t skip_comment(const uint8_t *s, size_t n, size_t i)
+{
+	unsigned depth = 0;
+
+	if (s[i] == '-') {
+		const uint8_t *nl = memchr(s + i, '\n', n - i);
+
+		return nl ? (size_t)(nl - s) : n;
+	}
+	for (; i + 1 < n; i++) {
+		if (s[i] == '/' && s[i + 1] == '*') {
+			depth++;
+			i++;
+		} else if (s[i] == '*' && s[i + 1] == '/') {
+			i++;
+			if (--depth == 0)
+				return i + 1;
+		}
+	}
+	return n;
+}
+
+/* Dollar quotes searched within each other, at most (a deeper one is refused). */
+#define PG_DOLLAR_DEPTH_MAX 8
+
+static bool sets_password(const uint8_t *s, size_t n, bool backslash, unsigned depth);
+
+/* The length of a dollar quote's delimiter ("$tag$") at s[i], or 0. */
+static size_t dollar_tag(const uint8_t *s, size_t n, size_t i)
+{
+	size_t j = i + 1;
+
+	if (i > 0 && is_ident(lower(s[i - 1])))
+		return 0; /* within an identifier, or a parameter's digits */
+	while (j < n && is_ident(lower(s[j])) && s[j] != '$' && !(j == i + 1 && s[j] <= '9'))
+		j++;
+	return j < n && s[j] == '$' ? j + 1 - i : 0;
+}
+
+/* s lowercased, whitespace runs one space, NUL taken as ';'; lexed: a comment is a space, a
+ * literal or quoted identifier its two quotes (what it holds cannot be a keyword; backslash: \
+ * escapes in every literal, as with standard_conforming_strings off, else in E'' only). A
+ * dollar-quoted body (a function's) is searched on its own, as SQL: *ret_found. out has room for
+ * n + 1 bytes: each piece is no longer out than in, but a quote left open at the end. */
+static size_t normalize(const uint8_t *s, size_t n, bool backslash, unsigned depth, uint8_t *out,
+			bool *ret_found)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		uint8_t c = s[i];
+		size_t tag = c == '$' ? dollar_tag(s, n, i) : 0;
+
+		if (i + 1 < n && ((c == '-' && s[i + 1] == '-') || (c == '/' && s[i + 1] == '*'))) {
+			i = skip_comment(s, n, i);
+			put(out, &o, ' ');
+		} else if (c == '\'' || c == '"') {
+			bool e = c == '\'' && (backslash || (o > 0 && out[o - 1] == 'e' &&
+							     (o == 1 || !is_ident(out[o - 2]))));
+
+			i = skip_quoted(s, n, i, c, e);
+			put(out, &o, c);
+			put(out, &o, c);
+		} else if (tag > 0) {
+			const uint8_t *body = s + i + tag, *end;
+
+			end = memmem(body, n - i - tag, s + i, tag);
+			if (!end)
+				end = s + n;
+			if (depth >= PG_DOLLAR_DEPTH_MAX ||
+			    sets_password(body, (size_t)(end - body), backslash, depth + 1))
+				*ret_found = true;
+			i = end == s + n ? n : (size_t)(end - s) + tag;
+			put(out, &o, '\'');
+			put(out, &o, '\'');
+		} else {
+			put(out, &o,
+			    c == 0 ? ';'
+			    : (c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+				? ' '
+				: lower(c));
+			i++;
+		}
+	}
+	return o;
+}
+
+/* Whether t (n bytes) has the word w at i. */
+static bool word_at(const uint8_t *t, size_t n, size_t i, const char *w)
+{
+	size_t l = strlen(w);
+
+	return i + l <= n && memcmp(t + i, w, l) == 0 && (i == 0 || !is_ident(t[i - 1])) &&
+	       (i + l == n || !is_ident(t[i + l]));
+}
+
+static bool normalized_sets_password(const uint8_t *t, size_t n)
+{
+	static const char *const verbs[] = {"alter ", "create "};
+	static const char *const objects[] = {"role", "user", "group"};
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t v = 0; v < ELEMENTSOF(verbs); v++) {
+			size_t l = strlen(verbs[v]);
+
+			if (i + l > n || memcmp(t + i, verbs[v], l) != 0 ||
+			    (i > 0 && is_ident(t[i - 1])))
+				continue;
+			for (size_t k = 0; k < ELEMENTSOF(objects); k++) {
+				if (!word_at(t, n, i + l, objects[k]))
+					continue;
+				/* PASSWORD anywhere in the statement's rest. */
+				for (size_t j = i + l; j < n && t[j] != ';'; j++)
+					if (word_at(t, n, j, "password"))
+						return true;
+			}
+		}
+	return false;
+}
+
+static bool sets_password(const uint8_t *s, size_t n, bool backslash, unsigned depth)
+{
+	_cleanup_free_ uint8_t *t = NULL;
+	bool found = false;
+	size_t len;
+
+	if (n == 0)
+		return false;
+	t = malloc(n + 1); /* a quote left open at the end is two bytes out */
+	if (!t)
+		return true; /* refused: unsearched */
+	len = normalize(s, n, backslash, depth, t, &found);
+	found = found || normalized_sets_password(t, len);
+	explicit_bzero(t, n + 1);
+	return found;
+}
+
+bool netns_pg_sets_password(const uint8_t *s, size_t n)
+{
+	/* Either reading of backslashes (standard_conforming_strings is the session's) that finds
+	 * one refuses the statement. */
+	return sets_password(s, n, false, 0) || sets_password(s, n, true, 0);
+}
+
+/* The message held in front.stmt is whole: on to to_upstream, unless it sets a password. */
+static int front_release(struct netns_pg *pg, struct netns_buf *to_upstream,
+			 struct netns_buf *to_sandbox, struct al_error *err)
+{
+	struct pg_front *f = &pg->front;
+	size_t len = netns_buf_len(&f->stmt);
+	int r;
+
+	if (netns_pg_sets_password(netns_buf_head(&f->stmt) + 5, len - 5)) {
+		netns_buf_done(&f->stmt);
+		return pg_fail(pg, -EPERM, to_sandbox, "42501", err,
+			       "a statement that sets a role's password is refused");
+	}
+	r = netns_buf_append(to_upstream, netns_buf_head(&f->stmt), len, NETNS_PG_OUT_MAX);
+	netns_buf_done(&f->stmt);
+	return r;
+}
+
+/* Moves n bytes of the message under way on: to stmt when held, else to to_upstream. */
+static int front_pass(struct netns_pg *pg, const uint8_t *p, size_t n,
+		      struct netns_buf *to_upstream)
+{
+	struct pg_front *f = &pg->front;
+
+	if (f->hold)
+		return netns_buf_append(&f->stmt, p, n, NETNS_PG_STATEMENT_MAX + 5);
+	return netns_buf_append(to_upstream, p, n, NETNS_PG_OUT_MAX);
+}
+
+int pg_front_feed(struct netns_pg *pg, const uint8_t *p, size_t n, struct netns_buf *to_upstream,
+		  struct netns_buf *to_sandbox, struct al_error *err)
+{
+	struct pg_front *f = &pg->front;
+	int r;
+
+	for (size_t i = 0; i < n;) {
+		if (f->head_n < 5) {
+			size_t take = MIN(n - i, 5 - f->head_n);
+			uint32_t len;
+
+			memcpy(f->head + f->head_n, p + i, take);
+			f->head_n += take;
+			i += take;
+			if (f->head_n < 5)
+				break;
+			len = pg_get_u32(f->head + 1);
+			if (len < 4 || len > INT32_MAX)
+				return pg_bad_sandbox(pg, to_sandbox, err,
+						      "a message from the sandbox of a bad length");
+			f->left = len - 4;
+			/* Only a Query's or a Parse's text need be whole; a longer one, and any
+			 * other message (COPY data), streams through unsearched. */
+			f->hold = (f->head[0] == 'Q' || f->head[0] == 'P') &&
+				  f->left <= NETNS_PG_STATEMENT_MAX;
+			r = front_pass(pg, f->head, 5, to_upstream);
+		} else {
+			size_t take = (size_t)MIN((uint64_t)(n - i), f->left);
+
+			r = front_pass(pg, p + i, take, to_upstream);
+			i += take;
+			f->left -= take;
+		}
+		if (r < 0)
+			return pg_fail(pg, r, to_sandbox, NULL, err,
+				       "the upstream's buffer is full");
+		if (f->left > 0)
+			continue;
+		f->head_n = 0;
+		if (f->hold) {
+			f->hold = false;
+			r = front_release(pg, to_upstream, to_sandbox, err);
+			if (r < 0)
+				return pg->error < 0 ? r
+						     : pg_fail(pg, r, to_sandbox, NULL, err,
+							       "the upstream's buffer is full");
+		}
+	}
+	return 0;
+}
+
 /* ---- the calls ---- */
 
 static int refused_earlier(const struct netns_pg *pg, struct al_error *err)
@@ -300,10 +561,9 @@ int netns_pg_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 			n = 0;
 			break;
 		case PG_RELAY:
-			r = netns_buf_append(to_upstream, p, n, NETNS_PG_OUT_MAX);
+			r = pg_front_feed(pg, p, n, to_upstream, to_sandbox, err);
 			if (r < 0)
-				return pg_fail(pg, r, to_sandbox, NULL, err,
-					       "the upstream's buffer is full");
+				return r;
 			n = 0;
 			break;
 		case PG_PASS:
@@ -410,6 +670,20 @@ int netns_pg_relay_from_upstream(struct netns_pg *pg, const uint8_t *p, size_t n
 	return r < 0 ? r : step(pg);
 }
 
+int netns_pg_relay_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
+				struct netns_buf *to_upstream, struct netns_buf *to_sandbox,
+				struct al_error *err)
+{
+	int r;
+
+	if (pg->error < 0)
+		return refused_earlier(pg, err);
+	if (pg->state != PG_RELAY)
+		return pg_fail(pg, -EINVAL, NULL, NULL, err, "relay before the login ended");
+	r = pg_front_feed(pg, p, n, to_upstream, to_sandbox, err);
+	return r < 0 ? r : step(pg);
+}
+
 int netns_pg_report_failure(struct netns_pg *pg, const char *message, struct netns_buf *to_sandbox)
 {
 	char text[PG_ERROR_TEXT_MAX];
@@ -491,6 +765,7 @@ struct netns_pg *netns_pg_free(struct netns_pg *pg)
 	netns_buf_done(&pg->params);
 	netns_buf_done(&pg->pending);
 	netns_buf_done(&pg->relay.win);
+	netns_buf_done(&pg->front.stmt);
 	pg->password = broker_secret_free(pg->password);
 	pg->secrets = broker_secret_free(pg->secrets);
 	explicit_bzero(pg, sizeof(*pg));

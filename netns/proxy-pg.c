@@ -213,7 +213,10 @@ static int pg_read_sandbox(struct conn *c, bool *progress)
 		return 0;
 	}
 	if (pg->relay)
-		return netns_buf_append(&c->to_u, buf, (size_t)n, SIZE_MAX);
+		return pg_step(
+		    c,
+		    netns_pg_relay_from_sandbox(pg->pg, buf, (size_t)n, &c->to_u, &c->to_c, &err),
+		    &err);
 	return pg_step(c, netns_pg_from_sandbox(pg->pg, buf, (size_t)n, &c->to_c, &c->to_u, &err),
 		       &err);
 }

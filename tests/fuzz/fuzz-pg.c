@@ -3,7 +3,9 @@
  * byte of settings (bits 0-1: how the sandbox is asked for its password, 3 counting as
  * cleartext; bit 2: whether the TLS handshake succeeds when the upstream asks for it), then a
  * run of chunks, each a direction byte (bit 0: from the upstream; bit 1: in the relay, through
- * netns_pg_relay_from_upstream(); bit 2: the proxy reports a failure of its own first), a 16-bit
+ * netns_pg_relay_from_upstream() or, from the sandbox, netns_pg_relay_from_sandbox(), which
+ * searches its statements for one that sets a password; bit 2: the proxy reports a failure of
+ * its own first), a 16-bit
  * big-endian length and that many bytes. The proxy's random bytes are all 0x2a and the broker's
  * password is fixed, so that seeds can hold whole logins (tests/fuzz/corpus/pg/).
  *
@@ -101,7 +103,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		if (!(dir & 1)) {
 			sandbox_sent_it = sandbox_sent_it || memmem(p, n, REAL, strlen(REAL));
-			r = netns_pg_from_sandbox(pg, p, n, &to_sandbox, &to_upstream, &err);
+			if (relay && (dir & 2))
+				r = netns_pg_relay_from_sandbox(pg, p, n, &to_upstream, &to_sandbox,
+								&err);
+			else
+				r = netns_pg_from_sandbox(pg, p, n, &to_sandbox, &to_upstream,
+							  &err);
+			/* The search itself, on the chunk's bytes as a statement's text. */
+			(void)netns_pg_sets_password(p, n);
 		} else if (relay && (dir & 2))
 			r = netns_pg_relay_from_upstream(pg, p, n, &to_sandbox, &err);
 		else

@@ -1180,6 +1180,139 @@ static void test_pg_sandbox_login_messages_capped_from_their_length(void **state
 	conn_close(&c);
 }
 
+static void query(struct msg *m, char type, const char *text)
+{
+	begin(m, type);
+	if (type == 'P')
+		put_str(m, "stmt1");
+	put_str(m, text);
+	if (type == 'P')
+		put_bytes(m, "\0\0", 2);
+	end(m);
+}
+
+static int relay_sandbox(struct conn *c, const void *p, size_t n, size_t chunk)
+{
+	int r = NETNS_PG_RELAY;
+
+	for (size_t off = 0; off < n && r >= 0; off += chunk)
+		r = netns_pg_relay_from_sandbox(c->pg, (const uint8_t *)p + off,
+						MIN(chunk, n - off), &c->to_upstream,
+						&c->to_sandbox, &c->err);
+	return r;
+}
+
+static bool sets(const char *sql)
+{
+	return netns_pg_sets_password((const uint8_t *)sql, strlen(sql));
+}
+
+static void test_pg_statement_that_sets_a_password_found(void **state)
+{
+	(void)state;
+	assert_true(sets("ALTER ROLE app_scram PASSWORD 'x'"));
+	assert_true(sets("alter user \"app\" with encrypted password 'SCRAM-SHA-256$4096:...'"));
+	assert_true(sets("  Alter\n\tROLE/* a /* nested */ comment */app -- c\n PassWord NULL;"));
+	assert_true(sets("select 1; CREATE ROLE r LOGIN PASSWORD 'p'"));
+	assert_true(sets("create user u password 'p'"));
+	assert_true(sets("DO $$BEGIN ALTER ROLE app PASSWORD 'x'; END$$"));
+	assert_true(sets("select $$'$$; alter role app password 'x' --'"));
+	assert_true(sets("select E'\\''; alter role app password 'x'"));
+	assert_true(sets("select $q$ $$ $q$; alter role app password 'x'"));
+	assert_true(sets("select $a$ x $b$ alter role app password 'x' $b$ $a$"));
+	assert_true(sets("select '\\''; alter role app password 'x'"));
+	assert_false(sets(""));
+	assert_false(sets("\""));
+	assert_false(sets("'"));
+	assert_false(sets("select 'alter role app password x'"));
+	assert_false(sets("ALTER ROLE app SET search_path = public; select password from t"));
+	assert_false(sets("alter role app connection limit 3; -- password"));
+	assert_false(sets("alter role password_owner rename to b"));
+	assert_false(sets("select * from alter_role_password"));
+	assert_false(sets("ALTER TABLE t ADD COLUMN password text"));
+	assert_false(sets("select $1, a$b from t where x = $q$alter role$q$ and y = 'password'"));
+}
+
+static void test_pg_relay_refuses_a_statement_that_sets_a_password(void **state)
+{
+	static const char *const refused[] = {
+	    "ALTER ROLE app PASSWORD 'chosen'",
+	    "ALTER USER app PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'", /* psql's \password */
+	};
+
+	(void)state;
+	for (int kind = 0; kind < 8; kind++) {
+		size_t chunk = kind % 2 ? 1 : 4096;
+		struct msg m;
+		struct conn c;
+
+		relayed(&c);
+		query(&m, kind & 4 ? 'P' : 'Q', refused[(kind >> 1) & 1]);
+		assert_int_equal(relay_sandbox(&c, m.b, m.n, chunk), -EPERM);
+		assert_int_equal(c.err.code, -EPERM);
+		assert_int_equal(netns_buf_len(&c.to_upstream), 0);
+		assert_non_null(strstr(take_error(&c.to_sandbox, "42501"), "password is refused"));
+		assert_int_equal(relay_sandbox(&c, "X\0\0\0\x04", 5, 5), -EPERM);
+		conn_close(&c);
+	}
+}
+
+static void test_pg_relay_passes_other_statements_and_copy_data(void **state)
+{
+	struct msg m, d;
+	struct conn c;
+
+	(void)state;
+	relayed(&c);
+	query(&m, 'Q', "ALTER ROLE app SET work_mem = '64MB'");
+	assert_int_equal(relay_sandbox(&c, m.b, m.n, 1), NETNS_PG_RELAY);
+	assert_int_equal(netns_buf_len(&c.to_upstream), m.n);
+	assert_memory_equal(netns_buf_head(&c.to_upstream), m.b, m.n);
+	netns_buf_consume(&c.to_upstream, m.n);
+	/* COPY data streams unsearched, as it comes. */
+	begin(&d, 'd');
+	put_bytes(&d, "alter role app password 'x'\n", 28);
+	end(&d);
+	assert_int_equal(relay_sandbox(&c, d.b, 10, 10), NETNS_PG_RELAY);
+	assert_int_equal(netns_buf_len(&c.to_upstream), 10);
+	assert_int_equal(relay_sandbox(&c, d.b + 10, d.n - 10, 4096), NETNS_PG_RELAY);
+	assert_int_equal(netns_buf_len(&c.to_upstream), d.n);
+	assert_memory_equal(netns_buf_head(&c.to_upstream), d.b, d.n);
+	netns_buf_consume(&c.to_upstream, d.n);
+	/* netns_pg_from_sandbox() in the relay filters as well. */
+	query(&m, 'Q', "alter role app password 'x'");
+	assert_int_equal(from_sandbox(&c, m.b, m.n), -EPERM);
+	conn_close(&c);
+
+	/* A bad length ends it. */
+	relayed(&c);
+	assert_int_equal(relay_sandbox(&c, "Q\0\0\0\x03", 5, 5), -EBADMSG);
+	conn_close(&c);
+
+	/* Before the relay the call is refused. */
+	logged_in(&c, NETNS_PG_AUTH_PASSWORD, false, 4096);
+	assert_int_equal(relay_sandbox(&c, "X\0\0\0\x04", 5, 5), -EINVAL);
+	conn_close(&c);
+}
+
+/* What the sandbox sent while the upstream's login ran is filtered when the relay starts. */
+static void test_pg_pending_statement_that_sets_a_password_refused(void **state)
+{
+	struct msg m;
+	struct conn c;
+
+	(void)state;
+	logged_in(&c, NETNS_PG_AUTH_PASSWORD, false, 4096);
+	netns_buf_consume(&c.to_upstream, netns_buf_len(&c.to_upstream));
+	netns_buf_consume(&c.to_sandbox, netns_buf_len(&c.to_sandbox));
+	query(&m, 'Q', "alter role app password 'x'");
+	assert_int_equal(from_sandbox(&c, m.b, m.n), NETNS_PG_MORE);
+	assert_int_equal(from_upstream(&c, "R\0\0\0\x08\0\0\0\0", 9), -EPERM);
+	assert_int_equal(netns_buf_len(&c.to_upstream), 0);
+	(void)take_error(&c.to_sandbox, "42501");
+	conn_close(&c);
+}
+
 static void test_pg_scram_matches_rfc7677(void **state)
 {
 	/* RFC 7677 3: user "user", password "pencil". */
@@ -1300,6 +1433,10 @@ int main(void)
 	    cmocka_unit_test(test_pg_relay_refuses_the_real_password),
 	    cmocka_unit_test(test_pg_relay_refuses_a_bad_length),
 	    cmocka_unit_test(test_pg_sandbox_login_messages_capped_from_their_length),
+	    cmocka_unit_test(test_pg_statement_that_sets_a_password_found),
+	    cmocka_unit_test(test_pg_relay_refuses_a_statement_that_sets_a_password),
+	    cmocka_unit_test(test_pg_relay_passes_other_statements_and_copy_data),
+	    cmocka_unit_test(test_pg_pending_statement_that_sets_a_password_refused),
 	    cmocka_unit_test(test_pg_scram_matches_rfc7677),
 	    cmocka_unit_test(test_pg_md5_matches_postgres),
 	    cmocka_unit_test(test_pg_base64_is_strict),
