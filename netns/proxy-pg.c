@@ -113,9 +113,16 @@ bool proxy_pg_start(struct conn *c)
 	return true;
 }
 
-/* A refusal or failure: audited (a violation when the sandbox's doing), the sandbox told (what
- * pg.c put in to_c), then the end. */
-static void pg_fail(struct conn *c, int r, const char *message)
+/* Where a failure came from, and so what the sandbox is told. */
+enum pg_origin {
+	PG_PROXY, /* the proxy's own (TLS, the upstream gone): told with an 08006 here */
+	PG_TOLD,  /* pg.c's verdict: it put the sandbox's ErrorResponse in to_c where it could */
+	PG_LEAK,  /* the upstream's messages would hand over the real password: nothing more */
+};
+
+/* A refusal or failure: audited (a violation when the sandbox's doing), the sandbox told, then
+ * the end. */
+static void pg_fail(struct conn *c, int r, const char *message, enum pg_origin origin)
 {
 	struct proxy_pg *pg = c->pg;
 	bool sandbox = r == -EPERM || r == -EBADMSG;
@@ -125,9 +132,9 @@ static void pg_fail(struct conn *c, int r, const char *message)
 	if (sandbox)
 		proxy_violation(c->proxy, r == -EPERM ? "credential" : "net",
 				"postgres %s at %s: %s", pg->cred->name, pg->dest, message);
-	if (r != -EPERM || !pg->relay) /* in the relay, nothing more may reach the sandbox */
+	if (origin == PG_PROXY)
 		(void)netns_pg_report_failure(pg->pg, message, &c->to_c);
-	else
+	else if (origin == PG_LEAK)
 		netns_buf_done(&c->to_c);
 	netns_buf_done(&c->to_u);
 	pg->failing = true;
@@ -153,14 +160,14 @@ static void pg_relaying(struct conn *c)
 }
 
 /* What a step asks of the connection. */
-static int pg_step(struct conn *c, int step, const struct al_error *err)
+static int pg_step(struct conn *c, int step, const struct al_error *err, enum pg_origin origin)
 {
 	struct proxy_pg *pg = c->pg;
 	struct al_error e = {0};
 	int r;
 
 	if (step < 0) {
-		pg_fail(c, step, err->msg[0] ? err->msg : "the Postgres login failed");
+		pg_fail(c, step, err->msg[0] ? err->msg : "the Postgres login failed", origin);
 		return 0;
 	}
 	switch (step) {
@@ -174,14 +181,15 @@ static int pg_step(struct conn *c, int step, const struct al_error *err)
 		break;
 	case NETNS_PG_START_TLS:
 		if (!c->name[0] || !c->proxy->tls) {
-			pg_fail(c, -EPROTO, "TLS to the upstream needs its name");
+			pg_fail(c, -EPROTO, "TLS to the upstream needs its name", PG_PROXY);
 			return 0;
 		}
 		r = netns_tls_connect(c->proxy->tls, c->ufd, c->name, false, &c->utls, &e);
 		if (r >= 0)
 			r = netns_tls_offer_alpn(c->utls, "postgresql");
 		if (r < 0) {
-			pg_fail(c, -EPROTO, e.msg[0] ? e.msg : "cannot start TLS to the upstream");
+			pg_fail(c, -EPROTO, e.msg[0] ? e.msg : "cannot start TLS to the upstream",
+				PG_PROXY);
 			return 0;
 		}
 		pg->tls_pending = true;
@@ -216,9 +224,9 @@ static int pg_read_sandbox(struct conn *c, bool *progress)
 		return pg_step(
 		    c,
 		    netns_pg_relay_from_sandbox(pg->pg, buf, (size_t)n, &c->to_u, &c->to_c, &err),
-		    &err);
+		    &err, PG_TOLD);
 	return pg_step(c, netns_pg_from_sandbox(pg->pg, buf, (size_t)n, &c->to_c, &c->to_u, &err),
-		       &err);
+		       &err, PG_TOLD);
 }
 
 /* Reads what the upstream sent (through TLS once it is up). */
@@ -239,16 +247,17 @@ static int pg_read_upstream(struct conn *c, bool *progress)
 		c->u_eof = true;
 		if (!pg->relay)
 			pg_fail(c, -ECONNRESET,
-				"the upstream ended the connection during the login");
+				"the upstream ended the connection during the login", PG_PROXY);
 		return 0;
 	}
 	if (pg->pass) /* a CancelRequest's answer is the end */
 		return 0;
 	if (pg->relay)
-		return pg_step(
-		    c, netns_pg_relay_from_upstream(pg->pg, buf, (size_t)n, &c->to_c, &err), &err);
+		return pg_step(c,
+			       netns_pg_relay_from_upstream(pg->pg, buf, (size_t)n, &c->to_c, &err),
+			       &err, PG_LEAK);
 	return pg_step(c, netns_pg_from_upstream(pg->pg, buf, (size_t)n, &c->to_c, &c->to_u, &err),
-		       &err);
+		       &err, PG_TOLD);
 }
 
 /* The upstream's TLS handshake, after its 'S'. */
@@ -267,10 +276,11 @@ static int pg_handshake(struct conn *c, bool *progress)
 	pg->tls_pending = false;
 	if (r < 0) {
 		(void)netns_pg_tls_ready(pg->pg, false, &c->to_u, &err);
-		pg_fail(c, -EPROTO, err.msg[0] ? err.msg : "TLS with the upstream failed");
+		pg_fail(c, -EPROTO, err.msg[0] ? err.msg : "TLS with the upstream failed",
+			PG_PROXY);
 		return 0;
 	}
-	return pg_step(c, netns_pg_tls_ready(pg->pg, true, &c->to_u, &err), &err);
+	return pg_step(c, netns_pg_tls_ready(pg->pg, true, &c->to_u, &err), &err, PG_TOLD);
 }
 
 /* Sends what waits for each side; *progress when bytes moved. */

@@ -104,7 +104,7 @@ measure()
 	wait_for 120 test -e "$WS/ready" || return
 	net_rss >"$IT_TMP/rss.peak"
 	local p
-	for p in $(pgrep -f "flood.py db.test $port $conns $IT_MARK"); do kill "$p"; done
+	for p in $(pgrep -f "^/usr/bin/python3 /workspace/flood.py db.test $port $conns $IT_MARK"); do kill "$p"; done
 }
 measure &
 measurer=$!

@@ -117,6 +117,8 @@ o=$(json_get "$IT_TMP/al.out" "d['stdout']")
 it_log "the sandbox's tries: $o"
 alter=$(printf '%s\n' "$o" | sed -n '/^---alter/,/^---password/p')
 assert_match "rc=[12]" "$alter" "the sandbox's ALTER ROLE ... PASSWORD is refused"
+assert_contains "$alter" "airlock: a statement that sets a role's password is refused" \
+	"... and psql shows why (the proxy's 42501)"
 password=$(printf '%s\n' "$o" | sed -n '/^---password/,/^---after/p')
 assert_match "rc=[12]" "$password" "... and psql's \\password (ALTER USER ... PASSWORD)"
 assert_contains "$(printf '%s\n' "$o" | sed -n '/^---after/,$p')" "app_scram" \
