@@ -18,64 +18,15 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-for tool in "$pgbin/initdb" "$pgbin/postgres" psql setpriv; do
-	if ! command -v "$tool" >/dev/null; then
-		it_fail "$tool is missing (Debian packages postgresql, postgresql-client, util-linux)"
-		it_finish
-	fi
-done
-id postgres >/dev/null 2>&1 || it_fail "the postgres user is missing (Debian package postgresql)"
-
 rand() { head -c 300 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
 export REAL_SCRAM=scram-$(rand 24) REAL_MD5=md5-$(rand 24) REAL_PLAIN=plain-$(rand 24)
-port=$((20000 + $$ % 20000))
-pg=$IT_TMP/pg
-data=$pg/data
-mkdir -p "$pg"
-it_test_pki db.test md5.test plain.test
-chown -R postgres: "$pg"
-as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups --inh-caps=-all -- "$@"; }
-
-as_pg "$pgbin/initdb" -D "$data" -A trust -U postgres --no-sync -E UTF8 --locale=C \
-	>"$pg/initdb.log" 2>&1 || it_fail "initdb made the test's cluster" "$(tail -5 "$pg/initdb.log")"
-install -o postgres -m 600 "$pki/srv.pem" "$data/srv.pem"
-install -o postgres -m 600 "$pki/srv.key" "$data/srv.key"
-cat >>"$data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = '$pg'
-ssl_cert_file = 'srv.pem'
-ssl_key_file = 'srv.key'
-fsync = off
-log_connections = on
-EOF
-cat >"$data/pg_hba.conf" <<EOF
-local all postgres trust
+PG_NAMES="db.test md5.test plain.test"
+. "$IT_SOURCE_ROOT/tests/integration/helpers/pg-cluster.sh"
+cat >>"$data/pg_hba.conf" <<EOF
 host appdb app_scram 127.0.0.1/32 scram-sha-256
 host appdb app_md5 127.0.0.1/32 md5
 host appdb app_plain 127.0.0.1/32 password
 EOF
-
-pg_pid=""
-pg_start() # SSL: on or off
-{
-	# setpriv execs postgres: $! is the server itself (a function run in the background would
-	# be a shell of its own)
-	setpriv --reuid=postgres --regid=postgres --clear-groups --inh-caps=-all -- \
-		"$pgbin/postgres" -D "$data" -c "ssl=$1" >>"$pg/server.log" 2>&1 &
-	pg_pid=$!
-	wait_for 20 psql -h "$pg" -p "$port" -U postgres -Atc 'select 1' postgres
-}
-pg_stop()
-{
-	[ -n "$pg_pid" ] || return 0
-	kill -INT "$pg_pid" 2>/dev/null
-	wait "$pg_pid" 2>/dev/null
-	pg_pid=""
-}
-trap 'pg_stop' EXIT
-logins() { grep -c "connection authorized: user=$1 " "$pg/server.log"; }
 
 pg_start on
 psql -h "$pg" -p "$port" -U postgres -q postgres >/dev/null <<EOF
