@@ -580,8 +580,29 @@ it_check_fs_mode()
 	fi
 }
 
+# Whether the EXIT trap still runs it_cleanup, itself or through a function of the test's: a test
+# that set a trap of its own in place of lib.sh's leaves $IT_TMP behind, which assert_clean,
+# run before the end, cannot see.
+it_exit_trap_cleans()
+{
+	local t w
+	t=$(trap -p EXIT)
+	case $t in *it_cleanup*) return 0 ;; esac
+	for w in $t; do
+		w=${w//[\'\";]/}
+		case $w in '' | -*) continue ;; esac
+		if declare -F "$w" >/dev/null && declare -f "$w" | grep -q it_cleanup; then
+			return 0
+		fi
+	done
+	return 1
+}
+
 it_finish()
 {
+	it_exit_trap_cleans ||
+		it_fail "$IT_NAME's EXIT trap runs it_cleanup (else its folder stays in /tmp)" \
+			"$(trap -p EXIT)"
 	assert_clean "after $IT_NAME"
 	it_log "# $IT_NAME: $IT_PASSED passed, $IT_FAILED failed"
 	[ "$IT_FAILED" -eq 0 ]

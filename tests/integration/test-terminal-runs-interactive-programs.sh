@@ -144,6 +144,10 @@ sleep 1
 keys 'typed-after-fg' Enter
 wait_pane 'typed-after-fg' "brought forward, it reads the terminal"
 keys C-d
+# What is typed before the shell has its terminal back goes to the run, which is ending: wait for
+# the prompt on the last line (a slow build, ASan's, took longer than typing did).
+prompt_back() { [[ $(tmux_ capture-pane -p -t t | grep -v '^$' | tail -n 1) =~ ^bash-[0-9.]+#\ ?$ ]]; }
+wait_for 20 prompt_back || it_fail "the shell's prompt is back after Ctrl-D" "$(tmux_ capture-pane -p -t t)"
 keys "echo EXIT=\$? MODES=\$(stty -g | cmp -s - $IT_TMP/modes.before && echo restored)" Enter
 wait_pane 'EXIT=0 MODES=restored' "cat ends on Ctrl-D, and the terminal is as it was"
 screen=$(tmux_ capture-pane -p -t t)
