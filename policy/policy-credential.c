@@ -537,6 +537,24 @@ static int pg_destination(const struct policy_where *w, const char *s, char **re
 	return destination(w, s, 5432, ret, err);
 }
 
+/* o's required "destinations": at least one, each read by item; what names the credential's
+ * kind in the refusal of none. */
+static int parse_destinations(const struct policy_where *w, struct json_object *o,
+			      policy_item_parse_fn item, const char *what, struct policy_strv *ret,
+			      struct al_error *err)
+{
+	struct json_object *f;
+	int r;
+
+	r = policy_json_required(w, o, "destinations", &f, err);
+	if (r >= 0)
+		r = policy_json_strv(POLICY_AT(w, "destinations"), f, item, ret, err);
+	if (r >= 0 && ret->n == 0)
+		r = policy_error(err, -EINVAL, POLICY_AT(w, "destinations"),
+				 "%s needs at least one destination", what);
+	return r;
+}
+
 /* A Postgres role or database name: what libpq sends, printable, at most 63 bytes (NAMEDATALEN). */
 static int pg_name(const struct policy_where *w, struct json_object *v, char **ret,
 		   struct al_error *err)
@@ -567,15 +585,10 @@ static int parse_postgres(struct policy_credential *c, const struct policy_where
 	else if (r >= 0)
 		r = policy_strdup(c->pg_user, &c->pg_database);
 	if (r >= 0)
-		r = policy_json_required(w, o, "destinations", &f, err);
-	if (r >= 0)
-		r = policy_json_strv(POLICY_AT(w, "destinations"), f, pg_destination, &c->hosts,
-				     err);
+		r = parse_destinations(w, o, pg_destination, "a Postgres credential", &c->hosts,
+				       err);
 	if (r < 0)
 		return r;
-	if (c->hosts.n == 0)
-		return policy_error(err, -EINVAL, POLICY_AT(w, "destinations"),
-				    "a Postgres credential needs at least one destination");
 	c->pg_auth = POLICY_PG_AUTH_SCRAM;
 	if (json_object_object_get_ex(o, "client_auth", &f)) {
 		r = policy_json_string(POLICY_AT(w, "client_auth"), f, 32, &s, err);
@@ -628,16 +641,9 @@ static int parse_ssh(struct policy_credential *c, const struct policy_where *w,
 	r = policy_json_checked_object(w, o, fields, ELEMENTSOF(fields), err);
 	if (r < 0)
 		return r;
-	r = policy_json_required(w, o, "destinations", &f, err);
+	r = parse_destinations(w, o, ssh_destination, "an SSH key", &c->ssh_destinations, err);
 	if (r < 0)
 		return r;
-	r = policy_json_strv(POLICY_AT(w, "destinations"), f, ssh_destination, &c->ssh_destinations,
-			     err);
-	if (r < 0)
-		return r;
-	if (c->ssh_destinations.n == 0)
-		return policy_error(err, -EINVAL, POLICY_AT(w, "destinations"),
-				    "an SSH key needs at least one destination");
 	if (json_object_object_get_ex(o, "commit_signing", &f)) {
 		r = policy_json_bool(POLICY_AT(w, "commit_signing"), f, &c->ssh_commit_signing,
 				     err);
