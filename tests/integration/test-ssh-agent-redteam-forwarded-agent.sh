@@ -38,39 +38,7 @@ cp "$kdir/deploy.pub" "$sd/authorized_keys"
 fp=$(ssh-keygen -lf "$kdir/deploy.pub" | awk '{print $2}')
 . "$IT_SOURCE_ROOT/tests/integration/helpers/sshd-netns.sh"
 
-sshd_conf()
-{
-	cat <<EOF
-ListenAddress $addr
-Port $2
-HostKey $sd/host_$1
-PidFile $sd/$1.pid
-AuthorizedKeysFile $sd/authorized_keys
-AuthenticationMethods publickey
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-PermitUserRC no
-PermitUserEnvironment no
-AllowAgentForwarding yes
-AllowTcpForwarding no
-X11Forwarding no
-PrintMotd no
-LogLevel VERBOSE
-EOF
-}
-start_sshd()
-{
-	sshd_conf "$1" "$2" >"$sd/$1.conf"
-	# The log's name carries the marker into the listener's command line (lib.sh's leftover
-	# checks see it).
-	nsenter --target "$holder" --net --mount -- /usr/sbin/sshd -D -f "$sd/$1.conf" \
-		-E "$sd/$1.sshd-$IT_MARK.log" </dev/null >/dev/null 2>&1 &
-}
-listens() { in_ns ss -Hltn "sport = :$1" | grep -q .; }
+SSHD_AGENT_FORWARDING=yes
 start_sshd a 22
 start_sshd b 2222
 assert_true "sshd A listens on $addr:22 in the test's network namespace" wait_for 10 listens 22

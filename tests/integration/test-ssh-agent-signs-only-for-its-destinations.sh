@@ -55,40 +55,7 @@ git -C "$IT_TMP/seed" -c user.name=host -c user.email=host@git.test commit -q -m
 git -C "$IT_TMP/seed" push -q "$repo" HEAD:main
 first=$(git -C "$IT_TMP/seed" rev-parse HEAD)
 
-sshd_conf()
-{
-	cat <<EOF
-ListenAddress $addr
-Port $2
-HostKey $sd/host_$1
-PidFile $sd/$1.pid
-AuthorizedKeysFile $sd/authorized_keys
-AuthenticationMethods publickey
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-PermitUserRC no
-PermitUserEnvironment no
-AllowAgentForwarding no
-AllowTcpForwarding no
-X11Forwarding no
-PrintMotd no
-SetEnv GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
-LogLevel VERBOSE
-EOF
-}
-start_sshd()
-{
-	sshd_conf "$1" "$2" >"$sd/$1.conf"
-	# The log's name carries the marker into the listener's command line (lib.sh's leftover
-	# checks see it).
-	nsenter --target "$holder" --net --mount -- /usr/sbin/sshd -D -f "$sd/$1.conf" \
-		-E "$sd/$1.sshd-$IT_MARK.log" </dev/null >/dev/null 2>&1 &
-}
-listens() { in_ns ss -Hltn "sport = :$1" | grep -q .; }
+SSHD_EXTRA="SetEnv GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1"
 start_sshd a 22
 start_sshd b 2222
 assert_true "sshd A listens on $addr:22 in the test's network namespace" wait_for 10 listens 22

@@ -4,7 +4,7 @@
 # which `ip netns add` would leave mounted), with a mount namespace of its own where /run is a
 # tmpfs holding sshd's privilege separation folder. Needs $sd (the test's sshd folder). Sets
 # $net, $hostaddr, $addr, $vh, $vn, $holder and $netns_id; defines ns_pids, no_ns_pids,
-# fixture_stop (also on EXIT, with it_cleanup) and in_ns.
+# fixture_stop (also on EXIT, with it_cleanup), in_ns, and start_sshd (below).
 
 # A /30 of 10.213.0.0/16 chosen by the test's pid, refused if the host has anything in it.
 n=$(($$ % 16000))
@@ -85,3 +85,42 @@ if [ "$(getent shadow root | cut -d: -f2 | cut -c1)" = '!' ]; then
 	chmod 600 "$sd/shadow"
 	in_ns mount --bind "$sd/shadow" /etc/shadow
 fi
+
+# start_sshd NAME PORT: Debian's sshd in the namespace on $addr:PORT with host key $sd/host_NAME,
+# accepting the keys in $sd/authorized_keys for root (publickey only, no PAM); agent forwarding
+# as $SSHD_AGENT_FORWARDING says (default no), and the lines of $SSHD_EXTRA added. listens PORT:
+# whether it listens yet.
+sshd_conf()
+{
+	cat <<EOF
+ListenAddress $addr
+Port $2
+HostKey $sd/host_$1
+PidFile $sd/$1.pid
+AuthorizedKeysFile $sd/authorized_keys
+AuthenticationMethods publickey
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+PermitUserRC no
+PermitUserEnvironment no
+AllowAgentForwarding ${SSHD_AGENT_FORWARDING:-no}
+AllowTcpForwarding no
+X11Forwarding no
+PrintMotd no
+${SSHD_EXTRA:-}
+LogLevel VERBOSE
+EOF
+}
+start_sshd()
+{
+	sshd_conf "$1" "$2" >"$sd/$1.conf"
+	# The log's name carries the marker into the listener's command line (lib.sh's leftover
+	# checks see it).
+	nsenter --target "$holder" --net --mount -- /usr/sbin/sshd -D -f "$sd/$1.conf" \
+		-E "$sd/$1.sshd-$IT_MARK.log" </dev/null >/dev/null 2>&1 &
+}
+listens() { in_ns ss -Hltn "sport = :$1" | grep -q .; }
