@@ -797,6 +797,17 @@ static bool ssh_audit_admit(struct broker_session *s)
 	return true;
 }
 
+/* The session id names, which must have SSH keys. */
+static int find_ssh(struct broker *b, const struct broker_peer *peer, const char *id,
+		    struct broker_session **ret, struct al_error *err)
+{
+	int r = find(b, peer, id, ret, err);
+
+	if (r >= 0 && !(*ret)->ssh)
+		return al_error_set(err, -ENOENT, "the session has no SSH key");
+	return r;
+}
+
 int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const char *id,
 		       const char *destination, const void *key, size_t len, struct al_error *err)
 {
@@ -804,11 +815,9 @@ int broker_ssh_hostkey(struct broker *b, const struct broker_peer *peer, const c
 	char fp[BROKER_SSH_FINGERPRINT_MAX];
 	int r;
 
-	r = find(b, peer, id, &s, err);
+	r = find_ssh(b, peer, id, &s, err);
 	if (r < 0)
 		return r;
-	if (!s->ssh)
-		return al_error_set(err, -ENOENT, "the session has no SSH key");
 	r = broker_ssh_agent_saw(s->ssh, destination, key, len, err);
 	if (r < 0)
 		return r;
@@ -835,11 +844,9 @@ int broker_ssh_request(struct broker *b, const struct broker_peer *peer, const c
 	size_t n = 0;
 	int r;
 
-	r = find(b, peer, id, &s, err);
+	r = find_ssh(b, peer, id, &s, err);
 	if (r < 0)
 		return r;
-	if (!s->ssh)
-		return al_error_set(err, -ENOENT, "the session has no SSH key");
 	s->scratch = broker_secret_free(s->scratch);
 	r = broker_ssh_agent_answer(s->ssh, in, len, &s->scratch, o, err);
 	if (r < 0)

@@ -100,7 +100,7 @@ int broker_ssh_agent_add_key(struct broker_ssh_agent *a, const struct policy_cre
 static bool is_destination(const struct policy_credential *spec, const char *destination)
 {
 	for (size_t i = 0; i < spec->ssh_destinations.n; i++)
-		if (strcasecmp(spec->ssh_destinations.items[i], destination) == 0)
+		if (policy_host_covers(spec->ssh_destinations.items[i], destination))
 			return true;
 	return false;
 }
