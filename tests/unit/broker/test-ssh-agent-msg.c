@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "broker/broker-internal.h"
+#include "tests/unit/broker/ssh-capture.h"
 #include "tests/unit/broker/ssh-test-keys.h"
 
 static const uint8_t host_key[] = {
@@ -42,31 +43,7 @@ struct exchange {
  * request. */
 static void load_capture(struct exchange *x, const char *name)
 {
-	char path[4096];
-	uint8_t cap[8192], *d = cap;
-	size_t size;
-	FILE *f;
-
-	(void)snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/ssh-agent/%s",
-		       getenv("AIRLOCK_SOURCE_ROOT"), name);
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	size = fread(cap, 1, sizeof(cap), f);
-	fclose(f);
-	x->n = x->n_answers = 0;
-	while (size >= 3) {
-		size_t n = (size_t)d[1] << 8 | d[2];
-
-		if (!(d[0] & 1)) {
-			memcpy(x->buf + x->n, d + 3, n);
-			x->n += n;
-		} else {
-			memcpy(x->answers + x->n_answers, d + 3, n);
-			x->n_answers += n;
-		}
-		d += 3 + n;
-		size -= 3 + n;
-	}
+	ssh_capture_read(name, x->buf, &x->n, x->answers, &x->n_answers, sizeof(x->buf));
 	for (size_t off = 0; off < x->n;) {
 		ssize_t len = broker_ssh_agent_frame(x->buf + off, x->n - off);
 		struct broker_ssh_agent_msg m;

@@ -18,6 +18,7 @@
 
 #include "broker/broker-internal.h"
 #include "policy/policy.h"
+#include "tests/unit/broker/ssh-capture.h"
 #include "tests/unit/broker/ssh-test-keys.h"
 
 /* A 1024-bit RSA key: the agent signs with none under 2048 bits. */
@@ -74,28 +75,8 @@ static void split(struct side *s)
 
 static void load(struct fixture *f)
 {
-	char path[4096];
-	uint8_t cap[8192], *d = cap;
-	size_t size;
-	FILE *file;
-
-	(void)snprintf(path, sizeof(path),
-		       "%s/tests/fuzz/corpus/ssh-agent/openssh-9.2-login-ed25519",
-		       getenv("AIRLOCK_SOURCE_ROOT"));
-	file = fopen(path, "rb");
-	assert_non_null(file);
-	size = fread(cap, 1, sizeof(cap), file);
-	fclose(file);
-	/* Records: a byte (bit 0: from the agent), a big-endian u16 length, the bytes. */
-	while (size >= 3) {
-		size_t n = (size_t)d[1] << 8 | d[2];
-		struct side *s = d[0] & 1 ? &f->agent : &f->client;
-
-		memcpy(s->buf + s->n, d + 3, n);
-		s->n += n;
-		d += 3 + n;
-		size -= 3 + n;
-	}
+	ssh_capture_read("openssh-9.2-login-ed25519", f->client.buf, &f->client.n, f->agent.buf,
+			 &f->agent.n, sizeof(f->client.buf));
 	split(&f->client);
 	split(&f->agent);
 	f->bind = f->sign = SIZE_MAX;
