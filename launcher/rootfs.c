@@ -416,6 +416,15 @@ static int setup_proc(struct al_error *err)
 /* With an executables allow list, nothing the sandbox can write may be executed or mapped
  * executable: landlock checks execve() only, so a program written to /tmp could otherwise still be
  * loaded by the ELF interpreter ("ld.so /tmp/prog"). */
+/* LAUNCHER_FILES_DIR in the root tmpfs, where airlock's files and the SSH agent's socket go. */
+static int make_files_dir(struct al_error *err)
+{
+	if ((mkdir(LAUNCHER_NEWROOT "/run", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR, 0755) < 0 && errno != EEXIST))
+		return al_error_set_errno(err, -errno, "Failed to create %s", LAUNCHER_FILES_DIR);
+	return 0;
+}
+
 /* The files of launcher_options.files, in the root tmpfs at LAUNCHER_FILES_DIR (read-only with
  * the rest of the root once it is entered). */
 static int setup_files(const struct launcher_options *opts, struct al_error *err)
@@ -425,9 +434,9 @@ static int setup_files(const struct launcher_options *opts, struct al_error *err
 
 	if (opts->n_files == 0)
 		return 0;
-	if ((mkdir(LAUNCHER_NEWROOT "/run", 0755) < 0 && errno != EEXIST) ||
-	    mkdir(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR, 0755) < 0)
-		return al_error_set_errno(err, -errno, "Failed to create %s", LAUNCHER_FILES_DIR);
+	r = make_files_dir(err);
+	if (r < 0)
+		return r;
 	dir = open(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR,
 		   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0)
@@ -462,9 +471,9 @@ static int setup_agent(const struct launcher_context *ctx, struct al_error *err)
 		return 0;
 	(void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
 		       LAUNCHER_NEWROOT NETNS_SSH_AGENT_SOCKET);
-	if ((mkdir(LAUNCHER_NEWROOT "/run", 0755) < 0 && errno != EEXIST) ||
-	    (mkdir(LAUNCHER_NEWROOT LAUNCHER_FILES_DIR, 0755) < 0 && errno != EEXIST))
-		return al_error_set_errno(err, -errno, "Failed to create %s", LAUNCHER_FILES_DIR);
+	r = make_files_dir(err);
+	if (r < 0)
+		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    chmod(sa.sun_path, 0666) < 0 || listen(fd, SOMAXCONN) < 0)
