@@ -42,13 +42,11 @@ enum al_utf8 al_utf8_scan(const unsigned char *b, size_t n, size_t *valid)
 	}
 }
 
-char *al_base64_encode(const unsigned char *b, size_t n)
+size_t al_base64_encode_to(const unsigned char *b, size_t n, char *dst)
 {
 	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	char *o = dst;
 
-	if (!out)
-		return NULL;
 	for (size_t i = 0; i < n; i += 3) {
 		unsigned v = (unsigned)b[i] << 16 | (i + 1 < n ? (unsigned)b[i + 1] << 8 : 0) |
 			     (i + 2 < n ? b[i + 2] : 0);
@@ -59,5 +57,25 @@ char *al_base64_encode(const unsigned char *b, size_t n)
 		*o++ = i + 2 < n ? t[v & 63] : '=';
 	}
 	*o = '\0';
+	return (size_t)(o - dst);
+}
+
+char *al_base64_encode(const unsigned char *b, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1);
+
+	if (out)
+		(void)al_base64_encode_to(b, n, out);
 	return out;
+}
+
+void al_hex_lower(const unsigned char *b, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
 }

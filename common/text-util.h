@@ -17,3 +17,7 @@ enum al_utf8 al_utf8_scan(const unsigned char *b, size_t n, size_t *valid);
 
 /* Standard base64 with padding (malloc'd, NUL-terminated), or NULL. */
 char *al_base64_encode(const unsigned char *b, size_t n);
+/* The same into dst, which has room for 4 * ((n + 2) / 3) + 1 bytes: the length, NUL-terminated. */
+size_t al_base64_encode_to(const unsigned char *b, size_t n, char *dst);
+/* n bytes as 2n lower-case hex digits into out, NUL-terminated (room for 2n + 1). */
+void al_hex_lower(const unsigned char *b, size_t n, char *out);

@@ -11,6 +11,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "common/text-util.h"
 #include "netns/pg-internal.h"
 
 static int hmac(const uint8_t *key, const void *data, size_t n,
@@ -96,17 +97,6 @@ int netns_pg_scram_signature(const struct netns_pg_scram_keys *k, const char *au
 	return hmac(k->server_key, auth_message, n, ret);
 }
 
-static void to_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 int netns_pg_md5_response(const char *password, size_t len, const char *user,
 			  const uint8_t salt[static 4],
 			  char ret[static NETNS_PG_MD5_RESPONSE_LEN + 1])
@@ -122,7 +112,7 @@ int netns_pg_md5_response(const char *password, size_t len, const char *user,
 	ok = EVP_DigestInit_ex(ctx, EVP_md5(), NULL) && EVP_DigestUpdate(ctx, password, len) &&
 	     EVP_DigestUpdate(ctx, user, strlen(user)) && EVP_DigestFinal_ex(ctx, md, NULL);
 	if (ok) {
-		to_hex(md, sizeof(md), ret + 3);
+		al_hex_lower(md, sizeof(md), ret + 3);
 		ok = EVP_DigestInit_ex(ctx, EVP_md5(), NULL) &&
 		     EVP_DigestUpdate(ctx, ret + 3, 32) && EVP_DigestUpdate(ctx, salt, 4) &&
 		     EVP_DigestFinal_ex(ctx, md, NULL);
@@ -134,7 +124,7 @@ int netns_pg_md5_response(const char *password, size_t len, const char *user,
 		return -ENOMEM;
 	}
 	memcpy(ret, "md5", 3);
-	to_hex(md, sizeof(md), ret + 3);
+	al_hex_lower(md, sizeof(md), ret + 3);
 	OPENSSL_cleanse(md, sizeof(md));
 	return 0;
 }
@@ -149,28 +139,6 @@ bool netns_pg_equal_secret(const void *a, size_t a_len, const void *b, size_t b_
 	OPENSSL_cleanse(ha, sizeof(ha));
 	OPENSSL_cleanse(hb, sizeof(hb));
 	return ok;
-}
-
-size_t netns_pg_b64_encode(const uint8_t *p, size_t n, char *dst)
-{
-	static const char alphabet[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		dst[o++] = alphabet[v >> 18 & 63];
-		dst[o++] = alphabet[v >> 12 & 63];
-		dst[o++] = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
-		dst[o++] = i + 2 < n ? alphabet[v & 63] : '=';
-	}
-	dst[o] = '\0';
-	return o;
 }
 
 /* The value of c in the standard alphabet, or -EINVAL. */

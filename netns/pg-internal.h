@@ -205,9 +205,6 @@ int netns_pg_md5_response(const char *password, size_t len, const char *user,
 /* Whether a and b hold the same bytes, in a time that depends on neither (SHA-256 of each,
  * compared). */
 bool netns_pg_equal_secret(const void *a, size_t a_len, const void *b, size_t b_len);
-/* Standard base64 with padding of n bytes into dst (room for 4 * ((n + 2) / 3) + 1): the
- * length, NUL-terminated. */
-size_t netns_pg_b64_encode(const uint8_t *p, size_t n, char *dst);
 /* Decodes padded standard base64 (s, n bytes) into dst (size bytes): -EBADMSG when s is not
  * that, or does not fit. */
 int netns_pg_b64_decode(const char *s, size_t n, uint8_t *dst, size_t size, size_t *ret_len);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text-util.h"
 #include "netns/pg-parts-internal.h"
 
 static int ask_sandbox(struct netns_pg *pg, struct netns_buf *to_sandbox, struct al_error *err)
@@ -186,8 +187,8 @@ static int sandbox_client_first(struct netns_pg *pg, const char *s, size_t n,
 		r = pg_random_bytes(pg, pg->salt, sizeof(pg->salt));
 	if (r < 0)
 		return pg_fail(pg, r, to_sandbox, "XX000", err, "no random bytes");
-	(void)netns_pg_b64_encode(raw, sizeof(raw), server_nonce);
-	(void)netns_pg_b64_encode(pg->salt, sizeof(pg->salt), salt);
+	(void)al_base64_encode_to(raw, sizeof(raw), server_nonce);
+	(void)al_base64_encode_to(pg->salt, sizeof(pg->salt), salt);
 	memcpy(pg->gs2, s, 3);
 	pg->gs2[3] = '\0';
 	pg->first_bare = strndup(bare, n);
@@ -316,7 +317,7 @@ static int sandbox_sasl_final(struct netns_pg *pg, const uint8_t *body, size_t n
 		return pg_fail(pg, r, to_sandbox, "53200", err, "out of memory");
 	al_wire_put_u32((uint8_t *) final, AUTH_SASL_FINAL);
 	memcpy(final + 4, "v=", 2);
-	len = 6 + netns_pg_b64_encode(sig, sizeof(sig), final + 6);
+	len = 6 + al_base64_encode_to(sig, sizeof(sig), final + 6);
 	r = pg_put_message(to_sandbox, 'R', final, len);
 	if (r < 0)
 		return pg_fail(pg, r, to_sandbox, "53200", err, "out of memory");

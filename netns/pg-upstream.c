@@ -129,7 +129,7 @@ static int upstream_sasl(struct netns_pg *pg, struct al_wire c, struct netns_buf
 	r = pg_random_bytes(pg, raw, sizeof(raw));
 	if (r < 0)
 		return pg_fail(pg, r, to_sandbox, "XX000", err, "no random bytes");
-	(void)netns_pg_b64_encode(raw, sizeof(raw), pg->up_nonce);
+	(void)al_base64_encode_to(raw, sizeof(raw), pg->up_nonce);
 	r = pg_buf_str(&m, SCRAM_MECHANISM);
 	if (r >= 0)
 		r = pg_buf_u32(&m, (uint32_t)strlen("n,,n=,r=") + SCRAM_NONCE_B64);
@@ -233,7 +233,7 @@ static int upstream_sasl_continue(struct netns_pg *pg, const uint8_t *data, size
 		return pg_fail(pg, r, to_sandbox, "53200", err, "out of memory");
 	memcpy(final + len, ",p=", 3);
 	len += 3;
-	len += netns_pg_b64_encode(proof, sizeof(proof), final + len);
+	len += al_base64_encode_to(proof, sizeof(proof), final + len);
 	explicit_bzero(proof, sizeof(proof));
 	r = pg_put_message(to_upstream, 'p', final, len);
 	explicit_bzero(final, len);

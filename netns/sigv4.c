@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/text-util.h"
 #include "netns/sigv4-internal.h"
 
 /* The canonical request, at most: every byte of a head encoded as %XX, and then some. */
@@ -44,17 +45,6 @@ bool netns_sigv4_is_hex64(const char *s, size_t n)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
-}
-
-static void to_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
 }
 
 /* Percent-decodes s (n bytes) into out (size bytes): the decoded length, or -EBADMSG for a
@@ -603,7 +593,7 @@ int netns_sigv4_sha256_hex(const void *p, size_t n, char ret[static NETNS_SIGV4_
 
 	if (!EVP_Digest(p, n, md, &len, EVP_sha256(), NULL) || len != sizeof(md))
 		return -EIO;
-	to_hex(md, sizeof(md), ret);
+	al_hex_lower(md, sizeof(md), ret);
 	return 0;
 }
 
@@ -671,7 +661,7 @@ int netns_sigv4_sign(const struct netns_sigv4 *s, const struct netns_sigv4_reque
 	OPENSSL_cleanse(key, sizeof(key));
 	if (r < 0)
 		return al_error_set(err, r, "Signing failed");
-	to_hex(sig, sizeof(sig), ret);
+	al_hex_lower(sig, sizeof(sig), ret);
 	return 0;
 }
 
@@ -683,7 +673,7 @@ int netns_sigv4_hmac_hex(const uint8_t key[static NETNS_SIGV4_KEY_LEN], const vo
 
 	if (r < 0)
 		return r;
-	to_hex(sig, sizeof(sig), ret);
+	al_hex_lower(sig, sizeof(sig), ret);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <openssl/sha.h>
 
 #include "broker/client.h"
+#include "common/text-util.h"
 #include "netns/pg-internal.h"
 
 #define USER "app"
@@ -1331,13 +1332,13 @@ static void test_pg_scram_matches_rfc7677(void **state)
 	assert_int_equal(len, 16);
 	assert_int_equal(netns_pg_scram_derive("pencil", 6, salt, len, 4096, &k), 0);
 	assert_int_equal(netns_pg_scram_proof(&k, auth, strlen(auth), proof), 0);
-	netns_pg_b64_encode(proof, 32, out);
+	al_base64_encode_to(proof, 32, out);
 	assert_string_equal(out, "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
 	assert_true(netns_pg_scram_proof_ok(&k, auth, strlen(auth), proof));
 	proof[31] ^= 1;
 	assert_false(netns_pg_scram_proof_ok(&k, auth, strlen(auth), proof));
 	assert_int_equal(netns_pg_scram_signature(&k, auth, strlen(auth), sig), 0);
-	netns_pg_b64_encode(sig, 32, out);
+	al_base64_encode_to(sig, 32, out);
 	assert_string_equal(out, "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=");
 }
 
