@@ -14,6 +14,9 @@
 #define PROXY_CHUNK (16 * 1024) /* bytes read at a time into an inspected flow */
 #define PROXY_PIPES_KEPT 64	/* empty splice pipes kept for the next connections */
 #define PROXY_PIPE_BYTES (1024 * 1024) /* asked for a splice pipe; the default is 64 KiB */
+/* A relayed connection copies what comes in reads of less than this through the proxy's own
+ * buffer (one recv, one send), and splices the rest (see proxy-relay.c). */
+#define PROXY_COPY_BYTES (16 * 1024)
 /* What the sandbox can make the proxy hold in the kernel is bounded, connection by connection:
  * only this many pipes at once get PROXY_PIPE_BYTES (the others keep the default), the sandbox's
  * side of each connection (a hop on this machine, where small buffers cost no speed) has fixed
@@ -85,11 +88,16 @@ struct conn {
 	struct netns_verdict verdict;	   /* the address's (or the name's, until it is known) */
 	const char *mode;		   /* how it is relayed, for the audit */
 
-	/* SPLICE: a pipe per direction, and the bytes in each */
+	/* SPLICE: a pipe per direction once it carries bulk, and the bytes in each; to_u and to_c
+	 * hold what was copied and not yet sent */
 	int pipe_cu[2], pipe_uc[2];
-	size_t in_cu, in_uc;
+	size_t in_cu, in_uc, size_cu, size_uc; /* size: 0 until the pipe is had */
+	bool bulk_cu, bulk_uc;		       /* read into the pipe, not copied */
 	/* both: each side's read end reached, and its write end shut */
 	bool c_eof, u_eof, c_shut, u_shut;
+	/* what the events said: a side may have bytes (or its end) to read, its end has come (so
+	 * a short read does not mean it is read out), the upstream is writable */
+	bool c_readable, u_readable, c_hup, u_hup, u_writable;
 
 	/* SSH: the watch (proxy-ssh.c); to_u and to_c hold what it read and has not sent */
 	struct proxy_ssh *ssh;
@@ -129,7 +137,11 @@ struct netns_proxy {
 	const char **surrogates;      /* NULL-terminated, borrowed from the broker client */
 	const char **surrogate_names; /* the credential of each */
 	bool has_sidecar;
-	int pipes[PROXY_PIPES_KEPT][2]; /* empty, for the next splice (proxy_pipe_get()) */
+	struct {
+		int fd[2];
+		size_t size;
+	} pipes[PROXY_PIPES_KEPT];	/* empty, for the next bulk relay (proxy_pipe_get()) */
+	uint8_t copy[PROXY_COPY_BYTES]; /* a relay's copy, sent before the next is read */
 	size_t n_pipes;
 	size_t n_big_pipes;	       /* open pipes of PROXY_PIPE_BYTES, kept ones included */
 	size_t n_big_rcvbufs;	       /* upstream sockets of PROXY_UPSTREAM_RCVBUF */
@@ -169,10 +181,12 @@ void proxy_close(struct conn *c, bool reset);
 void proxy_enter_route(struct conn *c);
 void proxy_defer_free(struct netns_proxy *p, struct conn *c);
 void proxy_free_deferred(struct netns_proxy *p);
-/* A pipe for splice: a kept one, or a new one. -errno when none can be made. */
-int proxy_pipe_get(struct netns_proxy *p, int ret[2]);
-/* Gives a pipe back: kept when it is empty (fill 0) and there is room, else closed. */
-void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill);
+/* A pipe for splice: a kept one, or a new one; *size: the bytes it holds. -errno when none can
+ * be made. */
+int proxy_pipe_get(struct netns_proxy *p, int ret[2], size_t *size);
+/* Gives a pipe back (of size bytes, fill in it): kept when it is empty and there is room, else
+ * closed. */
+void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t size, size_t fill);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */
 int proxy_read_head(struct conn *c);

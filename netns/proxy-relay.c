@@ -203,6 +203,12 @@ int proxy_connected(struct conn *c)
 	socklen_t len = sizeof(int);
 	int e = 0;
 
+	/* The upstream's socket has an event coming when its connect ends: writable, and neither
+	 * an error nor an end, says connected; anything else is asked. */
+	if (c->u_writable)
+		goto connected;
+	if (!c->u_hup)
+		return 0;
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
 	if (e == 0) {
@@ -222,6 +228,7 @@ int proxy_connected(struct conn *c)
 		proxy_close(c, true);
 		return -e;
 	}
+connected:
 	if (c->absolute_form) {
 		start_flow(c, false);
 		return 0;
@@ -377,74 +384,196 @@ int proxy_start_splice(struct conn *c, const char *mode)
 static void start_splice(struct conn *c, const char *mode)
 {
 	c->mode = mode;
-	if (proxy_pipe_get(c->proxy, c->pipe_cu) < 0 || proxy_pipe_get(c->proxy, c->pipe_uc) < 0) {
-		proxy_audit(c, "error", "out of pipes");
-		proxy_close(c, true);
-		return;
-	}
 	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
 	c->phase = PHASE_SPLICE;
+	/* Whatever the events said before, each side is read until it is read out. */
+	c->c_readable = c->u_readable = true;
 	/* What is relayed unread (SSH, a database's protocol) may be idle as long as it likes. */
 	c->idle_deadline = 0;
 }
 
-/* Moves what it can from src to dst through pipe (fill bytes in it). */
-static int splice_one(int src, int pipe[2], size_t *fill, int dst, bool *src_eof)
+/* One direction of a relayed connection: src's bytes to dst. What comes in small reads (a
+ * request, an answer) is copied through the proxy's buffer: one recv and one send, and a recv
+ * shorter than asked says src is read out (a TCP read stops only at the end of what is queued),
+ * so no read ends in EAGAIN. Once a read fills the buffer the direction carries bulk, and is
+ * spliced through a pipe (no copy) until a round moves less than a buffer's worth. */
+struct relay {
+	int src, dst;
+	int *pipe;		/* [2], -EBADF until the first bulk */
+	size_t *fill, *size;	/* bytes in the pipe, and what it holds */
+	struct netns_buf *held; /* copied, not yet sent */
+	bool *bulk, *readable, *eof;
+	bool hup; /* src's end has come: read on until recv says so */
+};
+
+/* Sends what d holds (copied, then in the pipe): 1 when all is out, 0 when dst is full, or
+ * -errno. */
+static int relay_flush(struct relay *d)
 {
-	const unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 	ssize_t n;
 
-	for (;;) {
-		bool moved = false;
+	while (netns_buf_len(d->held) > 0) {
+		n = send(d->dst, netns_buf_head(d->held), netns_buf_len(d->held),
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		netns_buf_consume(d->held, (size_t)n);
+	}
+	while (*d->fill > 0) {
+		n = splice(d->pipe[0], NULL, d->dst, NULL, *d->fill,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		*d->fill -= (size_t)n;
+	}
+	return 1;
+}
 
-		if (*fill > 0) {
-			n = splice(pipe[0], NULL, dst, NULL, *fill, flags);
-			if (n > 0) {
-				*fill -= (size_t)n;
-				moved = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				return -errno;
-			}
+/* Copies one read of src to dst (the part dst does not take is held). */
+static int relay_copy(struct netns_proxy *p, struct relay *d)
+{
+	ssize_t n, sent;
+
+	n = recv(d->src, p->copy, sizeof(p->copy), MSG_DONTWAIT);
+	if (n <= 0) {
+		if (n == 0)
+			*d->eof = true;
+		else if (errno == EAGAIN)
+			*d->readable = false;
+		else if (errno != EINTR)
+			return -errno;
+		return 0;
+	}
+	sent = send(d->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (sent < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		sent = 0;
+	}
+	if (sent < n &&
+	    netns_buf_append(d->held, p->copy + sent, (size_t)(n - sent), PROXY_COPY_BYTES) < 0)
+		return -ENOMEM;
+	if ((size_t)n == sizeof(p->copy))
+		/* Bulk, if a pipe can be had; else it goes on being copied. */
+		*d->bulk = *d->size > 0 || proxy_pipe_get(p, d->pipe, d->size) >= 0;
+	else if (!d->hup)
+		*d->readable = false;
+	return 0;
+}
+
+/* Splices src into the pipe until it is read out or the pipe is full: the bytes moved. */
+static ssize_t relay_splice_in(struct relay *d)
+{
+	size_t moved = 0;
+	ssize_t n;
+
+	while (*d->fill < *d->size) {
+		n = splice(d->src, NULL, d->pipe[1], NULL, *d->size - *d->fill,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n == 0) {
+			*d->eof = true;
+			break;
 		}
-		if (!*src_eof && *fill < PROXY_PIPE_BYTES) {
-			n = splice(src, NULL, pipe[1], NULL, PROXY_PIPE_BYTES - *fill, flags);
-			if (n > 0) {
-				*fill += (size_t)n;
-				moved = true;
-			} else if (n == 0) {
-				*src_eof = true;
-				moved = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
 				return -errno;
+			/* A pipe holding bytes may be out of slots (each segment takes one, however
+			 * small): only an empty one's EAGAIN says src is read out. What follows
+			 * is then copied again, unless this round was bulk too. */
+			if (*d->fill == 0) {
+				*d->readable = false;
+				*d->bulk = moved >= PROXY_COPY_BYTES;
 			}
+			break;
 		}
-		if (!moved)
+		*d->fill += (size_t)n;
+		moved += (size_t)n;
+	}
+	return (ssize_t)moved;
+}
+
+static int relay_pump(struct netns_proxy *p, struct relay *d)
+{
+	for (;;) {
+		int r = relay_flush(d);
+
+		if (r <= 0)
+			return r;
+		if (!*d->readable || *d->eof)
 			return 0;
+		if (*d->bulk) {
+			ssize_t n = relay_splice_in(d);
+
+			if (n < 0)
+				return (int)n;
+		} else {
+			r = relay_copy(p, d);
+			if (r < 0)
+				return r;
+		}
 	}
 }
 
 int proxy_splice(struct conn *c)
 {
+	struct relay cu = {
+	    .src = c->cfd,
+	    .dst = c->ufd,
+	    .pipe = c->pipe_cu,
+	    .fill = &c->in_cu,
+	    .size = &c->size_cu,
+	    .held = &c->to_u,
+	    .bulk = &c->bulk_cu,
+	    .readable = &c->c_readable,
+	    .eof = &c->c_eof,
+	    .hup = c->c_hup,
+	};
+	struct relay uc = {
+	    .src = c->ufd,
+	    .dst = c->cfd,
+	    .pipe = c->pipe_uc,
+	    .fill = &c->in_uc,
+	    .size = &c->size_uc,
+	    .held = &c->to_c,
+	    .bulk = &c->bulk_uc,
+	    .readable = &c->u_readable,
+	    .eof = &c->u_eof,
+	    .hup = c->u_hup,
+	};
+	bool cu_done, uc_done;
 	int r;
 
-	r = splice_one(c->cfd, c->pipe_cu, &c->in_cu, c->ufd, &c->c_eof);
+	r = relay_pump(c->proxy, &cu);
 	if (r >= 0)
-		r = splice_one(c->ufd, c->pipe_uc, &c->in_uc, c->cfd, &c->u_eof);
+		r = relay_pump(c->proxy, &uc);
 	if (r < 0) {
 		proxy_close(c, true);
 		return r;
 	}
-	/* A side's end is passed on once all it sent is through. */
-	if (c->c_eof && c->in_cu == 0 && !c->u_shut) {
+	/* A side's end is passed on once all it sent is through; when both have ended, closing
+	 * passes on what is left to pass. */
+	cu_done = c->c_eof && c->in_cu == 0 && netns_buf_len(&c->to_u) == 0;
+	uc_done = c->u_eof && c->in_uc == 0 && netns_buf_len(&c->to_c) == 0;
+	if (cu_done && uc_done) {
+		proxy_close(c, false);
+		return 0;
+	}
+	if (cu_done && !c->u_shut) {
 		(void)shutdown(c->ufd, SHUT_WR);
 		c->u_shut = true;
 	}
-	if (c->u_eof && c->in_uc == 0 && !c->c_shut) {
+	if (uc_done && !c->c_shut) {
 		(void)shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 	}
-	if (c->u_shut && c->c_shut)
-		proxy_close(c, false);
 	return 0;
 }
 

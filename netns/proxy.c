@@ -196,14 +196,17 @@ static int watch_add(struct netns_proxy *p, struct proxy_watch *w, uint32_t even
 	return RET_NERRNO(epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev));
 }
 
-/* Pipes are kept: a short connection (one small request, one small answer) otherwise spends a
- * third of the proxy's system calls making and closing its two pipes. */
-int proxy_pipe_get(struct netns_proxy *p, int ret[2])
+/* Pipes are kept: a connection that turns to bulk otherwise spends system calls making and
+ * closing its pipe. *size: what the pipe holds. */
+int proxy_pipe_get(struct netns_proxy *p, int ret[2], size_t *size)
 {
+	int n;
+
 	if (p->n_pipes > 0) {
 		p->n_pipes--;
-		ret[0] = p->pipes[p->n_pipes][0];
-		ret[1] = p->pipes[p->n_pipes][1];
+		ret[0] = p->pipes[p->n_pipes].fd[0];
+		ret[1] = p->pipes[p->n_pipes].fd[1];
+		*size = p->pipes[p->n_pipes].size;
 		return 0;
 	}
 	if (pipe2(ret, O_NONBLOCK | O_CLOEXEC) < 0)
@@ -211,18 +214,26 @@ int proxy_pipe_get(struct netns_proxy *p, int ret[2])
 	if (p->n_big_pipes < PROXY_BIG_PIPES_MAX &&
 	    fcntl(ret[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES) >= 0)
 		p->n_big_pipes++;
+	n = fcntl(ret[1], F_GETPIPE_SZ);
+	if (n <= 0) {
+		ret[0] = al_close(ret[0]);
+		ret[1] = al_close(ret[1]);
+		return n < 0 ? -errno : -EIO;
+	}
+	*size = (size_t)n;
 	return 0;
 }
 
-void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t fill)
+void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t size, size_t fill)
 {
 	if (fds[0] >= 0 && fill == 0 && p->n_pipes < PROXY_PIPES_KEPT) {
-		p->pipes[p->n_pipes][0] = TAKE_FD(fds[0]);
-		p->pipes[p->n_pipes][1] = TAKE_FD(fds[1]);
+		p->pipes[p->n_pipes].fd[0] = TAKE_FD(fds[0]);
+		p->pipes[p->n_pipes].fd[1] = TAKE_FD(fds[1]);
+		p->pipes[p->n_pipes].size = size;
 		p->n_pipes++;
 		return;
 	}
-	if (fds[1] >= 0 && fcntl(fds[1], F_GETPIPE_SZ) >= PROXY_PIPE_BYTES)
+	if (fds[0] >= 0 && size >= PROXY_PIPE_BYTES)
 		p->n_big_pipes--;
 	fds[0] = al_close(fds[0]);
 	fds[1] = al_close(fds[1]);
@@ -241,8 +252,8 @@ static void conn_free(struct conn *c)
 	netns_buf_done(&c->uin);
 	netns_buf_done(&c->to_u);
 	netns_buf_done(&c->to_c);
-	proxy_pipe_put(c->proxy, c->pipe_cu, c->in_cu);
-	proxy_pipe_put(c->proxy, c->pipe_uc, c->in_uc);
+	proxy_pipe_put(c->proxy, c->pipe_cu, c->size_cu, c->in_cu);
+	proxy_pipe_put(c->proxy, c->pipe_uc, c->size_uc, c->in_uc);
 	free(c);
 }
 
@@ -565,7 +576,7 @@ static void on_listener(struct netns_proxy *p, struct proxy_watch *w)
 			proxy_violation(p, "net", "too many connections");
 			continue;
 		}
-		set_nodelay(fd);
+		/* TCP_NODELAY comes from the listener. */
 		if (watch_add(p, &c->cw, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
 			conn_close(c, true);
 			continue;
@@ -575,6 +586,24 @@ static void on_listener(struct netns_proxy *p, struct proxy_watch *w)
 }
 
 /* ---- the pump: each phase's progress ---- */
+
+/* Notes what an event says of a side, for the relay (which then reads only a side that may
+ * have bytes) and for the connect (which then needs no system call to know it is done). */
+static void conn_note(struct proxy_watch *w, uint32_t events)
+{
+	const uint32_t readable = EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+	const uint32_t hup = EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+	struct conn *c = w->conn;
+
+	if (w->type == WATCH_CLIENT) {
+		c->c_readable |= (events & readable) != 0;
+		c->c_hup |= (events & hup) != 0;
+	} else {
+		c->u_readable |= (events & readable) != 0;
+		c->u_hup |= (events & hup) != 0;
+		c->u_writable |= (events & (EPOLLOUT | hup)) == EPOLLOUT;
+	}
+}
 
 static void conn_pump(struct conn *c)
 {
@@ -657,7 +686,9 @@ static int open_listener(void *userdata)
 	 * answered from that address. */
 	if (setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    /* Inherited by each accepted connection (see PROXY_SANDBOX_SOCKBUF). */
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
+	    /* These and TCP_NODELAY are inherited by each accepted connection (see
+	     * PROXY_SANDBOX_SOCKBUF). */
 	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){PROXY_SANDBOX_SOCKBUF}, sizeof(int)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){PROXY_SANDBOX_SOCKBUF}, sizeof(int)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, SOMAXCONN) < 0)
@@ -834,8 +865,8 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 	free(p->host_addrs);
 	while (p->n_pipes > 0) {
 		p->n_pipes--;
-		(void)al_close(p->pipes[p->n_pipes][0]);
-		(void)al_close(p->pipes[p->n_pipes][1]);
+		(void)al_close(p->pipes[p->n_pipes].fd[0]);
+		(void)al_close(p->pipes[p->n_pipes].fd[1]);
 	}
 	while (p->conns) {
 		struct conn *c = p->conns;
@@ -1023,6 +1054,7 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 				break;
 			case WATCH_CLIENT:
 			case WATCH_UPSTREAM:
+				conn_note(w, evs[i].events);
 				conn_pump(w->conn);
 				break;
 			case WATCH_AGENT_LISTEN:
