@@ -598,10 +598,14 @@ static void conn_note(struct proxy_watch *w, uint32_t events)
 	if (w->type == WATCH_CLIENT) {
 		c->c_readable |= (events & readable) != 0;
 		c->c_hup |= (events & hup) != 0;
+		if (c->ctls && (events & readable))
+			netns_tls_readable(c->ctls, events & hup);
 	} else {
 		c->u_readable |= (events & readable) != 0;
 		c->u_hup |= (events & hup) != 0;
 		c->u_writable |= (events & (EPOLLOUT | hup)) == EPOLLOUT;
+		if (c->utls && (events & readable))
+			netns_tls_readable(c->utls, events & hup);
 	}
 }
 

@@ -37,6 +37,9 @@
  *   its buffers while the fd looks idle (netns_tls_pending() tells). A connection's user must
  *   therefore read until -EAGAIN (which means the socket is drained and no whole record is
  *   held) and never decide on the fd's readiness alone: the proxy does (proxy-relay.c).
+ *   A user that tells netns_tls_readable() of every readiness event on the fd saves the
+ *   system call of that last read: a recv() shorter than asked says the socket is read out,
+ *   and until the next event the BIO answers EAGAIN itself.
  *
  * A netns_tls and its connections are used from one thread, and every connection is freed
  * before the netns_tls that made it (they share its BIO method and session cache). */
@@ -225,6 +228,9 @@ struct netns_tls_conn {
 	bool closed;	   /* close_notify was sent (or tried) */
 	bool alpn_refused; /* the client offered ALPN without http/1.1 */
 	bool h2_allowed;   /* server: h2 may be chosen (netns_tls_allow_h2()) */
+	bool events;	   /* netns_tls_readable() is told of every readiness event */
+	bool drained;	   /* ... and none came since the socket was read out */
+	bool hup;	   /* ... and one said its end came */
 	int io_error;	   /* the last socket error, -errno */
 	uint32_t wants;	   /* EPOLLIN/EPOLLOUT after -EAGAIN */
 	char name[];
@@ -510,16 +516,26 @@ static int bio_sock_read(BIO *b, char *buf, size_t n, size_t *ret)
 	ssize_t k;
 
 	BIO_clear_retry_flags(b);
+	if (c->drained) {
+		BIO_set_retry_read(b);
+		return 0;
+	}
 	k = recv(c->fd, buf, n, 0);
 	if (k < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
 			BIO_set_retry_read(b);
-		else
+			c->drained = c->events && errno != EINTR;
+		} else {
 			c->io_error = -errno;
+		}
 		return 0;
 	}
 	if (k == 0 && n > 0)
 		c->eof = true;
+	/* A TCP read stops short only where the queue ends: the next read would say EAGAIN
+	 * (unless the end has come, which a read must see). */
+	if ((size_t)k < n && k > 0 && c->events && !c->hup)
+		c->drained = true;
 	*ret = (size_t)k;
 	return k > 0;
 }
@@ -972,6 +988,13 @@ bool netns_tls_is_h2(const struct netns_tls_conn *c)
 uint32_t netns_tls_wants(const struct netns_tls_conn *c)
 {
 	return c->wants;
+}
+
+void netns_tls_readable(struct netns_tls_conn *c, bool hup)
+{
+	c->events = true;
+	c->drained = false;
+	c->hup |= hup;
 }
 
 bool netns_tls_pending(const struct netns_tls_conn *c)
