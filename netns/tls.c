@@ -26,10 +26,12 @@
  *   passes on is framed by HTTP, so a truncation is seen there (netns_http_flow_response_eof).
  * - Resumption. The server side issues TLS session tickets (stateless, keys random per
  *   netns_tls). The client side keeps the upstream's last SESSIONS_PER_NAME sessions per name
- *   (for SESSION_CACHE_MAX names); a TLS 1.2 session serves as long as it lasts, a TLS 1.3 one
- *   once (RFC 8446 C.4): it leaves the cache when taken, since OpenSSL itself retires it only
- *   when its handshake ends, and connections in parallel would offer the same ticket. A
- *   resumed session was verified for that same name.
+ *   (for SESSION_CACHE_MAX names, SESSIONS_MAX in all: enough for the tickets of as many
+ *   connections at once as a client opens, each of which takes one; with 4, a client keeping
+ *   32 connections busy resumed one handshake in three). A TLS 1.2 session serves as long as
+ *   it lasts, a TLS 1.3 one once (RFC 8446 C.4): it leaves the cache when taken, since OpenSSL
+ *   itself retires it only when its handshake ends, and connections in parallel would offer
+ *   the same ticket. A resumed session was verified for that same name.
  * - I/O goes through a small BIO of our own on the borrowed fd: send() with MSG_NOSIGNAL (a
  *   peer that went away is an error to return, not a SIGPIPE), and exact socket errors.
  *   Read-ahead is on: OpenSSL takes what the socket holds in one recv() (a record's header and
@@ -73,7 +75,8 @@
 #define CN_MAX 64 /* ub-common-name (RFC 5280 A.1); longer names go in the SAN only */
 #define LEAF_CACHE_MAX 1024
 #define SESSION_CACHE_MAX 256
-#define SESSIONS_PER_NAME 4
+#define SESSIONS_PER_NAME 32
+#define SESSIONS_MAX 512 /* in all, of every name */
 #define SERVER_SESSION_CACHE_MAX 1024
 #define SERIAL_BYTES 16
 
@@ -203,6 +206,7 @@ static void lru_done(struct lru *c)
 /* ---- The CA and its leaves ---- */
 
 struct session_slot {
+	size_t *total; /* the netns_tls's count of sessions held */
 	size_t n;
 	SSL_SESSION *sessions[SESSIONS_PER_NAME]; /* the oldest first */
 };
@@ -217,6 +221,7 @@ struct netns_tls {
 	BIO_METHOD *bio_method;
 	struct lru leaves;   /* name -> X509 */
 	struct lru sessions; /* name -> struct session_slot, of upstream sessions */
+	size_t n_sessions;   /* held in all the slots */
 };
 
 struct netns_tls_conn {
@@ -447,6 +452,7 @@ static void session_slot_free(void *p)
 
 	for (size_t i = 0; i < s->n; i++)
 		SSL_SESSION_free(s->sessions[i]);
+	*s->total -= s->n;
 	free(s);
 }
 
@@ -460,6 +466,7 @@ static int session_put(struct netns_tls *t, const char *name, SSL_SESSION *s)
 		slot = calloc(1, sizeof(*slot));
 		if (!slot)
 			return -ENOMEM;
+		slot->total = &t->n_sessions;
 		r = lru_add(&t->sessions, name, slot);
 		if (r < 0) {
 			free(slot);
@@ -471,8 +478,13 @@ static int session_put(struct netns_tls *t, const char *name, SSL_SESSION *s)
 		memmove(slot->sessions, slot->sessions + 1,
 			(SESSIONS_PER_NAME - 1) * sizeof(slot->sessions[0]));
 		slot->n--;
+		t->n_sessions--;
 	}
+	/* Full: the sessions held serve as well as this one would. */
+	if (t->n_sessions >= SESSIONS_MAX)
+		return -ENOSPC;
 	slot->sessions[slot->n++] = s;
+	t->n_sessions++;
 	return 0;
 }
 
@@ -486,13 +498,16 @@ static SSL_SESSION *session_take(struct netns_tls *t, const char *name)
 	while (slot && slot->n > 0) {
 		SSL_SESSION *s = slot->sessions[--slot->n];
 
+		t->n_sessions--;
 		if (!SSL_SESSION_is_resumable(s) ||
 		    SSL_SESSION_get_time(s) + SSL_SESSION_get_timeout(s) <= now) {
 			SSL_SESSION_free(s);
 			continue;
 		}
-		if (SSL_SESSION_get_protocol_version(s) < TLS1_3_VERSION && SSL_SESSION_up_ref(s))
+		if (SSL_SESSION_get_protocol_version(s) < TLS1_3_VERSION && SSL_SESSION_up_ref(s)) {
 			slot->n++;
+			t->n_sessions++;
+		}
 		return s;
 	}
 	return NULL;

@@ -1314,6 +1314,57 @@ static void test_client_resumes_the_upstream_session_of_the_same_name(void **sta
 	assert_true(upstream_once(t, ctx, "www.test"));
 }
 
+/* n connections of t's client for name at once (handshakes, a byte each, which brings the
+ * tickets along), then closed: how many resumed. */
+static size_t upstream_parallel(struct netns_tls *t, SSL_CTX *ctx, const char *name, size_t n)
+{
+	struct end s[24] = {0}, c[24] = {0};
+	int fds[24][2];
+	size_t reused = 0;
+	uint8_t b;
+
+	assert_true(n <= ELEMENTSOF(s));
+	for (size_t i = 0; i < n; i++) {
+		pair(fds[i]);
+		s[i].fd = fds[i][0];
+		c[i].fd = fds[i][1];
+		s[i].ssl = plain_server(ctx, s[i].fd);
+		assert_int_equal(netns_tls_connect(t, c[i].fd, name, false, &c[i].c, &c[i].err), 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		handshake(&s[i], &c[i]);
+		assert_int_equal(c[i].r, 0);
+		assert_int_equal(s[i].r, 0);
+		assert_int_equal(SSL_write(s[i].ssl, "x", 1), 1);
+		assert_int_equal(read_some(c[i].c, c[i].fd, &b, 1), 1);
+	}
+	for (size_t i = 0; i < n; i++) {
+		netns_tls_close(c[i].c);
+		reused += SSL_session_reused(s[i].ssl);
+		SSL_free(s[i].ssl);
+		netns_tls_conn_free(c[i].c);
+		close_pair(fds[i]);
+	}
+	return reused;
+}
+
+/* A client keeping many connections busy at once (a load generator, a package manager): each
+ * takes a ticket of its own, and enough are kept for all of them. */
+static void test_client_keeps_tickets_for_connections_at_once(void **state)
+{
+	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
+	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
+	_cleanup_free_ char *pem = NULL;
+	struct seen_hello seen = {0};
+
+	(void)state;
+	ctx = plain_server_ctx("DNS:api.test", &seen, &pem);
+	t = new_trusting(pem);
+	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 0);
+	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 24);
+	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 24);
+}
+
 static void test_client_resumes_a_tls12_upstream_session(void **state)
 {
 	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
@@ -1588,6 +1639,7 @@ int main(void)
 	    cmocka_unit_test(test_connect_offers_h2_when_asked_and_reports_the_choice),
 	    cmocka_unit_test(test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only),
 	    cmocka_unit_test(test_client_resumes_the_upstream_session_of_the_same_name),
+	    cmocka_unit_test(test_client_keeps_tickets_for_connections_at_once),
 	    cmocka_unit_test(test_client_resumes_a_tls12_upstream_session),
 	    cmocka_unit_test(test_client_uses_a_tls13_ticket_only_once),
 	    cmocka_unit_test(test_server_resumes_a_session_of_the_sandbox),
