@@ -67,7 +67,10 @@ def main():
         calls, errors = state["calls"], state["errors"]
         done.set()
         closed.wait_for(lambda: state["open"] == 0, timeout=30)
-    print("grpc-result calls=%d errors=%d seconds=%.3f" % (calls, errors, elapsed), flush=True)
+    # One write(), newline included: the clients of a run share one pipe, and a line must not
+    # be split by another's (seen: two lines run together, the run lost).
+    sys.stdout.flush()
+    os.write(1, b"grpc-result calls=%d errors=%d seconds=%.3f\n" % (calls, errors, elapsed))
     ch.close()
 
 
