@@ -95,9 +95,10 @@ struct conn {
 	bool bulk_cu, bulk_uc;		       /* read into the pipe, not copied */
 	/* both: each side's read end reached, and its write end shut */
 	bool c_eof, u_eof, c_shut, u_shut;
-	/* what the events said: a side may have bytes (or its end) to read, its end has come (so
-	 * a short read does not mean it is read out), the upstream is writable */
-	bool c_readable, u_readable, c_hup, u_hup, u_writable;
+	/* what the events said: a side may have bytes (or its end) to read, its end has come or
+	 * it had urgent data (so a short read does not mean it is read out: a TCP read stops at
+	 * the urgent mark too), the upstream is writable */
+	bool c_readable, u_readable, c_hup, u_hup, c_urgent, u_urgent, u_writable;
 
 	/* SSH: the watch (proxy-ssh.c); to_u and to_c hold what it read and has not sent */
 	struct proxy_ssh *ssh;

@@ -403,7 +403,7 @@ struct relay {
 	size_t *fill, *size;	/* bytes in the pipe, and what it holds */
 	struct netns_buf *held; /* copied, not yet sent */
 	bool *bulk, *readable, *eof;
-	bool hup; /* src's end has come: read on until recv says so */
+	bool read_on; /* src's end has come, or urgent data: read on until recv says so */
 };
 
 /* Sends what d holds (copied, then in the pipe): 1 when all is out, 0 when dst is full, or
@@ -462,7 +462,7 @@ static int relay_copy(struct netns_proxy *p, struct relay *d)
 	if ((size_t)n == sizeof(p->copy))
 		/* Bulk, if a pipe can be had; else it goes on being copied. */
 		*d->bulk = *d->size > 0 || proxy_pipe_get(p, d->pipe, d->size) >= 0;
-	else if (!d->hup)
+	else if (!d->read_on)
 		*d->readable = false;
 	return 0;
 }
@@ -489,8 +489,11 @@ static ssize_t relay_splice_in(struct relay *d)
 			 * small): only an empty one's EAGAIN says src is read out. What follows
 			 * is then copied again, unless this round was bulk too. */
 			if (*d->fill == 0) {
-				*d->readable = false;
-				*d->bulk = moved >= PROXY_COPY_BYTES;
+				/* A splice also stops at an urgent mark, for good (it never takes
+				 * the urgent byte): with an end or urgent data announced, a copy's
+				 * recv() reads on past it, or says EAGAIN. */
+				*d->readable = d->read_on;
+				*d->bulk = moved >= PROXY_COPY_BYTES && !d->read_on;
 			}
 			break;
 		}
@@ -534,7 +537,7 @@ int proxy_splice(struct conn *c)
 	    .bulk = &c->bulk_cu,
 	    .readable = &c->c_readable,
 	    .eof = &c->c_eof,
-	    .hup = c->c_hup,
+	    .read_on = c->c_hup || c->c_urgent,
 	};
 	struct relay uc = {
 	    .src = c->ufd,
@@ -546,7 +549,7 @@ int proxy_splice(struct conn *c)
 	    .bulk = &c->bulk_uc,
 	    .readable = &c->u_readable,
 	    .eof = &c->u_eof,
-	    .hup = c->u_hup,
+	    .read_on = c->u_hup || c->u_urgent,
 	};
 	bool cu_done, uc_done;
 	int r;

@@ -365,7 +365,7 @@ static void conn_connect(struct conn *c)
 		return;
 	}
 	c->phase = PHASE_CONNECTING;
-	if (watch_add(c->proxy, &c->uw, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+	if (watch_add(c->proxy, &c->uw, EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
 		conn_close(c, true);
 		return;
 	}
@@ -577,7 +577,8 @@ static void on_listener(struct netns_proxy *p, struct proxy_watch *w)
 			continue;
 		}
 		/* TCP_NODELAY comes from the listener. */
-		if (watch_add(p, &c->cw, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+		if (watch_add(p, &c->cw, EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET) <
+		    0) {
 			conn_close(c, true);
 			continue;
 		}
@@ -591,21 +592,23 @@ static void on_listener(struct netns_proxy *p, struct proxy_watch *w)
  * have bytes) and for the connect (which then needs no system call to know it is done). */
 static void conn_note(struct proxy_watch *w, uint32_t events)
 {
-	const uint32_t readable = EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+	const uint32_t readable = EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 	const uint32_t hup = EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 	struct conn *c = w->conn;
 
 	if (w->type == WATCH_CLIENT) {
 		c->c_readable |= (events & readable) != 0;
 		c->c_hup |= (events & hup) != 0;
+		c->c_urgent |= (events & EPOLLPRI) != 0;
 		if (c->ctls && (events & readable))
-			netns_tls_readable(c->ctls, events & hup);
+			netns_tls_readable(c->ctls, c->c_hup || c->c_urgent);
 	} else {
 		c->u_readable |= (events & readable) != 0;
 		c->u_hup |= (events & hup) != 0;
+		c->u_urgent |= (events & EPOLLPRI) != 0;
 		c->u_writable |= (events & (EPOLLOUT | hup)) == EPOLLOUT;
 		if (c->utls && (events & readable))
-			netns_tls_readable(c->utls, events & hup);
+			netns_tls_readable(c->utls, c->u_hup || c->u_urgent);
 	}
 }
 

@@ -235,7 +235,7 @@ struct netns_tls_conn {
 	bool h2_allowed;   /* server: h2 may be chosen (netns_tls_allow_h2()) */
 	bool events;	   /* netns_tls_readable() is told of every readiness event */
 	bool drained;	   /* ... and none came since the socket was read out */
-	bool hup;	   /* ... and one said its end came */
+	bool hup;	   /* ... and one said its end came, or urgent data */
 	int io_error;	   /* the last socket error, -errno */
 	uint32_t wants;	   /* EPOLLIN/EPOLLOUT after -EAGAIN */
 	char name[];

@@ -8,6 +8,7 @@
 #   drip       64 KiB, then 3,000 one-byte segments queued while the sandbox does not read
 #   pingpong   3,000 small exchanges on one connection (a short read says the socket is empty)
 #   echo       8 MiB both ways at once, in pieces of every size
+#   urgent     bytes, an urgent byte (MSG_OOB), bytes: those around it come through
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -30,9 +31,9 @@ EOF
 sb_run -p "$policy" --audit "$IT_TMP/audit.jsonl" -- \
 	/usr/bin/python3 /workspace/relay-peer.py check relay.test "$port"
 assert_eq 0 "$AL_RC" "the sandbox's client ran ($AL_ERR)"
-for c in upload upload_small download drip pingpong echo; do
+for c in upload upload_small download drip pingpong echo urgent; do
 	assert_eq ok "$(sed -n "s/^$c=//p" <<<"$AL_OUT")" "$c: every byte came through"
 done
-assert_eq 6 "$(grep -c '"mode":"tcp"' "$IT_TMP/audit.jsonl")" \
+assert_eq 26 "$(grep -c '"mode":"tcp"' "$IT_TMP/audit.jsonl")" \
 	"each connection was relayed unread (audited as tcp)"
 it_finish
