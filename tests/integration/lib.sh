@@ -331,10 +331,11 @@ it_marked_pids()
 	return 0
 }
 
-# pids of airlock's serving processes on the host: workspace filesystem daemons and egress
-# proxies. Those started under another test's AIRLOCK_IT_RUN (it_setup exports it, and they
-# inherit it from airlock) are that test's: root suites run side by side do not judge (or kill)
-# each other's. A daemon without the variable (airlock run under env -i) counts for every test.
+# pids of this test's airlock serving processes on the host: workspace filesystem daemons and
+# egress proxies started under its AIRLOCK_IT_RUN (it_setup exports it, and they inherit it from
+# airlock; a test that runs airlock under env -i passes it on). Those of another test, or of
+# nobody's (someone's own airlock beside the suite), are neither judged nor killed: a suite run
+# on a machine in use once killed the workspace filesystems of sandboxes it had not started.
 it_fs_daemons()
 {
 	local p comm run
@@ -342,7 +343,7 @@ it_fs_daemons()
 		read -r comm 2>/dev/null <"$p/comm" || continue
 		[ "$comm" = airlock-fs ] || [ "$comm" = airlock-net ] || continue
 		run=$(tr '\0' '\n' 2>/dev/null <"$p/environ" | sed -n 's/^AIRLOCK_IT_RUN=//p')
-		[ -z "$run" ] || [ "$run" = "${AIRLOCK_IT_RUN:-}" ] || continue
+		[ -n "$run" ] && [ "$run" = "${AIRLOCK_IT_RUN:-}" ] || continue
 		printf '%s\n' "${p#/proc/}"
 	done
 	return 0

@@ -84,7 +84,7 @@ write_policy "$policy" <<EOF2
 EOF2
 chmod 644 "$policy"
 (cd / && "$ITRUN" -t "$IT_WATCHDOG" -- "${nobody[@]}" env -i PATH=/usr/bin:/bin \
-	"AIRLOCK_BROKER=$sock" "$bin/airlock" run -p "$policy" -- /bin/sh -c 'echo ran >/workspace/ran') \
+	"AIRLOCK_IT_RUN=$AIRLOCK_IT_RUN" "AIRLOCK_BROKER=$sock" "$bin/airlock" run -p "$policy" -- /bin/sh -c 'echo ran >/workspace/ran') \
 	>"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
 rc=$?
 err=$(cat "$IT_TMP/al.err")

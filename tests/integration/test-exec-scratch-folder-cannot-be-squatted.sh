@@ -60,7 +60,8 @@ chown 65534:65534 "$nbtmp/airlock-exec-65534-$dead_pid-abcdef"
 # nb ENV... : `airlock exec` as uid 65534 with the environment ENV.
 nb()
 {
-	(cd / && "$ITRUN" -t "$IT_WATCHDOG" -- "${nobody[@]}" env -i PATH=/usr/bin:/bin "$@" \
+	(cd / && "$ITRUN" -t "$IT_WATCHDOG" -- "${nobody[@]}" env -i PATH=/usr/bin:/bin \
+		"AIRLOCK_IT_RUN=$AIRLOCK_IT_RUN" "$@" \
 		"$bin/airlock" exec --request "$REQ") >"$IT_TMP/al.out" 2>"$IT_TMP/al.err"
 	AL_RC=$?
 	AL_OUT=$(cat "$IT_TMP/al.out")

@@ -27,7 +27,7 @@ bin=$IT_TMP/bin
 mkdir -p "$home/project" "$bin"
 install -m 755 "$AIRLOCK" "$bin/airlock"
 chown -R 65534:65534 "$home"
-nb_env=(env -i "HOME=$home" PATH=/usr/bin:/bin "TMPDIR=$IT_TMP/nbtmp")
+nb_env=(env -i "HOME=$home" PATH=/usr/bin:/bin "TMPDIR=$IT_TMP/nbtmp" "AIRLOCK_IT_RUN=$AIRLOCK_IT_RUN")
 mkdir -m 1777 "$IT_TMP/nbtmp"
 policy()
 {
