@@ -502,11 +502,11 @@ ssize_t netns_tls_write(struct netns_tls_conn *c, const void *buf, size_t n);
 void netns_tls_close(struct netns_tls_conn *c);
 /* After -EAGAIN: EPOLLIN and/or EPOLLOUT, what the connection waits for on its fd. */
 uint32_t netns_tls_wants(const struct netns_tls_conn *c);
-/* An edge-triggered readiness event on c's fd said it may have bytes (or, hup, its end, or
- * urgent data, where a TCP read stops short too). A
- * user that calls this for every such event, from the first on, lets c skip the read that would
- * say EAGAIN: a short read says the socket is read out until the next event. */
-void netns_tls_readable(struct netns_tls_conn *c, bool hup);
+/* An edge-triggered readiness event on c's fd said it may have bytes (read_on: or its end, an
+ * error or urgent data, where a TCP read stops short too). A user that calls this for every
+ * such event, from the first on, lets c skip the read that would say EAGAIN: a short read says
+ * the socket is read out until the next event. */
+void netns_tls_readable(struct netns_tls_conn *c, bool read_on);
 /* Bytes are buffered in OpenSSL (decrypted, or records read ahead from the socket, whole or in
  * part): the fd may be idle while a read would still return data. Read until -EAGAIN before
  * waiting on the fd. */

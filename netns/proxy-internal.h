@@ -68,6 +68,26 @@ enum conn_phase {
 
 struct proxy_pg;
 
+/* A splice pipe; the proxy keeps empty ones for the next (proxy_pipe_get()). */
+struct proxy_pipe {
+	int fd[2];   /* -EBADF: none */
+	size_t size; /* the bytes it holds; 0: none */
+	size_t fill; /* the bytes in it */
+};
+
+/* One direction of the unread relay (proxy-relay.c). */
+struct relay_dir {
+	struct proxy_pipe pipe; /* taken at its first bulk */
+	bool bulk;		/* read into the pipe, not copied */
+};
+
+/* What the events said of one side of a connection (conn_note()). */
+struct conn_events {
+	bool readable; /* it may have bytes (or its end) to read */
+	bool read_on;  /* its end, an error or urgent data came: a short read does not mean it is
+			* read out (a TCP read stops at the urgent mark too) */
+};
+
 struct conn {
 	struct netns_proxy *proxy;
 	struct conn *prev, *next;
@@ -88,17 +108,14 @@ struct conn {
 	struct netns_verdict verdict;	   /* the address's (or the name's, until it is known) */
 	const char *mode;		   /* how it is relayed, for the audit */
 
-	/* SPLICE: a pipe per direction once it carries bulk, and the bytes in each; to_u and to_c
-	 * hold what was copied and not yet sent */
-	int pipe_cu[2], pipe_uc[2];
-	size_t in_cu, in_uc, size_cu, size_uc; /* size: 0 until the pipe is had */
-	bool bulk_cu, bulk_uc;		       /* read into the pipe, not copied */
+	/* SPLICE: each direction (sandbox to upstream, and back); to_u and to_c hold what was
+	 * copied and not yet sent */
+	struct relay_dir cu, uc;
 	/* both: each side's read end reached, and its write end shut */
 	bool c_eof, u_eof, c_shut, u_shut;
-	/* what the events said: a side may have bytes (or its end) to read, its end has come or
-	 * it had urgent data (so a short read does not mean it is read out: a TCP read stops at
-	 * the urgent mark too), the upstream is writable */
-	bool c_readable, u_readable, c_hup, u_hup, c_urgent, u_urgent, u_writable;
+	/* what the events said of each side, and that the upstream is writable (conn_note()) */
+	struct conn_events cev, uev;
+	bool u_writable;
 
 	/* SSH: the watch (proxy-ssh.c); to_u and to_c hold what it read and has not sent */
 	struct proxy_ssh *ssh;
@@ -138,10 +155,7 @@ struct netns_proxy {
 	const char **surrogates;      /* NULL-terminated, borrowed from the broker client */
 	const char **surrogate_names; /* the credential of each */
 	bool has_sidecar;
-	struct {
-		int fd[2];
-		size_t size;
-	} pipes[PROXY_PIPES_KEPT];	/* empty, for the next bulk relay (proxy_pipe_get()) */
+	struct proxy_pipe pipes[PROXY_PIPES_KEPT]; /* empty, for the next bulk relay */
 	uint8_t copy[PROXY_COPY_BYTES]; /* a relay's copy, sent before the next is read */
 	size_t n_pipes;
 	size_t n_big_pipes;	       /* open pipes of PROXY_PIPE_BYTES, kept ones included */
@@ -182,12 +196,11 @@ void proxy_close(struct conn *c, bool reset);
 void proxy_enter_route(struct conn *c);
 void proxy_defer_free(struct netns_proxy *p, struct conn *c);
 void proxy_free_deferred(struct netns_proxy *p);
-/* A pipe for splice: a kept one, or a new one; *size: the bytes it holds. -errno when none can
- * be made. */
-int proxy_pipe_get(struct netns_proxy *p, int ret[2], size_t *size);
-/* Gives a pipe back (of size bytes, fill in it): kept when it is empty and there is room, else
- * closed. */
-void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t size, size_t fill);
+/* A pipe for splice, empty: a kept one, or a new one. -errno when none can be made. */
+int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret);
+/* Gives a pipe back (or nothing, when pp has none): kept when it is empty and there is room,
+ * else closed. */
+void proxy_pipe_put(struct netns_proxy *p, struct proxy_pipe *pp);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */
 int proxy_read_head(struct conn *c);

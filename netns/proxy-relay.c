@@ -204,10 +204,10 @@ int proxy_connected(struct conn *c)
 	int e = 0;
 
 	/* The upstream's socket has an event coming when its connect ends: writable, and neither
-	 * an error nor an end, says connected; anything else is asked. */
+	 * an error nor an end, says connected; an error or an end is asked about. */
 	if (c->u_writable)
 		goto connected;
-	if (!c->u_hup)
+	if (!c->uev.read_on)
 		return 0;
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
@@ -387,7 +387,7 @@ static void start_splice(struct conn *c, const char *mode)
 	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
 	c->phase = PHASE_SPLICE;
 	/* Whatever the events said before, each side is read until it is read out. */
-	c->c_readable = c->u_readable = true;
+	c->cev.readable = c->uev.readable = true;
 	/* What is relayed unread (SSH, a database's protocol) may be idle as long as it likes. */
 	c->idle_deadline = 0;
 }
@@ -399,85 +399,86 @@ static void start_splice(struct conn *c, const char *mode)
  * spliced through a pipe (no copy) until a round moves less than a buffer's worth. */
 struct relay {
 	int src, dst;
-	int *pipe;		/* [2], -EBADF until the first bulk */
-	size_t *fill, *size;	/* bytes in the pipe, and what it holds */
+	struct relay_dir *dir;
 	struct netns_buf *held; /* copied, not yet sent */
-	bool *bulk, *readable, *eof;
-	bool read_on; /* src's end has come, or urgent data: read on until recv says so */
+	struct conn_events *ev; /* src's */
+	bool *eof;		/* src's */
 };
 
-/* Sends what d holds (copied, then in the pipe): 1 when all is out, 0 when dst is full, or
+/* Sends what r holds (copied, then in the pipe): 1 when all is out, 0 when dst is full, or
  * -errno. */
-static int relay_flush(struct relay *d)
+static int relay_flush(struct relay *r)
 {
+	struct proxy_pipe *pp = &r->dir->pipe;
 	ssize_t n;
 
-	while (netns_buf_len(d->held) > 0) {
-		n = send(d->dst, netns_buf_head(d->held), netns_buf_len(d->held),
+	while (netns_buf_len(r->held) > 0) {
+		n = send(r->dst, netns_buf_head(r->held), netns_buf_len(r->held),
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == EAGAIN ? 0 : -errno;
 		}
-		netns_buf_consume(d->held, (size_t)n);
+		netns_buf_consume(r->held, (size_t)n);
 	}
-	while (*d->fill > 0) {
-		n = splice(d->pipe[0], NULL, d->dst, NULL, *d->fill,
+	while (pp->fill > 0) {
+		n = splice(pp->fd[0], NULL, r->dst, NULL, pp->fill,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == EAGAIN ? 0 : -errno;
 		}
-		*d->fill -= (size_t)n;
+		pp->fill -= (size_t)n;
 	}
 	return 1;
 }
 
 /* Copies one read of src to dst (the part dst does not take is held). */
-static int relay_copy(struct netns_proxy *p, struct relay *d)
+static int relay_copy(struct netns_proxy *p, struct relay *r)
 {
 	ssize_t n, sent;
 
-	n = recv(d->src, p->copy, sizeof(p->copy), MSG_DONTWAIT);
+	n = recv(r->src, p->copy, sizeof(p->copy), MSG_DONTWAIT);
 	if (n <= 0) {
 		if (n == 0)
-			*d->eof = true;
+			*r->eof = true;
 		else if (errno == EAGAIN)
-			*d->readable = false;
+			r->ev->readable = false;
 		else if (errno != EINTR)
 			return -errno;
 		return 0;
 	}
-	sent = send(d->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	sent = send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (sent < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
 		sent = 0;
 	}
 	if (sent < n &&
-	    netns_buf_append(d->held, p->copy + sent, (size_t)(n - sent), PROXY_COPY_BYTES) < 0)
+	    netns_buf_append(r->held, p->copy + sent, (size_t)(n - sent), PROXY_COPY_BYTES) < 0)
 		return -ENOMEM;
 	if ((size_t)n == sizeof(p->copy))
 		/* Bulk, if a pipe can be had; else it goes on being copied. */
-		*d->bulk = *d->size > 0 || proxy_pipe_get(p, d->pipe, d->size) >= 0;
-	else if (!d->read_on)
-		*d->readable = false;
+		r->dir->bulk = r->dir->pipe.size > 0 || proxy_pipe_get(p, &r->dir->pipe) >= 0;
+	else if (!r->ev->read_on)
+		r->ev->readable = false;
 	return 0;
 }
 
-/* Splices src into the pipe until it is read out or the pipe is full: the bytes moved. */
-static ssize_t relay_splice_in(struct relay *d)
+/* Splices src into the pipe until it is read out or the pipe is full. */
+static int relay_splice_in(struct relay *r)
 {
+	struct proxy_pipe *pp = &r->dir->pipe;
 	size_t moved = 0;
 	ssize_t n;
 
-	while (*d->fill < *d->size) {
-		n = splice(d->src, NULL, d->pipe[1], NULL, *d->size - *d->fill,
+	while (pp->fill < pp->size) {
+		n = splice(r->src, NULL, pp->fd[1], NULL, pp->size - pp->fill,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0) {
-			*d->eof = true;
+			*r->eof = true;
 			break;
 		}
 		if (n < 0) {
@@ -488,70 +489,46 @@ static ssize_t relay_splice_in(struct relay *d)
 			/* A pipe holding bytes may be out of slots (each segment takes one, however
 			 * small): only an empty one's EAGAIN says src is read out. What follows
 			 * is then copied again, unless this round was bulk too. */
-			if (*d->fill == 0) {
+			if (pp->fill == 0) {
 				/* A splice also stops at an urgent mark, for good (it never takes
 				 * the urgent byte): with an end or urgent data announced, a copy's
 				 * recv() reads on past it, or says EAGAIN. */
-				*d->readable = d->read_on;
-				*d->bulk = moved >= PROXY_COPY_BYTES && !d->read_on;
+				r->ev->readable = r->ev->read_on;
+				r->dir->bulk = moved >= PROXY_COPY_BYTES && !r->ev->read_on;
 			}
 			break;
 		}
-		*d->fill += (size_t)n;
+		pp->fill += (size_t)n;
 		moved += (size_t)n;
 	}
-	return (ssize_t)moved;
+	return 0;
 }
 
-static int relay_pump(struct netns_proxy *p, struct relay *d)
+static int relay_pump(struct netns_proxy *p, struct relay *r)
 {
 	for (;;) {
-		int r = relay_flush(d);
+		int k = relay_flush(r);
 
-		if (r <= 0)
-			return r;
-		if (!*d->readable || *d->eof)
+		if (k <= 0)
+			return k;
+		if (!r->ev->readable || *r->eof)
 			return 0;
-		if (*d->bulk) {
-			ssize_t n = relay_splice_in(d);
-
-			if (n < 0)
-				return (int)n;
-		} else {
-			r = relay_copy(p, d);
-			if (r < 0)
-				return r;
-		}
+		k = r->dir->bulk ? relay_splice_in(r) : relay_copy(p, r);
+		if (k < 0)
+			return k;
 	}
+}
+
+/* Whether all that src sent, its end included, is through. */
+static bool relay_done(const struct relay *r)
+{
+	return *r->eof && r->dir->pipe.fill == 0 && netns_buf_len(r->held) == 0;
 }
 
 int proxy_splice(struct conn *c)
 {
-	struct relay cu = {
-	    .src = c->cfd,
-	    .dst = c->ufd,
-	    .pipe = c->pipe_cu,
-	    .fill = &c->in_cu,
-	    .size = &c->size_cu,
-	    .held = &c->to_u,
-	    .bulk = &c->bulk_cu,
-	    .readable = &c->c_readable,
-	    .eof = &c->c_eof,
-	    .read_on = c->c_hup || c->c_urgent,
-	};
-	struct relay uc = {
-	    .src = c->ufd,
-	    .dst = c->cfd,
-	    .pipe = c->pipe_uc,
-	    .fill = &c->in_uc,
-	    .size = &c->size_uc,
-	    .held = &c->to_c,
-	    .bulk = &c->bulk_uc,
-	    .readable = &c->u_readable,
-	    .eof = &c->u_eof,
-	    .read_on = c->u_hup || c->u_urgent,
-	};
-	bool cu_done, uc_done;
+	struct relay cu = {c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof};
+	struct relay uc = {c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof};
 	int r;
 
 	r = relay_pump(c->proxy, &cu);
@@ -563,17 +540,15 @@ int proxy_splice(struct conn *c)
 	}
 	/* A side's end is passed on once all it sent is through; when both have ended, closing
 	 * passes on what is left to pass. */
-	cu_done = c->c_eof && c->in_cu == 0 && netns_buf_len(&c->to_u) == 0;
-	uc_done = c->u_eof && c->in_uc == 0 && netns_buf_len(&c->to_c) == 0;
-	if (cu_done && uc_done) {
+	if (relay_done(&cu) && relay_done(&uc)) {
 		proxy_close(c, false);
 		return 0;
 	}
-	if (cu_done && !c->u_shut) {
+	if (relay_done(&cu) && !c->u_shut) {
 		(void)shutdown(c->ufd, SHUT_WR);
 		c->u_shut = true;
 	}
-	if (uc_done && !c->c_shut) {
+	if (relay_done(&uc) && !c->c_shut) {
 		(void)shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 	}

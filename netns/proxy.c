@@ -197,46 +197,42 @@ static int watch_add(struct netns_proxy *p, struct proxy_watch *w, uint32_t even
 }
 
 /* Pipes are kept: a connection that turns to bulk otherwise spends system calls making and
- * closing its pipe. *size: what the pipe holds. */
-int proxy_pipe_get(struct netns_proxy *p, int ret[2], size_t *size)
+ * closing its pipe. */
+int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret)
 {
 	int n;
 
 	if (p->n_pipes > 0) {
-		p->n_pipes--;
-		ret[0] = p->pipes[p->n_pipes].fd[0];
-		ret[1] = p->pipes[p->n_pipes].fd[1];
-		*size = p->pipes[p->n_pipes].size;
+		*ret = p->pipes[--p->n_pipes];
 		return 0;
 	}
-	if (pipe2(ret, O_NONBLOCK | O_CLOEXEC) < 0)
+	if (pipe2(ret->fd, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
 	if (p->n_big_pipes < PROXY_BIG_PIPES_MAX &&
-	    fcntl(ret[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES) >= 0)
+	    fcntl(ret->fd[1], F_SETPIPE_SZ, PROXY_PIPE_BYTES) >= 0)
 		p->n_big_pipes++;
-	n = fcntl(ret[1], F_GETPIPE_SZ);
+	n = fcntl(ret->fd[1], F_GETPIPE_SZ);
 	if (n <= 0) {
-		ret[0] = al_close(ret[0]);
-		ret[1] = al_close(ret[1]);
+		ret->fd[0] = al_close(ret->fd[0]);
+		ret->fd[1] = al_close(ret->fd[1]);
 		return n < 0 ? -errno : -EIO;
 	}
-	*size = (size_t)n;
+	ret->size = (size_t)n;
+	ret->fill = 0;
 	return 0;
 }
 
-void proxy_pipe_put(struct netns_proxy *p, int fds[2], size_t size, size_t fill)
+void proxy_pipe_put(struct netns_proxy *p, struct proxy_pipe *pp)
 {
-	if (fds[0] >= 0 && fill == 0 && p->n_pipes < PROXY_PIPES_KEPT) {
-		p->pipes[p->n_pipes].fd[0] = TAKE_FD(fds[0]);
-		p->pipes[p->n_pipes].fd[1] = TAKE_FD(fds[1]);
-		p->pipes[p->n_pipes].size = size;
-		p->n_pipes++;
+	if (pp->fd[0] >= 0 && pp->fill == 0 && p->n_pipes < PROXY_PIPES_KEPT) {
+		p->pipes[p->n_pipes++] = *pp;
+		*pp = (struct proxy_pipe){.fd = {-EBADF, -EBADF}};
 		return;
 	}
-	if (fds[0] >= 0 && size >= PROXY_PIPE_BYTES)
+	if (pp->fd[0] >= 0 && pp->size >= PROXY_PIPE_BYTES)
 		p->n_big_pipes--;
-	fds[0] = al_close(fds[0]);
-	fds[1] = al_close(fds[1]);
+	pp->fd[0] = al_close(pp->fd[0]);
+	pp->fd[1] = al_close(pp->fd[1]);
 }
 
 static void conn_free(struct conn *c)
@@ -252,8 +248,8 @@ static void conn_free(struct conn *c)
 	netns_buf_done(&c->uin);
 	netns_buf_done(&c->to_u);
 	netns_buf_done(&c->to_c);
-	proxy_pipe_put(c->proxy, c->pipe_cu, c->size_cu, c->in_cu);
-	proxy_pipe_put(c->proxy, c->pipe_uc, c->size_uc, c->in_uc);
+	proxy_pipe_put(c->proxy, &c->cu.pipe);
+	proxy_pipe_put(c->proxy, &c->uc.pipe);
 	free(c);
 }
 
@@ -297,8 +293,8 @@ static int conn_new(struct netns_proxy *p, int fd, bool explicit_proxy, struct c
 	    .ufd = -EBADF,
 	    .explicit_proxy = explicit_proxy,
 	    .phase = explicit_proxy ? PHASE_HEAD : PHASE_LOOKUP,
-	    .pipe_cu = {-EBADF, -EBADF},
-	    .pipe_uc = {-EBADF, -EBADF},
+	    .cu.pipe.fd = {-EBADF, -EBADF},
+	    .uc.pipe.fd = {-EBADF, -EBADF},
 	    .cw = {.type = WATCH_CLIENT, .fd = fd},
 	    .uw = {.type = WATCH_UPSTREAM, .fd = -EBADF},
 	    .idle_deadline = proxy_now_msec() + p->idle_msec,
@@ -592,24 +588,20 @@ static void on_listener(struct netns_proxy *p, struct proxy_watch *w)
  * have bytes) and for the connect (which then needs no system call to know it is done). */
 static void conn_note(struct proxy_watch *w, uint32_t events)
 {
-	const uint32_t readable = EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 	const uint32_t hup = EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 	struct conn *c = w->conn;
+	bool client = w->type == WATCH_CLIENT;
+	struct conn_events *e = client ? &c->cev : &c->uev;
+	struct netns_tls_conn *tls = client ? c->ctls : c->utls;
 
-	if (w->type == WATCH_CLIENT) {
-		c->c_readable |= (events & readable) != 0;
-		c->c_hup |= (events & hup) != 0;
-		c->c_urgent |= (events & EPOLLPRI) != 0;
-		if (c->ctls && (events & readable))
-			netns_tls_readable(c->ctls, c->c_hup || c->c_urgent);
-	} else {
-		c->u_readable |= (events & readable) != 0;
-		c->u_hup |= (events & hup) != 0;
-		c->u_urgent |= (events & EPOLLPRI) != 0;
+	if (!client)
 		c->u_writable |= (events & (EPOLLOUT | hup)) == EPOLLOUT;
-		if (c->utls && (events & readable))
-			netns_tls_readable(c->utls, c->u_hup || c->u_urgent);
-	}
+	if (!(events & (EPOLLIN | EPOLLPRI | hup)))
+		return;
+	e->readable = true;
+	e->read_on |= (events & (EPOLLPRI | hup)) != 0;
+	if (tls)
+		netns_tls_readable(tls, e->read_on);
 }
 
 static void conn_pump(struct conn *c)

@@ -235,7 +235,7 @@ struct netns_tls_conn {
 	bool h2_allowed;   /* server: h2 may be chosen (netns_tls_allow_h2()) */
 	bool events;	   /* netns_tls_readable() is told of every readiness event */
 	bool drained;	   /* ... and none came since the socket was read out */
-	bool hup;	   /* ... and one said its end came, or urgent data */
+	bool read_on;	   /* ... and one said its end, an error or urgent data came */
 	int io_error;	   /* the last socket error, -errno */
 	uint32_t wants;	   /* EPOLLIN/EPOLLOUT after -EAGAIN */
 	char name[];
@@ -549,7 +549,7 @@ static int bio_sock_read(BIO *b, char *buf, size_t n, size_t *ret)
 		c->eof = true;
 	/* A TCP read stops short only where the queue ends: the next read would say EAGAIN
 	 * (unless the end has come, which a read must see). */
-	if ((size_t)k < n && k > 0 && c->events && !c->hup)
+	if ((size_t)k < n && k > 0 && c->events && !c->read_on)
 		c->drained = true;
 	*ret = (size_t)k;
 	return k > 0;
@@ -1005,11 +1005,11 @@ uint32_t netns_tls_wants(const struct netns_tls_conn *c)
 	return c->wants;
 }
 
-void netns_tls_readable(struct netns_tls_conn *c, bool hup)
+void netns_tls_readable(struct netns_tls_conn *c, bool read_on)
 {
 	c->events = true;
 	c->drained = false;
-	c->hup |= hup;
+	c->read_on |= read_on;
 }
 
 bool netns_tls_pending(const struct netns_tls_conn *c)
