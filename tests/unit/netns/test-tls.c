@@ -1269,53 +1269,8 @@ static void test_connect_refuses_a_certificate_naming_the_host_in_its_cn_only(vo
 
 /* ---- Resumption ---- */
 
-/* One connection of t's client for name to a plain server of ctx: handshake, a byte from the
- * server (which brings TLS 1.3's tickets along), close. Returns whether it resumed. */
-static bool upstream_once(struct netns_tls *t, SSL_CTX *ctx, const char *name)
-{
-	struct end s = {0}, c = {0};
-	uint8_t b;
-	int fds[2];
-	bool reused;
-
-	pair(fds);
-	s.fd = fds[0];
-	c.fd = fds[1];
-	s.ssl = plain_server(ctx, s.fd);
-	assert_int_equal(netns_tls_connect(t, c.fd, name, false, &c.c, &c.err), 0);
-	handshake(&s, &c);
-	assert_int_equal(c.r, 0);
-	assert_int_equal(s.r, 0);
-	assert_int_equal(SSL_write(s.ssl, "x", 1), 1);
-	assert_int_equal(read_some(c.c, c.fd, &b, 1), 1);
-	netns_tls_close(c.c);
-	reused = SSL_session_reused(s.ssl);
-	SSL_free(s.ssl);
-	netns_tls_conn_free(c.c);
-	close_pair(fds);
-	return reused;
-}
-
-static void test_client_resumes_the_upstream_session_of_the_same_name(void **state)
-{
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
-
-	(void)state;
-	ctx = plain_server_ctx("DNS:api.test,DNS:www.test", &seen, &pem);
-	t = new_trusting(pem);
-	assert_false(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test")); /* each resumption brings a new ticket */
-	/* Sessions are per name. */
-	assert_false(upstream_once(t, ctx, "www.test"));
-	assert_true(upstream_once(t, ctx, "www.test"));
-}
-
-/* n connections of t's client for name at once (handshakes, a byte each, which brings the
- * tickets along), then closed: how many resumed. */
+/* n connections of t's client for name to plain servers of ctx at once: handshakes, a byte from
+ * each server (which brings TLS 1.3's tickets along), close. Returns how many resumed. */
 static size_t upstream_parallel(struct netns_tls *t, SSL_CTX *ctx, const char *name, size_t n)
 {
 	struct end s[24] = {0}, c[24] = {0};
@@ -1346,6 +1301,30 @@ static size_t upstream_parallel(struct netns_tls *t, SSL_CTX *ctx, const char *n
 		close_pair(fds[i]);
 	}
 	return reused;
+}
+
+/* One such connection: whether it resumed. */
+static bool upstream_once(struct netns_tls *t, SSL_CTX *ctx, const char *name)
+{
+	return upstream_parallel(t, ctx, name, 1) == 1;
+}
+
+static void test_client_resumes_the_upstream_session_of_the_same_name(void **state)
+{
+	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
+	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
+	_cleanup_free_ char *pem = NULL;
+	struct seen_hello seen = {0};
+
+	(void)state;
+	ctx = plain_server_ctx("DNS:api.test,DNS:www.test", &seen, &pem);
+	t = new_trusting(pem);
+	assert_false(upstream_once(t, ctx, "api.test"));
+	assert_true(upstream_once(t, ctx, "api.test"));
+	assert_true(upstream_once(t, ctx, "api.test")); /* each resumption brings a new ticket */
+	/* Sessions are per name. */
+	assert_false(upstream_once(t, ctx, "www.test"));
+	assert_true(upstream_once(t, ctx, "www.test"));
 }
 
 /* A client keeping many connections busy at once (a load generator, a package manager): each
