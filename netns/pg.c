@@ -657,15 +657,24 @@ int netns_pg_tls_ready(struct netns_pg *pg, bool tls, struct netns_buf *to_upstr
 	return r < 0 ? r : step(pg);
 }
 
+/* 0 when pg relays, else why not (a refusal that came before, or a login not yet over). */
+static int relay_ready(struct netns_pg *pg, struct al_error *err)
+{
+	if (pg->error < 0)
+		return refused_earlier(pg, err);
+	if (pg->state != PG_RELAY)
+		return pg_fail(pg, -EINVAL, NULL, NULL, err, "relay before the login ended");
+	return 0;
+}
+
 int netns_pg_relay_from_upstream(struct netns_pg *pg, const uint8_t *p, size_t n,
 				 struct netns_buf *to_sandbox, struct al_error *err)
 {
 	int r;
 
-	if (pg->error < 0)
-		return refused_earlier(pg, err);
-	if (pg->state != PG_RELAY)
-		return pg_fail(pg, -EINVAL, NULL, NULL, err, "relay before the login ended");
+	r = relay_ready(pg, err);
+	if (r < 0)
+		return r;
 	r = pg_relay_feed(pg, p, n, to_sandbox, err);
 	return r < 0 ? r : step(pg);
 }
@@ -676,10 +685,9 @@ int netns_pg_relay_from_sandbox(struct netns_pg *pg, const uint8_t *p, size_t n,
 {
 	int r;
 
-	if (pg->error < 0)
-		return refused_earlier(pg, err);
-	if (pg->state != PG_RELAY)
-		return pg_fail(pg, -EINVAL, NULL, NULL, err, "relay before the login ended");
+	r = relay_ready(pg, err);
+	if (r < 0)
+		return r;
 	r = pg_front_feed(pg, p, n, to_upstream, to_sandbox, err);
 	return r < 0 ? r : step(pg);
 }
