@@ -26,13 +26,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -45,6 +43,7 @@
 #include "common/fd-util.h"
 #include "common/log.h"
 #include "common/path-util.h"
+#include "common/watcher.h"
 #include "launcher/launcher-internal.h"
 
 #define FILE_MAX (1024 * 1024) /* mountinfo and cgroup files we read */
@@ -1062,57 +1061,23 @@ static void cgroup_rmdir(const char *dir)
 	log_debug("Failed to remove cgroup %s: %m", dir);
 }
 
-/* The watcher's life, in a child of airlock's: airlock's end (airlock_fd, a pidfd, turns
- * readable), then the teardown airlock did not do. Each step of it is bounded (cgroup_kill(),
- * cgroup_rmdir()), so it ends soon after airlock. */
-_noreturn_ static void watcher_main(struct launcher_cgroup *cg, int airlock_fd)
-{
-	struct pollfd pfd = {.fd = airlock_fd, .events = POLLIN};
-	int keep[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, airlock_fd};
-	sigset_t none;
-	int fd;
-
-	(void)prctl(PR_SET_NAME, "airlock-cgroups", 0, 0, 0);
-	/* A session of its own: a terminal's ^C, or a signal to airlock's process group, is for
-	 * airlock, whose end it waits for. */
-	(void)setsid();
-	(void)sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	/* None of airlock's files: a caller reading airlock's stdout, the session's control socket,
-	 * the sandbox's pipes must see them close when airlock ends. */
-	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		_exit(EXIT_FAILURE);
-	for (int i = STDIN_FILENO; i <= STDERR_FILENO; i++)
-		if (fd != i && dup2(fd, i) < 0)
-			_exit(EXIT_FAILURE);
-	if (al_close_all_except(keep, ELEMENTSOF(keep)) < 0)
-		_exit(EXIT_FAILURE);
-	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-		;
-	(void)launcher_cgroup_free(cg);
-	_exit(EXIT_SUCCESS);
-}
-
-/* Forks the watcher of cg's dirs (a child of ours, outside them). Without it (no pidfds, no
- * fork) only the next run or session command removes them after a SIGKILL: not an error. */
+/* Forks the watcher of cg's dirs (a child of ours, outside them): once airlock ended, it does the
+ * teardown airlock did not do. Each step of it is bounded (cgroup_kill(), cgroup_rmdir()), so it
+ * ends soon after airlock. Without it (no pidfds, no fork) only the next run or session command
+ * removes them after a SIGKILL: not an error. */
 static void cgroup_watch(struct launcher_cgroup *cg)
 {
-	_cleanup_close_ int self = -EBADF;
 	pid_t pid;
+	int r = al_watcher_fork("airlock-cgroups", NULL, 0, &pid);
 
-	self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	if (self < 0) {
-		log_debug_errno(-errno, "No watcher for the sandbox's cgroups: %m");
+	if (r < 0) {
+		log_debug_errno(r, "No watcher for the sandbox's cgroups: %m");
 		return;
 	}
-	pid = fork();
-	if (pid < 0) {
-		log_debug_errno(-errno, "Failed to fork the watcher of the sandbox's cgroups: %m");
-		return;
+	if (r == 0) {
+		(void)launcher_cgroup_free(cg);
+		_exit(EXIT_SUCCESS);
 	}
-	if (pid == 0)
-		watcher_main(cg, self);
 	cg->watcher = pid;
 }
 
