@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "broker/client.h"
 #include "common/error.h"
@@ -122,10 +123,17 @@ int agent_exec_options_argv(const struct agent_exec_options *o, char *const *bro
  * message, for the caller's one line on stderr. */
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
 	       struct al_error *err);
-/* A fresh empty workspace folder of this process (ret, malloc'd), removed by
- * agent_scratch_remove() (which frees it), or, once this process is dead, by the next one made. */
-int agent_scratch_make(char **ret, bool *ret_in_base, struct al_error *err);
-void agent_scratch_remove(char *scratch, bool in_base);
+/* A fresh empty workspace folder of this process (scratch.c). */
+struct agent_scratch {
+	char *path;    /* malloc'd; NULL: none */
+	bool in_base;  /* in a shared base folder, removed with its last workspace */
+	pid_t watcher; /* the process that removes it if this one is killed, or 0 */
+};
+/* Makes *s, removed by agent_scratch_remove(), or, if this process is killed, by its watcher (or,
+ * without one, by the next workspace made). */
+int agent_scratch_make(struct agent_scratch *s, struct al_error *err);
+/* Removes *s (made or zeroed) and stops its watcher. */
+void agent_scratch_remove(struct agent_scratch *s);
 /* Whether req gets a fresh workspace (agent_scratch_make()) rather than policy p's root: when it
  * names no workspace and either brings no policy of its own under no operator's policy, or is not
  * the operator's (o->policy_dir) and p's root is relative (it would name the working folder of

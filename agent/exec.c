@@ -6,10 +6,8 @@
 
 #define LOG_MODULE "agent"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,14 +23,11 @@
 #include "common/log.h"
 #include "common/path-util.h"
 
-#define SCRATCH_PREFIX "airlock-exec-"
-
 struct exec {
 	const struct agent_request *req;
-	struct policy *policy; /* with the request's run parameters */
-	struct policy *base;   /* as written: its hash is admitted and reported */
-	char *scratch;	       /* the fresh workspace airlock made (and removes), or NULL */
-	bool scratch_in_base;  /* it is in a shared base folder, removed with its last workspace */
+	struct policy *policy;	      /* with the request's run parameters */
+	struct policy *base;	      /* as written: its hash is admitted and reported */
+	struct agent_scratch scratch; /* the fresh workspace airlock made (and removes), if any */
 	struct agent_plan plan;
 	int stdin_fd;
 	enum agent_error_kind kind;
@@ -67,177 +62,13 @@ static int fail(struct exec *e, enum agent_error_kind kind, int r)
 	return r;
 }
 
-/* Whether no one else can rename entries of the folder that holds path: it is this user's or
- * root's, and writable by no one else or sticky (/tmp). */
-static bool parent_is_safe(const char *path)
-{
-	char parent[PATH_MAX], *slash;
-	struct stat st;
-
-	if ((size_t)snprintf(parent, sizeof(parent), "%s", path) >= sizeof(parent) ||
-	    !(slash = strrchr(parent, '/')))
-		return false;
-	slash[slash == parent] = '\0';
-	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
-		return false;
-	if (st.st_uid != geteuid() && st.st_uid != 0)
-		return false;
-	return !(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX);
-}
-
-/* Makes (or finds) base, a folder of the caller's only (mode 0700, never a link), in a folder
- * where no one else can swap it: no one else can plant anything where workspaces are made and
- * removed. */
-static int scratch_base(const char *base, struct al_error *err)
-{
-	struct stat st;
-
-	if (!parent_is_safe(base))
-		return al_error_set(err, -EPERM,
-				    "The folder of %s is writable by others: refusing to make "
-				    "workspaces there",
-				    base);
-	if (mkdir(base, 0700) < 0 && errno != EEXIST)
-		return al_error_set_errno(err, -errno, "Failed to create %s", base);
-	if (lstat(base, &st) < 0)
-		return al_error_set_errno(err, -errno, "Failed to look at %s", base);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return al_error_set(
-		    err, -EPERM,
-		    "%s is not a folder of this user's only (mode 0700): refusing to "
-		    "make workspaces there",
-		    base);
-	return 0;
-}
-
-/* Removes the fresh workspaces of exec runs whose airlock died, as cgroups are: the folders of
- * this user's in dir named prefix "PID-XXXXXX". */
-static void remove_stale_scratch(const char *dir, const char *prefix)
-{
-	DIR *d = opendir(dir);
-	char path[PATH_MAX];
-
-	if (!d)
-		return;
-	for (struct dirent *de; (de = readdir(d));) {
-		const char *rest = startswith(de->d_name, prefix);
-		char *end = NULL;
-		long pid = rest ? strtol(rest, &end, 10) : 0;
-		struct stat st;
-
-		if (pid <= 0 || *end != '-' || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			al_path_remove_tree(path);
-	}
-	(void)closedir(d);
-}
-
-/* A fresh workspace "PID-XXXXXX" in kind's scratch folder. */
-static int make_scratch_in(char **scratch, bool *in_base, enum al_state_kind kind,
-			   struct al_error *err)
-{
-	char base[PATH_MAX];
-	int r = al_state_dir(kind, base, sizeof(base));
-
-	if (r < 0)
-		return al_error_set_errno(err, r, "No folder for exec's workspaces");
-	/* A concurrent exec may remove the shared base between our mkdir and mkdtemp. */
-	for (int attempt = 0; attempt < 3; attempt++) {
-		r = scratch_base(base, err);
-		if (r < 0)
-			return r;
-		remove_stale_scratch(base, "");
-		if (asprintf(scratch, "%s/%d-XXXXXX", base, (int)getpid()) < 0) {
-			*scratch = NULL;
-			return -ENOMEM;
-		}
-		if (mkdtemp(*scratch)) {
-			*in_base = true;
-			return 0;
-		}
-		r = -errno;
-		free(*scratch);
-		*scratch = NULL;
-		if (r != -ENOENT)
-			break;
-	}
-	return al_error_set_errno(err, r, "Failed to create a workspace in %s", base);
-}
-
-/* The last resort, when the shared folders are not this user's (someone else made
- * $TMPDIR/airlock-exec-UID first): a folder of its own in $TMPDIR, removed afterwards. */
-static int make_scratch_alone(char **scratch, struct al_error *err)
-{
-	const char *t = getenv("TMPDIR");
-	char prefix[64];
-	int r;
-
-	if (!t || t[0] != '/')
-		t = "/tmp";
-	(void)snprintf(prefix, sizeof(prefix), SCRATCH_PREFIX "%u-", (unsigned)geteuid());
-	remove_stale_scratch(t, prefix);
-	if (asprintf(scratch, "%s/%s%d-XXXXXX", t, prefix, (int)getpid()) < 0) {
-		*scratch = NULL;
-		return -ENOMEM;
-	}
-	if (!parent_is_safe(*scratch))
-		r = -EPERM;
-	else if (!mkdtemp(*scratch))
-		r = -errno;
-	else
-		return 0;
-	free(*scratch);
-	*scratch = NULL;
-	return al_error_set_errno(err, r, "Failed to create a workspace in %s", t);
-}
-
-/* Fresh workspaces live in a folder of the caller's only (mode 0700) that no one else can make
- * first: root's /run/airlock-exec, the user's $XDG_RUNTIME_DIR/airlock-exec; else in
- * $TMPDIR/airlock-exec-UID, which another user may have made first: then in a folder of their
- * own in $TMPDIR. Each base is checked (the caller's own, 0700, not a link) before use. Each is
- * named after this process: once it is dead, the next one made removes it. */
-int agent_scratch_make(char **ret, bool *ret_in_base, struct al_error *err)
-{
-	static const enum al_state_kind kinds[] = {AL_STATE_SCRATCH, AL_STATE_SCRATCH_TMP};
-	struct al_error why = {0};
-	int r;
-
-	*ret_in_base = false;
-	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
-		r = make_scratch_in(ret, ret_in_base, kinds[i], &why);
-		if (r >= 0 || r == -ENOMEM)
-			return r;
-		log_debug("%s", why.msg);
-	}
-	r = make_scratch_alone(ret, err);
-	if (r < 0)
-		al_error_prefix(err, "%s", why.msg);
-	return r;
-}
-
-void agent_scratch_remove(char *scratch, bool in_base)
-{
-	if (!scratch)
-		return;
-	al_path_remove_tree(scratch);
-	/* The base goes too when this was its last workspace. */
-	*strrchr(scratch, '/') = '\0';
-	if (in_base)
-		(void)rmdir(scratch);
-	free(scratch);
-}
-
 static int make_scratch(struct exec *e)
 {
-	int r = agent_scratch_make(&e->scratch, &e->scratch_in_base, &e->err);
+	int r = agent_scratch_make(&e->scratch, &e->err);
 
 	if (r < 0)
 		return fail(e, AGENT_ERROR_SETUP_FAILED, r);
-	return policy_set_workspace(e->policy, e->scratch, &e->err);
+	return policy_set_workspace(e->policy, e->scratch.path, &e->err);
 }
 
 bool agent_fresh_workspace(const struct agent_request *req, const struct agent_exec_options *o,
@@ -516,7 +347,7 @@ static int prepare(struct exec *e, const struct agent_exec_options *o)
 
 static void exec_done(struct exec *e)
 {
-	agent_scratch_remove(e->scratch, e->scratch_in_base);
+	agent_scratch_remove(&e->scratch);
 	agent_plan_done(&e->plan);
 	e->policy = policy_free(e->policy);
 	e->base = policy_free(e->base);

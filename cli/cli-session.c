@@ -146,12 +146,12 @@ static int load_start_policy(const struct start_args *a, struct policy **ret)
 }
 
 /* A new empty workspace, named after the supervisor: removed when the session ends, or, if the
- * supervisor was killed, by the next fresh workspace made. */
-static int fresh_workspace(struct policy *p, char **scratch, bool *in_base, struct al_error *err)
+ * supervisor was killed, by its watcher (or the next fresh workspace made). */
+static int fresh_workspace(struct policy *p, struct agent_scratch *scratch, struct al_error *err)
 {
-	int r = agent_scratch_make(scratch, in_base, err);
+	int r = agent_scratch_make(scratch, err);
 
-	return r < 0 ? r : policy_set_workspace(p, *scratch, err);
+	return r < 0 ? r : policy_set_workspace(p, scratch->path, err);
 }
 
 /* The supervisor: detached from the caller's session and stdio, it serves until the end. */
@@ -167,8 +167,7 @@ _noreturn_ static void serve(struct policy *p, const struct start_args *a, int r
 				      .admitted_path = a->admitted,
 				      .kill_grace_usec = 1000000};
 	struct al_error err = {0};
-	char *scratch = NULL;
-	bool in_base = false;
+	struct agent_scratch scratch = {0};
 	int fd, r;
 
 	(void)setsid();
@@ -186,14 +185,14 @@ _noreturn_ static void serve(struct policy *p, const struct start_args *a, int r
 		_exit(LAUNCHER_EXIT_FAILED);
 	}
 	lo.session = s;
-	r = a->fresh_workspace ? fresh_workspace(p, &scratch, &in_base, &err) : 0;
+	r = a->fresh_workspace ? fresh_workspace(p, &scratch, &err) : 0;
 	if (r >= 0)
 		r = launcher_run(p, &lo, &res, &err);
 	if (r < 0)
 		launcher_session_fail(s, err.msg[0] ? err.msg : strerror(-r));
 	launcher_result_done(&res);
 	s = launcher_session_free(s);
-	agent_scratch_remove(scratch, in_base);
+	agent_scratch_remove(&scratch);
 	_exit(r < 0 ? LAUNCHER_EXIT_FAILED : 0);
 }
 

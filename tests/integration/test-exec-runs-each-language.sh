@@ -146,19 +146,36 @@ assert_match '^ghp_[A-Za-z0-9]{36}$' "$(json_get "$IT_TMP/provider.out" 'd["stdo
 	"provider: the program holds a token of the secret's shape"
 assert_not_contains "$(cat "$IT_TMP/provider.out")" "$real" "provider: never the real value"
 
-# airlock exec killed with SIGKILL: its sandbox dies with it; the fresh workspace it could not
-# remove is removed by the next exec (as a killed run's cgroups are by the next run).
-printf '{"language": "shell", "timeout": 120, "code": "echo > ready; sleep 300.%s"}' "$RANDOM" >"$REQ"
-"$ITRUN" -p "$IT_TMP/exec.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" exec --request "$REQ" \
-	>"$IT_TMP/kill.out" 2>&1 &
-runner=$!
-if wait_for 20 sh -c 'ls /run/airlock-exec/*/ready' >/dev/null 2>&1; then
-	it_pass "the killed exec's program started"
-else
-	it_fail "the killed exec's program started" "$(cat "$IT_TMP/kill.out")"
-fi
-stale=$(dirname "$(ls /run/airlock-exec/*/ready 2>/dev/null | head -n 1)")
-kill -KILL "$(cat "$IT_TMP/exec.pid")"
+# airlock exec killed with SIGKILL: its sandbox dies with it, and the fresh workspace it could not
+# remove is removed by its watcher (airlock-scratch); when the watcher is killed too, by the next
+# exec (as a killed run's cgroups are by the next run).
+# killed_exec WHAT: starts an exec whose program waits; $exec_pid is airlock's, $stale its workspace.
+killed_exec()
+{
+	printf '{"language": "shell", "timeout": 120, "code": "echo > ready; sleep 300.%s"}' "$RANDOM" >"$REQ"
+	rm -f "$IT_TMP/exec.pid"
+	"$ITRUN" -p "$IT_TMP/exec.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" exec --request "$REQ" \
+		>"$IT_TMP/kill.out" 2>&1 &
+	runner=$!
+	wait_for 10 test -s "$IT_TMP/exec.pid"
+	exec_pid=$(cat "$IT_TMP/exec.pid")
+	if wait_for 20 sh -c "ls /run/airlock-exec/$exec_pid-*/ready" >/dev/null 2>&1; then
+		it_pass "$1: the exec's program started"
+	else
+		it_fail "$1: the exec's program started" "$(cat "$IT_TMP/kill.out")"
+	fi
+	stale=$(dirname "$(ls /run/airlock-exec/"$exec_pid"-*/ready 2>/dev/null | head -n 1)")
+}
+
+killed_exec "killed"
+kill -KILL "$exec_pid"
+wait "$runner"
+assert_true "its watcher removed its workspace ($stale)" wait_for 10 test ! -e "$stale"
+
+killed_exec "killed with its watcher"
+watcher=$(pgrep -P "$exec_pid" -x airlock-scratch)
+assert_true "the exec has a watcher of its workspace" test -n "$watcher"
+kill -KILL $watcher "$exec_pid"
 wait "$runner"
 assert_true "the killed exec left its workspace ($stale)" test -d "$stale"
 ex '{"language": "shell", "timeout": 10, "code": "true"}'

@@ -252,12 +252,20 @@ ID3=$(get 'd["id"]')
 curl -s -m 30 --unix-socket "$SOCK" -X POST -o /dev/null \
 	-d '{"language": "shell", "code": "echo started; sleep 3174", "timeout": 600}' http://airlock/v1/exec &
 CURL_PID=$!
-wait_for 20 pgrep -f "sleep 3174"
+# the sandbox's sleep, not curl's command line (which names it too)
+wait_for 20 pgrep -f "^sleep 3174"
+# the exec's fresh workspace is named after the child of serve's that runs it
+EXEC_WS=
+for child in $(pgrep -P "$SERVE_PID"); do
+	for d in /run/airlock-exec/"$child"-*; do [ -d "$d" ] && EXEC_WS=$d; done
+done
 kill -KILL "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 assert_true "SIGKILL: the session ends with serve" wait_for 20 test ! -e "/var/lib/airlock/sessions/$ID3"
-sleep_gone() { ! pgrep -f "sleep 3174" >/dev/null; }
+sleep_gone() { ! pgrep -f "^sleep 3174" >/dev/null; }
 assert_true "SIGKILL: an exec under way ends with serve (its child's parent-death signal)" wait_for 20 sleep_gone
+assert_true "SIGKILL: the exec had a fresh workspace ($EXEC_WS)" test -n "$EXEC_WS"
+assert_true "SIGKILL: its watcher removed it" wait_for 10 test ! -e "$EXEC_WS"
 wait "$CURL_PID" 2>/dev/null
 rm -f "$SOCK"
 

@@ -261,6 +261,22 @@ al_run session ls
 assert_false "supervisor killed: session ls removes its folder" test -e "$SESSIONS/$ID"
 assert_clean "after the supervisor was killed"
 
+# a session with a fresh workspace whose supervisor is killed: the workspace's watcher removes it
+# at once, with no other command
+al_run session start --fresh-workspace --owner 0
+ID=$AL_OUT
+pid=$(sed -n 's/^pid=//p' "$SESSIONS/$ID/info")
+al_run session exec "$ID" -- /bin/sh -c 'echo kept > kept.txt; pwd'
+fresh=""
+for d in /run/airlock-exec/"$pid"-*; do [ -f "$d/kept.txt" ] && fresh=$d; done
+assert_true "fresh workspace: the session wrote into it ($fresh)" test -n "$fresh"
+kill -KILL "$pid"
+assert_true "fresh workspace: its watcher removed it once the supervisor was killed" \
+	wait_for 10 test ! -e "$fresh"
+wait_for 10 sh -c "[ -z \"\$(pgrep -x airlock-fs)\" ]" || true
+al_run session ls
+assert_clean "after a fresh workspace's supervisor was killed"
+
 # the supervisor of a session with limits killed with SIGKILL: none of its cgroups stays, in any
 # hierarchy, and no other command is needed for that
 write_policy "$IT_TMP/limits.json" <<EOF2
