@@ -24,11 +24,12 @@
  * - End of stream. netns_tls_read() returns 0 at close_notify and also at a bare EOF
  *   (SSL_OP_IGNORE_UNEXPECTED_EOF): many servers just close, and every message the proxy
  *   passes on is framed by HTTP, so a truncation is seen there (netns_http_flow_response_eof).
- * - Resumption. The server side issues TLS session tickets (stateless, keys random per
- *   netns_tls). The client side keeps the upstream's last SESSIONS_PER_NAME sessions per name
- *   (for SESSION_CACHE_MAX names, SESSIONS_MAX in all: enough for the tickets of as many
- *   connections at once as a client opens, each of which takes one; with 4, a client keeping
- *   32 connections busy resumed one handshake in three). A TLS 1.2 session serves as long as
+ * - Suites. TLS 1.3's AES-128-GCM first, and the server side chooses (CIPHERSUITES).
+ * - Resumption. The server side issues one TLS session ticket per connection (stateless, keys
+ *   random per netns_tls). The client side keeps the upstream's last SESSIONS_PER_NAME
+ *   sessions per name (for SESSION_CACHE_MAX names, SESSIONS_MAX in all: enough for the
+ *   tickets of as many connections at once as a client opens, each of which takes one; with 4,
+ *   a client keeping 32 connections busy resumed one handshake in three). A TLS 1.2 session serves as long as
  *   it lasts, a TLS 1.3 one once (RFC 8446 C.4): it leaves the cache when taken, since OpenSSL
  *   itself retires it only when its handshake ends, and connections in parallel would offer
  *   the same ticket. A resumed session was verified for that same name.
@@ -79,6 +80,10 @@
 #define SESSIONS_MAX 512 /* in all, of every name */
 #define SERVER_SESSION_CACHE_MAX 1024
 #define SERIAL_BYTES 16
+/* TLS 1.3's suites, AES-128 first: its key schedule runs on SHA-256, which CPUs compute in
+ * hardware (SHA-384's SHA-512 blocks are software), at the 128-bit level that x25519 and P-256
+ * give anyway. */
+#define CIPHERSUITES "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 static const unsigned char alpn_h2[] = "\x02h2";
@@ -643,14 +648,15 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-/* What both sides share: TLS 1.2 at least, no renegotiation (TLS 1.2's; a DoS lever and
- * nothing the proxy needs), an EOF read as a close, writes that may be partial and retried
- * from a moved buffer. */
+/* What both sides share: TLS 1.2 at least, TLS 1.3's suites in CIPHERSUITES' order, no
+ * renegotiation (TLS 1.2's; a DoS lever and nothing the proxy needs), an EOF read as a close,
+ * writes that may be partial and retried from a moved buffer. */
 static SSL_CTX *ctx_new(const SSL_METHOD *method)
 {
 	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = SSL_CTX_new(method);
 
-	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION))
+	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+	    !SSL_CTX_set_ciphersuites(ctx, CIPHERSUITES))
 		return NULL;
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -666,6 +672,12 @@ static int make_server_ctx(struct netns_tls *t, struct al_error *err)
 	if (!t->server || !SSL_CTX_set_session_id_context(t->server, sid_ctx, sizeof(sid_ctx) - 1))
 		return tls_error(err, -EIO, "Failed to make the TLS server context");
 	SSL_CTX_sess_set_cache_size(t->server, SERVER_SESSION_CACHE_MAX);
+	/* The suite is ours to choose (CIPHERSUITES' order). One ticket a connection: a client
+	 * resumes a connection with one, and gets a new one with each (OpenSSL's default, two,
+	 * costs a second ticket's sealing and record on every handshake). */
+	SSL_CTX_set_options(t->server, SSL_OP_CIPHER_SERVER_PREFERENCE);
+	if (!SSL_CTX_set_num_tickets(t->server, 1))
+		return tls_error(err, -EIO, "Failed to make the TLS server context");
 	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
 	return 0;
 }

@@ -1433,6 +1433,51 @@ static void test_server_resumes_a_session_of_the_sandbox(void **state)
 	fixture_done(&f);
 }
 
+static int tickets_seen;
+
+static int count_ticket(SSL *ssl, SSL_SESSION *session)
+{
+	(void)ssl;
+	(void)session;
+	tickets_seen++;
+	return 0; /* not kept */
+}
+
+/* A client listing AES-256 first (OpenSSL's default order) still gets AES-128 (its key schedule
+ * is SHA-256's), and one ticket. */
+static void test_server_chooses_aes128_and_issues_one_ticket(void **state)
+{
+	struct end s = {0}, c = {0};
+	struct fixture f;
+	SSL_CTX *cctx;
+	uint8_t b;
+	int fds[2];
+
+	(void)state;
+	fixture_init(&f);
+	pair(fds);
+	s.fd = fds[0];
+	c.fd = fds[1];
+	assert_int_equal(netns_tls_accept(f.proxy, s.fd, "api.test", &s.c, &s.err), 0);
+	c.ssl = plain_client(c.fd, "api.test", f.ca, NULL, NULL);
+	cctx = SSL_get_SSL_CTX(c.ssl);
+	SSL_CTX_set_session_cache_mode(cctx, SSL_SESS_CACHE_CLIENT);
+	SSL_CTX_sess_set_new_cb(cctx, count_ticket);
+	tickets_seen = 0;
+	handshake(&s, &c);
+	assert_int_equal(s.r, 0);
+	assert_int_equal(c.r, 0);
+	write_all(s.c, s.fd, "x", 1);
+	assert_int_equal(ssl_read_some(c.ssl, c.fd, &b, 1), 1);
+	assert_string_equal(SSL_CIPHER_get_name(SSL_get_current_cipher(c.ssl)),
+			    "TLS_AES_128_GCM_SHA256");
+	assert_int_equal(tickets_seen, 1);
+	SSL_free(c.ssl);
+	netns_tls_conn_free(s.c);
+	close_pair(fds);
+	fixture_done(&f);
+}
+
 /* ---- What a hostile sandbox might send ---- */
 
 static int accept_and_feed(struct fixture *f, const void *bytes, size_t n, bool then_eof,
@@ -1622,6 +1667,7 @@ int main(void)
 	    cmocka_unit_test(test_client_resumes_a_tls12_upstream_session),
 	    cmocka_unit_test(test_client_uses_a_tls13_ticket_only_once),
 	    cmocka_unit_test(test_server_resumes_a_session_of_the_sandbox),
+	    cmocka_unit_test(test_server_chooses_aes128_and_issues_one_ticket),
 	    cmocka_unit_test(test_garbage_from_the_sandbox_fails_the_handshake_with_eproto),
 	    cmocka_unit_test(test_hello_cut_short_by_eof_gives_econnreset),
 	};
