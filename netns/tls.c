@@ -29,10 +29,10 @@
  *   random per netns_tls). The client side keeps the upstream's last SESSIONS_PER_NAME
  *   sessions per name (for SESSION_CACHE_MAX names, SESSIONS_MAX in all: enough for the
  *   tickets of as many connections at once as a client opens, each of which takes one; with 4,
- *   a client keeping 32 connections busy resumed one handshake in three). A TLS 1.2 session serves as long as
- *   it lasts, a TLS 1.3 one once (RFC 8446 C.4): it leaves the cache when taken, since OpenSSL
- *   itself retires it only when its handshake ends, and connections in parallel would offer
- *   the same ticket. A resumed session was verified for that same name.
+ *   a client keeping 32 connections busy resumed one handshake in three). A TLS 1.2 session
+ *   serves as long as it lasts, a TLS 1.3 one once (RFC 8446 C.4): it leaves the cache when
+ *   taken, since OpenSSL itself retires it only when its handshake ends, and connections in
+ *   parallel would offer the same ticket. A resumed session was verified for that same name.
  * - I/O goes through a small BIO of our own on the borrowed fd: send() with MSG_NOSIGNAL (a
  *   peer that went away is an error to return, not a SIGPIPE), and exact socket errors.
  *   Read-ahead is on: OpenSSL takes what the socket holds in one recv() (a record's header and
