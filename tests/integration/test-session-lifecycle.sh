@@ -174,7 +174,7 @@ assert_eq 0 "$AL_RC" "checkpoint while a process writes"
 marker="sleep 300.$RANDOM"
 "$AIRLOCK" session exec "$ID" -- /bin/sh -c "$marker" >/dev/null 2>&1 &
 client=$!
-wait_for 10 pgrep -f "$marker" >/dev/null || true
+wait_for 10 pgrep -f "^$marker" >/dev/null || true # the sandbox's, not the client's command line
 kill -KILL "$client"
 wait "$client" 2>/dev/null
 if wait_for 10 it_no_marked_processes "$marker"; then
