@@ -5,6 +5,8 @@
 # spliced) and intercepted (HTTPS to a host bound to a credential: TLS terminated, the
 # surrogate in Authorization swapped for the real token, TLS again to nginx). For each path:
 # 1 KiB requests/s with 32 connections (wrk), a new connection per request and keep-alive;
+# for HTTPS also with bench/proxy/loadgen.c (built here with gcc), new connections with full
+# and with resumed TLS handshakes;
 # 10 MiB download throughput (curl); latency of one serial request (curl), with the latency
 # each path adds to direct. Prints markdown and writes it to the "Egress proxy" section of
 # docs/BENCHMARKS.md.
@@ -184,6 +186,9 @@ www=$run/www
 pki=$run/pki
 mkdir -p "$ws" "$www" "$pki" "$run/nginx" "$run/tinyproxy" "$run/squid" "$run/fail" "$run/skip"
 cp "$repo/bench/proxy/wrk.lua" "$ws/wrk.lua"
+# the TLS rows' second client (see loadgen.c): in the workspace, so that sandboxes run it too
+gcc -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -o "$ws/loadgen" "$repo/bench/proxy/loadgen.c" \
+	-lssl -lcrypto || die "failed to build bench/proxy/loadgen.c (gcc and libssl-dev are needed)"
 
 head -c 768 /dev/urandom | base64 -w 0 >"$www/1k"
 head -c 10485760 /dev/urandom >"$www/10m"
@@ -504,29 +509,57 @@ check_row()
 	fi
 }
 
+# load_run ROW WHAT CMD...: the load client CMD (wrk, loadgen) as ROW's client; prints its
+# result line (wrk.lua's "wrk-result", without the tag), or records why WHAT failed and returns 1.
+load_run()
+{
+	local row=$1 what=$2 out=$run/load.out err=$run/load.err line
+	shift 2
+	if ! client "$row" "$@" >"$out" 2>"$err"; then
+		fail "$row" "$what" "${1##*/}: $(why "$err") $(why "$out")"
+		return 1
+	fi
+	line=$(sed -n 's/^wrk-result //p' "$out")
+	if [ -z "$line" ]; then
+		fail "$row" "$what" "no result from ${1##*/}: $(why "$out") $(why "$err")"
+		return 1
+	fi
+	printf '%s\n' "$line"
+}
+
 # wrk_run ROW MODE SECONDS [record]: wrk, 1 KiB, MODE new (a new connection per request) or
 # keep-alive; with "record", appends the result.
 wrk_run()
 {
-	local row=$1 mode=$2 secs=$3 out=$run/wrk.out err=$run/wrk.err a0 a1 line hdr=()
+	local row=$1 mode=$2 secs=$3 a0 a1 line hdr=()
 
 	setup_row "$row"
 	[ "$mode" = keep-alive ] || hdr=(-H "Connection: close")
 	a0=$(accepts)
-	if ! BENCH_TARGET=$target client "$row" wrk -t "$threads" -c "$connections" -d "${secs}s" \
-		--timeout 10s -s "$lua" "${hdr[@]}" "$url" >"$out" 2>"$err"; then
-		fail "$row" "requests/s ($mode)" "wrk: $(why "$err") $(why "$out")"
-		return 1
-	fi
+	line=$(BENCH_TARGET=$target load_run "$row" "requests/s ($mode)" wrk -t "$threads" \
+		-c "$connections" -d "${secs}s" --timeout 10s -s "$lua" "${hdr[@]}" "$url") || return 1
 	a1=$(accepts)
-	line=$(sed -n 's/^wrk-result //p' "$out")
-	if [ -z "$line" ]; then
-		fail "$row" "requests/s ($mode)" "no result from wrk: $(why "$out") $(why "$err")"
-		return 1
-	fi
 	[ "${4:-}" = record ] || return 0
 	echo "req row=$row mode=$mode $line accepts=$((a1 - a0 - 1))" >>"$results"
 	log "$row, $mode: $line nginx_accepts=$((a1 - a0 - 1))"
+}
+
+# loadgen_run ROW MODE SECONDS [record]: bench/proxy/loadgen.c, 1 KiB, a new connection per
+# request, MODE full (every handshake a full one) or resumed (each connection resumes the TLS
+# session of the one before it); with "record", appends the result.
+loadgen_run()
+{
+	local row=$1 mode=$2 secs=$3 line bin=$ws/loadgen
+	local -a opts=(-n)
+
+	setup_row "$row"
+	[ "$mode" = full ] || opts+=(-r)
+	[ "${row#airlock}" = "$row" ] || bin=/workspace/loadgen
+	line=$(load_run "$row" "handshakes/s ($mode)" "$bin" -t "$threads" -c "$connections" \
+		-d "$secs" "${opts[@]}" "$url") || return 1
+	[ "${4:-}" = record ] || return 0
+	echo "hs row=$row mode=$mode $line" >>"$results"
+	log "$row, $mode handshakes: $line"
 }
 
 # serial_run ROW MODE: BENCH_SERIAL + 1 requests of 1 KiB one after the other from one curl,
@@ -598,6 +631,16 @@ for mode in new keep-alive; do
 		fi
 	done
 done
+for mode in full resumed; do
+	for row in "${rows[@]}"; do
+		skipped "$row" && continue
+		case ${row%@user} in direct-https | airlock-https | airlock-intercept) ;; *) continue ;; esac
+		log "$row: 1 KiB requests/s (loadgen), $connections connections, new, $mode handshakes"
+		if loadgen_run "$row" "$mode" "$warmup"; then
+			loadgen_run "$row" "$mode" "$seconds" record || true
+		fi
+	done
+done
 for mode in new keep-alive; do
 	for row in "${rows[@]}"; do
 		skipped "$row" && continue
@@ -637,7 +680,7 @@ tables=$(BENCH_V_TINYPROXY="$v_tinyproxy" BENCH_V_SQUID="$v_squid" \
 import os, statistics, sys
 
 path, connections, threads, seconds, serial, downloads, *rows = sys.argv[1:]
-req, lat, tput, fails = {}, {}, {}, {}
+req, lat, tput, hs, fails = {}, {}, {}, {}, {}
 for line in open(path):
     kind, rest = line.rstrip("\n").split(" ", 1)
     if kind == "fail":
@@ -651,6 +694,8 @@ for line in open(path):
         lat[(d["row"], d["mode"])] = d
     elif kind == "tput":
         tput[d["row"]] = d
+    elif kind == "hs":
+        hs[(d["row"], d["mode"])] = d
 
 names = {
     "direct-http": "direct, HTTP",
@@ -742,6 +787,41 @@ if read_errors:
     print("Read errors: the connection ended after an answer that did not say `Connection: "
           "close` (tinyproxy closes every client connection after one answer), or it was reset; "
           "wrk then reconnects, and counts only complete answers.")
+    print()
+
+# TLS handshakes without wrk's busy-polling
+def hps(row, mode):
+    d = hs.get((row, mode))
+    return int(d["requests"]) / (int(d["duration_us"]) / 1e6) if d else None
+
+if hs:
+    print("**HTTPS, a new connection per request, without wrk's busy-polling** "
+          "(bench/proxy/loadgen.c, %s connections, %s threads, %s s after 1 s untimed; "
+          "\"resumed\": each connection resumes the TLS session of the one before it):"
+          % (connections, threads, seconds))
+    print()
+    print("| path | full handshakes (req/s) | ÷ direct | resumed (req/s) | ÷ direct "
+          "| resumed by the server | target | result |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for row in rows:
+        if ref(row) != "direct-https":
+            continue
+        cells, results, share = [], [], "—"
+        for mode in ("full", "resumed"):
+            d = hs.get((row, mode))
+            v, r = hps(row, mode), hps(ref(row), mode)
+            if v is None:
+                cells += ["failed", "—"]
+                results.append(None)
+                continue
+            cells += [thousands(v) + error_note(d), ratio(v, r)]
+            results.append(r and v / r >= 0.5 and not errors(d))
+            if mode == "resumed":
+                share = "%.0f%%" % (100.0 * int(d["resumed"]) / max(int(d["requests"]), 1))
+        intercept = base(row) == "airlock-intercept"
+        target = "≥ 0.5× / ≥ 0.5×" if intercept else ""
+        res = " / ".join("—" if x is None else verdict(x) for x in results) if intercept else ""
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name(row), *cells, share, target, res))
     print()
 
 # throughput
@@ -836,7 +916,12 @@ bound to bench.test (\`${intercept_options[*]} $upstream_ca_option\` the test CA
 carrying the sandbox's surrogate in Authorization; before measuring, nginx confirms that it
 receives the real token. \"nginx connections per request\": connections nginx accepted over
 requests completed, 1.00 when every request had a connection to nginx of its own, 0.00 when a
-proxy keeps reusing its own. The run took $((elapsed / 60)) min $((elapsed % 60)) s; load
+proxy keeps reusing its own. The HTTPS rows are measured a second time with a client of the
+bench's own, bench/proxy/loadgen.c: wrk keeps its connect callback registered for writability
+through a TLS handshake, so it spins a CPU until the server answers, which on $(nproc) CPUs takes
+time from whoever answers; loadgen waits for what OpenSSL asks for. wrk resumes TLS sessions (it
+reuses each connection's SSL object), so its \"new connection\" rows are resumed handshakes;
+loadgen measures full and resumed ones apart. The run took $((elapsed / 60)) min $((elapsed % 60)) s; load
 average before: $load_before, after: $load_after."
 body="## Egress proxy
 

@@ -7,7 +7,8 @@
 #  - <mod>/*-internal.h is included only by that module's own .c files (and its other internal
 #    headers) and by tests/unit/<mod>/ and tests/integration/<mod>/ (root tests of a module's
 #    units), and by the fuzz harnesses in tests/fuzz/;
-#  - each third-party library is used only in the files allowed below (tests are exempt).
+#  - each third-party library is used only in the files allowed below (tests are exempt, and so
+#    are the benchmarks' own programs in bench/, which are clients of their own, not modules).
 # Usage: check-includes.sh [SOURCE_ROOT]. Prints one line per violation, exits 1 if any.
 
 set -euo pipefail
@@ -178,7 +179,7 @@ while IFS= read -r hit; do
 	own=${file%%/*}
 	is_module "$own" || own=""
 	is_test=0
-	[[ $file == tests/* ]] && is_test=1
+	[[ $file == tests/* || $file == bench/* ]] && is_test=1
 
 	if [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]+)\" ]]; then
 		header=${BASH_REMATCH[1]}
