@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -24,6 +23,7 @@
 #include "common/fd-util.h"
 #include "common/log.h"
 #include "common/path-util.h"
+#include "common/watcher.h"
 #include "fusefs/fusefs-internal.h"
 
 #define SERVE_THREADS_MAX 8
@@ -166,52 +166,36 @@ static bool still_mounted(uint64_t id)
 }
 
 /* A process that unmounts mountpoint if `airlock fs` ends without doing it (SIGKILL, a crash):
- * a dead FUSE mount would stay on the host, failing every access with ENOTCONN. It waits for
- * the end of a pipe only airlock holds, then detaches the mount if it is still the one made
- * here (by mount id). Returns the pipe's write end in *ret_fd and the watcher in *ret_pid. */
-static int start_unmount_watcher(int mnt, const char *mountpoint, int *ret_fd, pid_t *ret_pid)
+ * a dead FUSE mount would stay on the host, failing every access with ENOTCONN. A watcher
+ * (common/watcher.h), holding no fd of the mount: once airlock ended, it detaches the mount if it
+ * is still the one made here (by mount id). Returns it in *ret_pid. */
+static int start_unmount_watcher(int mnt, const char *mountpoint, pid_t *ret_pid)
 {
 	struct statx stx;
-	int p[2], keep[1];
-	char c;
 	pid_t pid;
+	int r;
 
 	/* AT_STATX_DONT_SYNC: no request to a filesystem that is not served yet. */
 	if (statx(mnt, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0)
 		return -errno;
 	if (!(stx.stx_mask & STATX_MNT_ID))
 		return -EOPNOTSUPP;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		(void)al_close(p[0]);
-		(void)al_close(p[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		keep[0] = p[0];
-		(void)al_close_all_except(keep, 1);
-		(void)signal(SIGINT, SIG_IGN);
-		(void)signal(SIGTERM, SIG_IGN);
-		(void)signal(SIGHUP, SIG_IGN);
-		while (read(p[0], &c, 1) < 0 && errno == EINTR)
-			;
+	r = al_watcher_fork("airlock-unmount", NULL, 0, &pid);
+	if (r < 0)
+		return r;
+	if (r == 0) {
 		if (still_mounted(stx.stx_mnt_id))
 			(void)umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW);
 		_exit(EXIT_SUCCESS);
 	}
-	(void)al_close(p[0]);
-	*ret_fd = p[1];
 	*ret_pid = pid;
 	return 0;
 }
 
 static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_by_us,
-		    int *ret_watcher_fd, pid_t *ret_watcher_pid, struct al_error *err)
+		    pid_t *ret_watcher, struct al_error *err)
 {
-	int watcher_fd = -EBADF;
-	pid_t watcher_pid = 0;
+	pid_t watcher = 0;
 	_cleanup_close_ int fuse = -EBADF, mnt = -EBADF;
 	int r;
 
@@ -228,7 +212,7 @@ static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_b
 		return al_error_set_errno(err, r, "Failed to create the FUSE mount");
 	if (move_mount(mnt, "", AT_FDCWD, mountpoint, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return al_error_set_errno(err, -errno, "Failed to mount on %s", mountpoint);
-	r = start_unmount_watcher(mnt, mountpoint, &watcher_fd, &watcher_pid);
+	r = start_unmount_watcher(mnt, mountpoint, &watcher);
 	if (r < 0) {
 		(void)umount2(mountpoint, MNT_DETACH);
 		return al_error_set_errno(err, r, "Failed to start the unmount watcher");
@@ -236,14 +220,12 @@ static int mount_at(const char *mountpoint, struct fuse_session *se, bool *ret_b
 	r = session_attach(se, fuse);
 	if (r < 0) {
 		(void)umount2(mountpoint, MNT_DETACH);
-		(void)al_close(watcher_fd);
-		(void)waitpid(watcher_pid, NULL, 0);
+		al_watcher_stop(&watcher);
 		return al_error_set_errno(err, r, "Failed to serve %s", mountpoint);
 	}
 	fuse = -EBADF;
 	*ret_by_us = true;
-	*ret_watcher_fd = watcher_fd;
-	*ret_watcher_pid = watcher_pid;
+	*ret_watcher = watcher;
 	return 0;
 }
 
@@ -280,8 +262,7 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 	char root[PATH_MAX], proc[32];
 	struct stat st;
 	bool by_us = false;
-	int watcher_fd = -EBADF;
-	pid_t watcher_pid = 0;
+	pid_t watcher = 0;
 	ssize_t n;
 	int r;
 
@@ -302,7 +283,7 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 	r = fusefs_session_new(fs, false, &se);
 	if (r < 0)
 		return al_error_set_errno(err, r, "Failed to create the FUSE session");
-	r = mount_at(canonical, se, &by_us, &watcher_fd, &watcher_pid, err);
+	r = mount_at(canonical, se, &by_us, &watcher, err);
 	if (r < 0) {
 		fuse_session_destroy(se);
 		return r;
@@ -322,9 +303,7 @@ int fusefs_run_foreground(struct fusefs *fs, const char *mountpoint, struct al_e
 		fuse_session_unmount(se);
 	fusefs_notify_stop(fs);
 	fuse_session_destroy(se);
-	/* Unmounted already: the watcher finds nothing to do. */
-	(void)al_close(watcher_fd);
-	if (watcher_pid > 0)
-		(void)waitpid(watcher_pid, NULL, 0);
+	/* Unmounted already: the watcher is not needed. */
+	al_watcher_stop(&watcher);
 	return r;
 }
