@@ -335,9 +335,63 @@ int al_path_resolve_exposable(const char *source, bool writable, const char *fie
 
 #define REMOVE_STEPS_MAX 10000000 /* a tree that cannot be emptied is given up, not looped on */
 
-/* The first entry of dir that is a folder (its name into name), after removing every other
- * entry. Returns 1 when it found one, 0 when dir holds no folder any more. */
-static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
+/* A folder that could not be emptied or removed (another user's, a mount point), at depth level
+ * of the walk: passed over from then on, while the walk is in the folder that holds it. */
+struct stuck {
+	size_t level;
+	char *name;
+};
+
+struct walk {
+	struct stuck *stuck;
+	size_t n_stuck;
+	size_t steps;
+};
+
+static bool is_stuck(const struct walk *w, size_t level, const char *name)
+{
+	for (size_t i = 0; i < w->n_stuck; i++)
+		if (w->stuck[i].level == level && streq(w->stuck[i].name, name))
+			return true;
+	return false;
+}
+
+/* Takes name (malloc'd) into the list; frees it when the list cannot grow (the walk then may
+ * meet the folder again, and ends at REMOVE_STEPS_MAX). */
+static void add_stuck(struct walk *w, size_t level, char *name)
+{
+	struct stuck *n = reallocarray(w->stuck, w->n_stuck + 1, sizeof(*n));
+
+	if (!n) {
+		free(name);
+		return;
+	}
+	w->stuck = n;
+	w->stuck[w->n_stuck++] = (struct stuck){.level = level, .name = name};
+}
+
+/* Forgets the folders stuck at level: the walk left the folder that holds them. */
+static void drop_stuck(struct walk *w, size_t level)
+{
+	while (w->n_stuck > 0 && w->stuck[w->n_stuck - 1].level >= level)
+		free(w->stuck[--w->n_stuck].name);
+}
+
+/* A folder of ours that we may not write in or search (a sandbox's chmod 0500 or 000) is given
+ * back the owner's rwx: we remove it anyway, and without them nothing in it could go. Another
+ * user's stays as it is. */
+static int own_rwx(int dir, const char *name, const struct stat *st)
+{
+	if (st->st_uid != geteuid() || (st->st_mode & S_IRWXU) == S_IRWXU)
+		return 0;
+	return RET_NERRNO(
+	    fchmodat(dir, name, (st->st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW));
+}
+
+/* The first entry of dir (at depth level) that is a folder not stuck (its name into name), after
+ * removing every other entry. Returns 1 when it found one, 0 when dir holds no such folder any
+ * more. */
+static int empty_but_folders(int dir, size_t level, char *name, size_t size, struct walk *w)
 {
 	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3), found = 0;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -347,7 +401,7 @@ static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
 			(void)close(fd);
 		return 0;
 	}
-	for (struct dirent *de; !found && (de = readdir(d)) && ++*steps < REMOVE_STEPS_MAX;) {
+	for (struct dirent *de; !found && (de = readdir(d)) && ++w->steps < REMOVE_STEPS_MAX;) {
 		struct stat st;
 
 		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -359,8 +413,10 @@ static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
 			continue;
 		}
 		/* An empty one goes at once; one that cannot go (another mount) is left. */
-		if (unlinkat(dir, de->d_name, AT_REMOVEDIR) == 0 || errno == EBUSY)
+		if (unlinkat(dir, de->d_name, AT_REMOVEDIR) == 0 || errno == EBUSY ||
+		    is_stuck(w, level, de->d_name))
 			continue;
+		(void)own_rwx(dir, de->d_name, &st);
 		(void)snprintf(name, size, "%s", de->d_name);
 		found = 1;
 	}
@@ -371,25 +427,27 @@ static int empty_but_folders(int dir, char *name, size_t size, size_t *steps)
 void al_dir_empty(int dir)
 {
 	char **names = NULL, name[NAME_MAX + 1];
-	size_t depth = 0, steps = 0;
+	struct walk w = {0};
+	size_t depth = 0;
 	int fd, sub;
 
 	/* By fds, one level open at a time: no path grows past PATH_MAX however deep the tree,
-	 * no link is followed, and the caller's fd limit is not a depth limit. */
+	 * no link is followed, and the caller's fd limit is not a depth limit. A folder that can be
+	 * neither entered nor removed is passed over (struct stuck), so the walk always ends. */
 	fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
-	while (fd >= 0 && steps++ < REMOVE_STEPS_MAX) {
-		if (empty_but_folders(fd, name, sizeof(name), &steps)) {
+	while (fd >= 0 && w.steps++ < REMOVE_STEPS_MAX) {
+		if (empty_but_folders(fd, depth, name, sizeof(name), &w)) {
 			char **n = reallocarray(names, depth + 1, sizeof(*names));
 
-			sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (!n || sub < 0 || !(n[depth] = strdup(name))) {
-				if (n)
-					names = n;
-				if (sub >= 0)
-					(void)close(sub);
+			if (n)
+				names = n;
+			if (!n || !(names[depth] = strdup(name)))
 				break;
+			sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0) {
+				add_stuck(&w, depth, names[depth]);
+				continue;
 			}
-			names = n;
 			depth++;
 			(void)close(fd);
 			fd = sub;
@@ -402,25 +460,37 @@ void al_dir_empty(int dir)
 		fd = sub;
 		if (fd < 0)
 			break;
+		drop_stuck(&w, depth);
 		depth--;
-		(void)unlinkat(fd, names[depth], AT_REMOVEDIR);
-		free(names[depth]);
+		if (unlinkat(fd, names[depth], AT_REMOVEDIR) < 0 && errno != ENOENT)
+			add_stuck(&w, depth, names[depth]);
+		else
+			free(names[depth]);
 	}
 	if (fd >= 0)
 		(void)close(fd);
 	while (depth > 0)
 		free(names[--depth]);
 	free(names);
+	drop_stuck(&w, 0);
+	free(w.stuck);
 }
 
 void al_path_remove_tree(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int fd;
 
-	if (fd < 0) {
+	if (lstat(path, &st) < 0)
+		return;
+	if (!S_ISDIR(st.st_mode)) {
 		(void)unlink(path);
 		return;
 	}
+	(void)own_rwx(AT_FDCWD, path, &st);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
 	al_dir_empty(fd);
 	(void)close(fd);
 	(void)rmdir(path);

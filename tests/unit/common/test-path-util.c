@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -187,6 +188,135 @@ static void test_image_check_refuses_a_root_holding_state(void **state)
 	assert_int_equal(al_path_check_state("/usr", "image", &err), 0);
 }
 
+/* Makes a folder of uid 65534's (when this test runs as root; else its own), lets prepare (may
+ * be NULL) fill it as this test's user, then runs fn in a child as that uid; fails the test when
+ * the child does. */
+static void as_nobody(void (*prepare)(const char *dir), void (*fn)(const char *dir))
+{
+	char dir[64];
+	int status;
+	pid_t pid;
+
+	(void)snprintf(dir, sizeof(dir), "/tmp/test-path-util-rm.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	if (geteuid() == 0)
+		assert_int_equal(chown(dir, 65534, 65534), 0);
+	if (prepare)
+		prepare(dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 &&
+		    (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
+			_exit(3);
+		fn(dir);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	al_path_remove_tree(dir);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void make_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fclose(f) != 0)
+		_exit(4);
+}
+
+#define CHILD_CHECK(expr)                                                                          \
+	do {                                                                                       \
+		if (!(expr))                                                                       \
+			_exit(10 + __LINE__ % 200);                                                \
+	} while (0)
+
+/* A sandbox's chmod 0500 (no writing), 000 (no reading) and 0100 (no listing) on folders of
+ * its workspace, and the workspace itself 0500: all goes, and a link out is not followed. */
+static void remove_unwritable(const char *dir)
+{
+	char t[256], p[512], canary[512];
+	struct stat st;
+
+	(void)snprintf(t, sizeof(t), "%s/ws", dir);
+	(void)snprintf(canary, sizeof(canary), "%s/canary", dir);
+	make_file(canary);
+	CHILD_CHECK(mkdir(t, 0700) == 0);
+	(void)snprintf(p, sizeof(p), "%s/a", t);
+	CHILD_CHECK(mkdir(p, 0700) == 0);
+	(void)snprintf(p, sizeof(p), "%s/a/x", t);
+	make_file(p);
+	(void)snprintf(p, sizeof(p), "%s/a/out", t);
+	CHILD_CHECK(symlink(canary, p) == 0);
+	(void)snprintf(p, sizeof(p), "%s/b", t);
+	CHILD_CHECK(mkdir(p, 0700) == 0);
+	(void)snprintf(p, sizeof(p), "%s/b/c", t);
+	CHILD_CHECK(mkdir(p, 0700) == 0);
+	(void)snprintf(p, sizeof(p), "%s/b/c/y", t);
+	make_file(p);
+	(void)snprintf(p, sizeof(p), "%s/b/c", t);
+	CHILD_CHECK(chmod(p, 0100) == 0);
+	(void)snprintf(p, sizeof(p), "%s/b", t);
+	CHILD_CHECK(chmod(p, 0) == 0);
+	(void)snprintf(p, sizeof(p), "%s/a", t);
+	CHILD_CHECK(chmod(p, 0500) == 0);
+	CHILD_CHECK(chmod(t, 0500) == 0);
+	al_path_remove_tree(t);
+	CHILD_CHECK(lstat(t, &st) < 0 && errno == ENOENT);
+	CHILD_CHECK(stat(canary, &st) == 0);
+}
+
+static void test_remove_tree_takes_folders_its_user_may_not_write_or_read(void **state)
+{
+	(void)state;
+	as_nobody(NULL, remove_unwritable);
+}
+
+/* A folder of another user's in the tree, holding a file: it stays, everything else goes, and
+ * the walk ends. */
+static void remove_around_foreign(const char *dir)
+{
+	char p[512];
+	struct stat st;
+
+	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign/f", dir);
+	CHILD_CHECK(stat(p, &st) == 0);
+	(void)snprintf(p, sizeof(p), "%s/ws", dir);
+	al_path_remove_tree(p);
+	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign/f", dir);
+	CHILD_CHECK(stat(p, &st) == 0);
+	(void)snprintf(p, sizeof(p), "%s/ws/deep/mine", dir);
+	CHILD_CHECK(lstat(p, &st) < 0 && errno == ENOENT);
+	(void)snprintf(p, sizeof(p), "%s/ws/other", dir);
+	CHILD_CHECK(lstat(p, &st) < 0 && errno == ENOENT);
+}
+
+/* Root's part: folders of 65534's, and in them one of root's holding a file. */
+static void make_foreign(const char *dir)
+{
+	const char *mine[] = {"ws", "ws/deep", "ws/deep/mine", "ws/other", "ws/other/sub"};
+	char p[512];
+
+	for (size_t i = 0; i < ELEMENTSOF(mine); i++) {
+		(void)snprintf(p, sizeof(p), "%s/%s", dir, mine[i]);
+		assert_int_equal(mkdir(p, 0700), 0);
+		assert_int_equal(chown(p, 65534, 65534), 0);
+	}
+	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign/f", dir);
+	make_file(p);
+}
+
+static void test_remove_tree_passes_over_what_it_cannot_remove_and_ends(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* a folder of another user's takes root to make */
+	as_nobody(make_foreign, remove_around_foreign);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +327,8 @@ int main(void)
 	    cmocka_unit_test(test_broker_socket_folder_may_not_be_bound_nor_held),
 	    cmocka_unit_test(test_state_below_a_symlinked_home_is_found_by_its_real_path),
 	    cmocka_unit_test(test_image_check_refuses_a_root_holding_state),
+	    cmocka_unit_test(test_remove_tree_takes_folders_its_user_may_not_write_or_read),
+	    cmocka_unit_test(test_remove_tree_passes_over_what_it_cannot_remove_and_ends),
 	};
 
 	return cmocka_run_group_tests_name("path-util", tests, setup, teardown);
