@@ -27,6 +27,9 @@ static int watch(const char *name, int parent, const int *keep, size_t n_keep)
 
 	(void)prctl(PR_SET_NAME, name, 0, 0, 0);
 	(void)setsid();
+	/* Nor the parent's working folder: it would keep its file system from being unmounted. */
+	if (chdir("/") < 0)
+		_exit(EXIT_FAILURE);
 	(void)sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	/* None of the parent's files: a caller reading its stdout, a socket it serves, a sandbox's

@@ -8,8 +8,8 @@
 
 /* Forks a watcher of this process. In the parent it returns 1 with the child's pid in *ret. In the
  * child it returns 0 once the parent has ended, by any death (its pidfd turned readable): the
- * child is then named name, in a session of its own (a terminal's ^C is for the parent), with
- * stdio on /dev/null and no other fd of the parent's but the n_keep in keep, and no signal
+ * child is then named name, in a session of its own (a terminal's ^C is for the parent), in /,
+ * with stdio on /dev/null and no other fd of the parent's but the n_keep in keep, and no signal
  * blocked; it does the teardown and _exit()s. -errno (no pidfds, no fork): no watcher; the caller
  * leaves the teardown to whoever comes next. */
 int al_watcher_fork(const char *name, int *keep, size_t n_keep, pid_t *ret);
