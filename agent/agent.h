@@ -128,11 +128,12 @@ struct agent_scratch {
 	char *path;    /* malloc'd; NULL: none */
 	bool in_base;  /* in a shared base folder, removed with its last workspace */
 	pid_t watcher; /* the process that removes it if this one is killed, or 0 */
+	int lock_fd;   /* its lock file's, locked while this process lives */
 };
 /* Makes *s, removed by agent_scratch_remove(), or, if this process is killed, by its watcher (or,
  * without one, by the next workspace made). */
 int agent_scratch_make(struct agent_scratch *s, struct al_error *err);
-/* Removes *s (made or zeroed) and stops its watcher. */
+/* Removes *s (made, or {.lock_fd = -EBADF}) and stops its watcher. */
 void agent_scratch_remove(struct agent_scratch *s);
 /* Whether req gets a fresh workspace (agent_scratch_make()) rather than policy p's root: when it
  * names no workspace and either brings no policy of its own under no operator's policy, or is not

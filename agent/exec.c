@@ -357,7 +357,7 @@ static void exec_done(struct exec *e)
 int agent_session_policy(const struct agent_request *req, const struct agent_exec_options *o,
 			 struct policy **ret, enum agent_error_kind *ret_kind, struct al_error *err)
 {
-	struct exec e = {.req = req, .stdin_fd = -EBADF};
+	struct exec e = {.req = req, .stdin_fd = -EBADF, .scratch.lock_fd = -EBADF};
 	int r;
 
 	r = load_policy(&e, o);
@@ -422,7 +422,7 @@ int agent_exec_options_argv(const struct agent_exec_options *o, char *const *bro
 int agent_exec(const struct agent_request *req, const struct agent_exec_options *o, FILE *out,
 	       struct al_error *err)
 {
-	struct exec e = {.req = req, .stdin_fd = -EBADF};
+	struct exec e = {.req = req, .stdin_fd = -EBADF, .scratch.lock_fd = -EBADF};
 	struct launcher_result res = {0};
 	struct launcher_options lo;
 	int r;

@@ -5,8 +5,11 @@
  * They live in a folder of the caller's only (mode 0700) that no one else can make first: root's
  * /run/airlock-exec, the user's $XDG_RUNTIME_DIR/airlock-exec; else in $TMPDIR/airlock-exec-UID,
  * which another user may have made first: then in a folder of their own in $TMPDIR. Each base is
- * checked (the caller's own, 0700, not a link) before use. Each workspace is named after this
- * process ("PID-XXXXXX"): once it is dead, the next one made removes it. */
+ * checked (the caller's own, 0700, not a link) before use. Each workspace ("PID-XXXXXX", after
+ * this process) has a lock file beside it ("PID-XXXXXX.lock") that this process holds locked
+ * (flock) while it lives: a workspace whose lock anyone can take is a dead run's, whatever pid
+ * namespace either process is in (a pid tells nothing across namespaces), and the next one made
+ * removes it. The sandbox cannot reach the lock file: it is outside the workspace. */
 
 #define LOG_MODULE "agent"
 
@@ -18,16 +21,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent-internal.h"
+#include "common/fd-util.h"
 #include "common/log.h"
 #include "common/path-util.h"
 #include "common/watcher.h"
 
 #define SCRATCH_PREFIX "airlock-exec-"
+#define LOCK_SUFFIX ".lock"
 /* How long a watcher keeps removing a workspace that files still appear in (a dying workspace
  * daemon's last write), in rounds of doubling sleeps from 1 ms: about 2 s in all. */
 #define REMOVE_ROUNDS 11
@@ -75,8 +81,36 @@ static int scratch_base(const char *base, struct al_error *err)
 	return 0;
 }
 
-/* Removes the fresh workspaces of exec runs whose airlock died, as cgroups are: the folders of
- * this user's in dir named prefix "PID-XXXXXX". */
+static bool is_lock_name(const char *name)
+{
+	size_t n = strlen(name), k = strlen(LOCK_SUFFIX);
+
+	return n > k && streq(name + n - k, LOCK_SUFFIX);
+}
+
+/* Removes the workspace whose lock file is name (in dir, dfd), if no one holds the lock. */
+static void remove_if_unlocked(int dfd, const char *dir, const char *name)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char folder[PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return;
+	n = snprintf(folder, sizeof(folder), "%s/%.*s", dir,
+		     (int)(strlen(name) - strlen(LOCK_SUFFIX)), name);
+	if (n > 0 && (size_t)n < sizeof(folder) && lstat(folder, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == geteuid())
+		al_path_remove_tree(folder);
+	/* Unlinked while locked: a maker that locked it after us sees it gone and starts again. */
+	(void)unlinkat(dfd, name, 0);
+}
+
+/* Removes the fresh workspaces of runs whose airlock died, as cgroups are: this user's in dir
+ * named prefix "PID-XXXXXX" whose lock is free. A folder without a lock file is one of an airlock
+ * from before the locks: it goes when its pid names no process here. */
 static void remove_stale_scratch(const char *dir, const char *prefix)
 {
 	DIR *d = opendir(dir);
@@ -90,7 +124,17 @@ static void remove_stale_scratch(const char *dir, const char *prefix)
 		long pid = rest ? strtol(rest, &end, 10) : 0;
 		struct stat st;
 
-		if (pid <= 0 || *end != '-' || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (pid <= 0 || *end != '-')
+			continue;
+		if (is_lock_name(de->d_name)) {
+			remove_if_unlocked(dirfd(d), dir, de->d_name);
+			continue;
+		}
+		if ((size_t)snprintf(path, sizeof(path), "%s" LOCK_SUFFIX, de->d_name) >=
+			sizeof(path) ||
+		    fstatat(dirfd(d), path, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
@@ -101,32 +145,65 @@ static void remove_stale_scratch(const char *dir, const char *prefix)
 	(void)closedir(d);
 }
 
+/* Makes dir/<prefix>PID-XXXXXX with its lock file, locked in *ret_lock. The lock file comes
+ * first: a sweep that takes its lock before we do unlinks it, which we see (no link left), and we
+ * start again with another name. */
+static int make_locked(const char *dir, const char *prefix, char **ret_path, int *ret_lock)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		_cleanup_close_ int fd = -EBADF;
+		char *path = NULL;
+		struct stat st;
+		size_t n;
+		int r;
+
+		if (asprintf(&path, "%s/%s%d-XXXXXX" LOCK_SUFFIX, dir, prefix, (int)getpid()) < 0)
+			return -ENOMEM;
+		fd = mkostemps(path, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			free(path);
+			return r;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 || st.st_nlink == 0) {
+			free(path);
+			continue;
+		}
+		n = strlen(path) - strlen(LOCK_SUFFIX);
+		path[n] = '\0';
+		if (mkdir(path, 0700) < 0) {
+			r = -errno;
+			path[n] = '.';
+			(void)unlink(path);
+			free(path);
+			return r;
+		}
+		*ret_path = path;
+		*ret_lock = TAKE_FD(fd);
+		return 0;
+	}
+	return -EAGAIN;
+}
+
 /* A fresh workspace "PID-XXXXXX" in kind's scratch folder. */
-static int make_scratch_in(char **scratch, bool *in_base, enum al_state_kind kind,
-			   struct al_error *err)
+static int make_scratch_in(struct agent_scratch *s, enum al_state_kind kind, struct al_error *err)
 {
 	char base[PATH_MAX];
 	int r = al_state_dir(kind, base, sizeof(base));
 
 	if (r < 0)
 		return al_error_set_errno(err, r, "No folder for exec's workspaces");
-	/* A concurrent exec may remove the shared base between our mkdir and mkdtemp. */
+	/* A concurrent exec may remove the shared base between our mkdir and our lock file. */
 	for (int attempt = 0; attempt < 3; attempt++) {
 		r = scratch_base(base, err);
 		if (r < 0)
 			return r;
 		remove_stale_scratch(base, "");
-		if (asprintf(scratch, "%s/%d-XXXXXX", base, (int)getpid()) < 0) {
-			*scratch = NULL;
-			return -ENOMEM;
-		}
-		if (mkdtemp(*scratch)) {
-			*in_base = true;
+		r = make_locked(base, "", &s->path, &s->lock_fd);
+		if (r >= 0) {
+			s->in_base = true;
 			return 0;
 		}
-		r = -errno;
-		free(*scratch);
-		*scratch = NULL;
 		if (r != -ENOENT)
 			break;
 	}
@@ -135,37 +212,32 @@ static int make_scratch_in(char **scratch, bool *in_base, enum al_state_kind kin
 
 /* The last resort, when the shared folders are not this user's (someone else made
  * $TMPDIR/airlock-exec-UID first): a folder of its own in $TMPDIR, removed afterwards. */
-static int make_scratch_alone(char **scratch, struct al_error *err)
+static int make_scratch_alone(struct agent_scratch *s, struct al_error *err)
 {
 	const char *t = getenv("TMPDIR");
-	char prefix[64];
+	char prefix[64], probe[PATH_MAX];
 	int r;
 
 	if (!t || t[0] != '/')
 		t = "/tmp";
 	(void)snprintf(prefix, sizeof(prefix), SCRATCH_PREFIX "%u-", (unsigned)geteuid());
 	remove_stale_scratch(t, prefix);
-	if (asprintf(scratch, "%s/%s%d-XXXXXX", t, prefix, (int)getpid()) < 0) {
-		*scratch = NULL;
-		return -ENOMEM;
-	}
-	if (!parent_is_safe(*scratch))
-		r = -EPERM;
-	else if (!mkdtemp(*scratch))
-		r = -errno;
-	else
-		return 0;
-	free(*scratch);
-	*scratch = NULL;
-	return al_error_set_errno(err, r, "Failed to create a workspace in %s", t);
+	(void)snprintf(probe, sizeof(probe), "%s/%s", t, prefix);
+	r = parent_is_safe(probe) ? make_locked(t, prefix, &s->path, &s->lock_fd) : -EPERM;
+	if (r < 0)
+		return al_error_set_errno(err, r, "Failed to create a workspace in %s", t);
+	return 0;
 }
 
-/* Removes the workspace path (and its base, when that was its last workspace). */
+/* Removes the workspace path and its lock file (and its base, when that was its last
+ * workspace). */
 static void remove_scratch(char *path, bool in_base)
 {
-	char *slash = strrchr(path, '/');
+	char *slash = strrchr(path, '/'), lock[PATH_MAX];
 
 	al_path_remove_tree(path);
+	if ((size_t)snprintf(lock, sizeof(lock), "%s" LOCK_SUFFIX, path) < sizeof(lock))
+		(void)unlink(lock);
 	if (in_base && slash) {
 		*slash = '\0';
 		(void)rmdir(path);
@@ -211,15 +283,15 @@ int agent_scratch_make(struct agent_scratch *s, struct al_error *err)
 	struct al_error why = {0};
 	int r = -ENOENT;
 
-	*s = (struct agent_scratch){0};
+	*s = (struct agent_scratch){.lock_fd = -EBADF};
 	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
-		r = make_scratch_in(&s->path, &s->in_base, kinds[i], &why);
+		r = make_scratch_in(s, kinds[i], &why);
 		if (r >= 0 || r == -ENOMEM)
 			break;
 		log_debug("%s", why.msg);
 	}
 	if (r < 0 && r != -ENOMEM) {
-		r = make_scratch_alone(&s->path, err);
+		r = make_scratch_alone(s, err);
 		if (r < 0)
 			al_error_prefix(err, "%s", why.msg);
 	}
@@ -235,6 +307,7 @@ void agent_scratch_remove(struct agent_scratch *s)
 	if (!s->path)
 		return;
 	remove_scratch(s->path, s->in_base);
+	s->lock_fd = al_close(s->lock_fd);
 	free(s->path);
 	s->path = NULL;
 }

@@ -167,7 +167,7 @@ _noreturn_ static void serve(struct policy *p, const struct start_args *a, int r
 				      .admitted_path = a->admitted,
 				      .kill_grace_usec = 1000000};
 	struct al_error err = {0};
-	struct agent_scratch scratch = {0};
+	struct agent_scratch scratch = {.lock_fd = -EBADF};
 	int fd, r;
 
 	(void)setsid();

@@ -167,6 +167,29 @@ killed_exec()
 	stale=$(dirname "$(ls /run/airlock-exec/"$exec_pid"-*/ready 2>/dev/null | head -n 1)")
 }
 
+# A run's workspace is told live by its lock, not by the pid in its name: an exec in another pid
+# namespace (where that pid names nothing, or something else) must not take a live one for a
+# dead run's.
+printf '{"language": "shell", "timeout": 120, "code": "echo canary > keepme; echo > ready; sleep 300.%s"}' \
+	"$RANDOM" >"$IT_TMP/live.json"
+"$ITRUN" -p "$IT_TMP/live.pid" -t "$IT_WATCHDOG" -- "$AIRLOCK" exec --request "$IT_TMP/live.json" \
+	>"$IT_TMP/live.out" 2>&1 &
+live_runner=$!
+wait_for 10 test -s "$IT_TMP/live.pid"
+live_ws=""
+if wait_for 20 sh -c "ls /run/airlock-exec/$(cat "$IT_TMP/live.pid")-*/ready" >/dev/null 2>&1; then
+	live_ws=$(dirname "$(ls /run/airlock-exec/"$(cat "$IT_TMP/live.pid")"-*/ready | head -n 1)")
+fi
+assert_true "a live exec's workspace is there ($live_ws)" test -n "$live_ws"
+printf '{"language": "shell", "timeout": 10, "code": "true"}' >"$IT_TMP/other.json"
+"$ITRUN" -t "$IT_WATCHDOG" -- unshare -pf --mount-proc "$AIRLOCK" exec --request "$IT_TMP/other.json" \
+	>"$IT_TMP/other.out" 2>&1
+assert_match '"exit_code": ?0' "$(cat "$IT_TMP/other.out")" "an exec in a pid namespace of its own runs"
+assert_true "and leaves the live exec's workspace alone" test -f "$live_ws/keepme"
+kill -TERM "$(cat "$IT_TMP/live.pid")"
+wait "$live_runner"
+assert_true "the live exec, stopped, removes its workspace itself" wait_for 10 test ! -e "$live_ws"
+
 killed_exec "killed"
 kill -KILL "$exec_pid"
 wait "$runner"
