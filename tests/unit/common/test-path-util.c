@@ -236,35 +236,25 @@ static void make_file(const char *path)
  * its workspace, and the workspace itself 0500: all goes, and a link out is not followed. */
 static void remove_unwritable(const char *dir)
 {
-	char t[256], p[512], canary[512];
+	static const char *const folders[] = {"ws", "ws/a", "ws/b", "ws/b/c"};
+	static const struct {
+		const char *path;
+		mode_t mode;
+	} modes[] = {{"ws/b/c", 0100}, {"ws/b", 0}, {"ws/a", 0500}, {"ws", 0500}};
 	struct stat st;
 
-	(void)snprintf(t, sizeof(t), "%s/ws", dir);
-	(void)snprintf(canary, sizeof(canary), "%s/canary", dir);
-	make_file(canary);
-	CHILD_CHECK(mkdir(t, 0700) == 0);
-	(void)snprintf(p, sizeof(p), "%s/a", t);
-	CHILD_CHECK(mkdir(p, 0700) == 0);
-	(void)snprintf(p, sizeof(p), "%s/a/x", t);
-	make_file(p);
-	(void)snprintf(p, sizeof(p), "%s/a/out", t);
-	CHILD_CHECK(symlink(canary, p) == 0);
-	(void)snprintf(p, sizeof(p), "%s/b", t);
-	CHILD_CHECK(mkdir(p, 0700) == 0);
-	(void)snprintf(p, sizeof(p), "%s/b/c", t);
-	CHILD_CHECK(mkdir(p, 0700) == 0);
-	(void)snprintf(p, sizeof(p), "%s/b/c/y", t);
-	make_file(p);
-	(void)snprintf(p, sizeof(p), "%s/b/c", t);
-	CHILD_CHECK(chmod(p, 0100) == 0);
-	(void)snprintf(p, sizeof(p), "%s/b", t);
-	CHILD_CHECK(chmod(p, 0) == 0);
-	(void)snprintf(p, sizeof(p), "%s/a", t);
-	CHILD_CHECK(chmod(p, 0500) == 0);
-	CHILD_CHECK(chmod(t, 0500) == 0);
-	al_path_remove_tree(t);
-	CHILD_CHECK(lstat(t, &st) < 0 && errno == ENOENT);
-	CHILD_CHECK(stat(canary, &st) == 0);
+	CHILD_CHECK(chdir(dir) == 0);
+	make_file("canary");
+	for (size_t i = 0; i < ELEMENTSOF(folders); i++)
+		CHILD_CHECK(mkdir(folders[i], 0700) == 0);
+	make_file("ws/a/x");
+	make_file("ws/b/c/y");
+	CHILD_CHECK(symlink("../../canary", "ws/a/out") == 0);
+	for (size_t i = 0; i < ELEMENTSOF(modes); i++)
+		CHILD_CHECK(chmod(modes[i].path, modes[i].mode) == 0);
+	al_path_remove_tree("ws");
+	CHILD_CHECK(lstat("ws", &st) < 0 && errno == ENOENT);
+	CHILD_CHECK(stat("canary", &st) == 0);
 }
 
 static void test_remove_tree_takes_folders_its_user_may_not_write_or_read(void **state)
@@ -277,19 +267,14 @@ static void test_remove_tree_takes_folders_its_user_may_not_write_or_read(void *
  * the walk ends. */
 static void remove_around_foreign(const char *dir)
 {
-	char p[512];
 	struct stat st;
 
-	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign/f", dir);
-	CHILD_CHECK(stat(p, &st) == 0);
-	(void)snprintf(p, sizeof(p), "%s/ws", dir);
-	al_path_remove_tree(p);
-	(void)snprintf(p, sizeof(p), "%s/ws/deep/foreign/f", dir);
-	CHILD_CHECK(stat(p, &st) == 0);
-	(void)snprintf(p, sizeof(p), "%s/ws/deep/mine", dir);
-	CHILD_CHECK(lstat(p, &st) < 0 && errno == ENOENT);
-	(void)snprintf(p, sizeof(p), "%s/ws/other", dir);
-	CHILD_CHECK(lstat(p, &st) < 0 && errno == ENOENT);
+	CHILD_CHECK(chdir(dir) == 0);
+	CHILD_CHECK(stat("ws/deep/foreign/f", &st) == 0);
+	al_path_remove_tree("ws");
+	CHILD_CHECK(stat("ws/deep/foreign/f", &st) == 0);
+	CHILD_CHECK(lstat("ws/deep/mine", &st) < 0 && errno == ENOENT);
+	CHILD_CHECK(lstat("ws/other", &st) < 0 && errno == ENOENT);
 }
 
 /* Root's part: folders of 65534's, and in them one of root's holding a file. */
