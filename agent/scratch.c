@@ -88,22 +88,31 @@ static bool is_lock_name(const char *name)
 	return n > k && streq(name + n - k, LOCK_SUFFIX);
 }
 
+/* Removes dir's folder name (dfd is dir's) when it is a folder of this user's. */
+static void remove_own_folder(int dfd, const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == geteuid() &&
+	    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) < sizeof(path))
+		al_path_remove_tree(path);
+}
+
 /* Removes the workspace whose lock file is name (in dir, dfd), if no one holds the lock. */
 static void remove_if_unlocked(int dfd, const char *dir, const char *name)
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	char folder[PATH_MAX];
+	_cleanup_free_ char *folder = NULL;
 	struct stat st;
-	int n;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return;
-	n = snprintf(folder, sizeof(folder), "%s/%.*s", dir,
-		     (int)(strlen(name) - strlen(LOCK_SUFFIX)), name);
-	if (n > 0 && (size_t)n < sizeof(folder) && lstat(folder, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    st.st_uid == geteuid())
-		al_path_remove_tree(folder);
+	folder = strndup(name, strlen(name) - strlen(LOCK_SUFFIX));
+	if (folder)
+		remove_own_folder(dfd, dir, folder);
 	/* Unlinked while locked: a maker that locked it after us sees it gone and starts again. */
 	(void)unlinkat(dfd, name, 0);
 }
@@ -114,7 +123,7 @@ static void remove_if_unlocked(int dfd, const char *dir, const char *name)
 static void remove_stale_scratch(const char *dir, const char *prefix)
 {
 	DIR *d = opendir(dir);
-	char path[PATH_MAX];
+	char lock[NAME_MAX + 1];
 
 	if (!d)
 		return;
@@ -130,17 +139,12 @@ static void remove_stale_scratch(const char *dir, const char *prefix)
 			remove_if_unlocked(dirfd(d), dir, de->d_name);
 			continue;
 		}
-		if ((size_t)snprintf(path, sizeof(path), "%s" LOCK_SUFFIX, de->d_name) >=
-			sizeof(path) ||
-		    fstatat(dirfd(d), path, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+		if ((size_t)snprintf(lock, sizeof(lock), "%s" LOCK_SUFFIX, de->d_name) >=
+			sizeof(lock) ||
+		    fstatat(dirfd(d), lock, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			al_path_remove_tree(path);
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			remove_own_folder(dirfd(d), dir, de->d_name);
 	}
 	(void)closedir(d);
 }
@@ -152,33 +156,29 @@ static int make_locked(const char *dir, const char *prefix, char **ret_path, int
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
 		_cleanup_close_ int fd = -EBADF;
-		char *path = NULL;
+		_cleanup_free_ char *path = NULL;
 		struct stat st;
 		size_t n;
 		int r;
 
-		if (asprintf(&path, "%s/%s%d-XXXXXX" LOCK_SUFFIX, dir, prefix, (int)getpid()) < 0)
+		if (asprintf(&path, "%s/%s%d-XXXXXX" LOCK_SUFFIX, dir, prefix, (int)getpid()) < 0) {
+			path = NULL;
 			return -ENOMEM;
+		}
 		fd = mkostemps(path, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
-		if (fd < 0) {
-			r = -errno;
-			free(path);
-			return r;
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 || st.st_nlink == 0) {
-			free(path);
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 || st.st_nlink == 0)
 			continue;
-		}
 		n = strlen(path) - strlen(LOCK_SUFFIX);
 		path[n] = '\0';
 		if (mkdir(path, 0700) < 0) {
 			r = -errno;
 			path[n] = '.';
 			(void)unlink(path);
-			free(path);
 			return r;
 		}
-		*ret_path = path;
+		*ret_path = TAKE_PTR(path);
 		*ret_lock = TAKE_FD(fd);
 		return 0;
 	}
