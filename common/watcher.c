@@ -27,7 +27,7 @@ static int watch(const char *name, int parent, const int *keep, size_t n_keep)
 
 	(void)prctl(PR_SET_NAME, name, 0, 0, 0);
 	(void)setsid();
-	/* Nor the parent's working folder: it would keep its file system from being unmounted. */
+	/* Out of the parent's working folder, which it would keep from being unmounted. */
 	if (chdir("/") < 0)
 		_exit(EXIT_FAILURE);
 	(void)sigemptyset(&none);
