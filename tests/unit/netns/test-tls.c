@@ -1195,31 +1195,52 @@ static void test_client_without_alpn_gets_none(void **state)
 	fixture_done(&f);
 }
 
+/* A plain upstream's context serving a self-signed certificate for names (see self_signed()),
+ * what its hellos showed, and our client trusting that certificate. */
+struct upstream {
+	SSL_CTX *ctx;
+	struct netns_tls *t;
+	struct seen_hello seen;
+};
+
+static void upstream_init(struct upstream *u, const char *names)
+{
+	_cleanup_free_ char *pem = NULL;
+
+	*u = (struct upstream){0};
+	u->ctx = plain_server_ctx(names, &u->seen, &pem);
+	u->t = new_trusting(pem);
+}
+
+static void upstream_done(struct upstream *u)
+{
+	u->t = netns_tls_free(u->t);
+	SSL_CTX_free(u->ctx);
+	u->ctx = NULL;
+}
+
 /* Our client for "api.test" against a plain upstream serving a self-signed certificate for names
  * (see self_signed()) that the client trusts: handshakes, then calls check with both ends. */
 static void connect_to_plain(const char *names, bool offer_h2,
 			     void (*check)(struct end *s, struct end *c,
 					   const struct seen_hello *seen))
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
+	struct upstream u;
 	struct end s = {0}, c = {0};
 	int fds[2];
 
-	ctx = plain_server_ctx(names, &seen, &pem);
-	t = new_trusting(pem);
+	upstream_init(&u, names);
 	pair(fds);
 	s.fd = fds[0];
 	c.fd = fds[1];
-	s.ssl = plain_server(ctx, s.fd);
-	assert_int_equal(netns_tls_connect(t, c.fd, "api.test", offer_h2, &c.c, &c.err), 0);
+	s.ssl = plain_server(u.ctx, s.fd);
+	assert_int_equal(netns_tls_connect(u.t, c.fd, "api.test", offer_h2, &c.c, &c.err), 0);
 	handshake(&s, &c);
-	check(&s, &c, &seen);
+	check(&s, &c, &u.seen);
 	SSL_free(s.ssl);
 	netns_tls_conn_free(c.c);
 	close_pair(fds);
+	upstream_done(&u);
 }
 
 static void check_sni_and_http11(struct end *s, struct end *c, const struct seen_hello *seen)
@@ -1311,69 +1332,57 @@ static bool upstream_once(struct netns_tls *t, SSL_CTX *ctx, const char *name)
 
 static void test_client_resumes_the_upstream_session_of_the_same_name(void **state)
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
+	struct upstream u;
 
 	(void)state;
-	ctx = plain_server_ctx("DNS:api.test,DNS:www.test", &seen, &pem);
-	t = new_trusting(pem);
-	assert_false(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test")); /* each resumption brings a new ticket */
+	upstream_init(&u, "DNS:api.test,DNS:www.test");
+	assert_false(upstream_once(u.t, u.ctx, "api.test"));
+	assert_true(upstream_once(u.t, u.ctx, "api.test"));
+	/* each resumption brings a new ticket */
+	assert_true(upstream_once(u.t, u.ctx, "api.test"));
 	/* Sessions are per name. */
-	assert_false(upstream_once(t, ctx, "www.test"));
-	assert_true(upstream_once(t, ctx, "www.test"));
+	assert_false(upstream_once(u.t, u.ctx, "www.test"));
+	assert_true(upstream_once(u.t, u.ctx, "www.test"));
+	upstream_done(&u);
 }
 
 /* A client keeping many connections busy at once (a load generator, a package manager): each
  * takes a ticket of its own, and enough are kept for all of them. */
 static void test_client_keeps_tickets_for_connections_at_once(void **state)
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
+	struct upstream u;
 
 	(void)state;
-	ctx = plain_server_ctx("DNS:api.test", &seen, &pem);
-	t = new_trusting(pem);
-	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 0);
-	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 24);
-	assert_int_equal(upstream_parallel(t, ctx, "api.test", 24), 24);
+	upstream_init(&u, "DNS:api.test");
+	assert_int_equal(upstream_parallel(u.t, u.ctx, "api.test", 24), 0);
+	assert_int_equal(upstream_parallel(u.t, u.ctx, "api.test", 24), 24);
+	assert_int_equal(upstream_parallel(u.t, u.ctx, "api.test", 24), 24);
+	upstream_done(&u);
 }
 
 static void test_client_resumes_a_tls12_upstream_session(void **state)
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
+	struct upstream u;
 
 	(void)state;
-	ctx = plain_server_ctx("DNS:api.test", &seen, &pem);
-	assert_int_equal(SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION), 1);
-	t = new_trusting(pem);
-	assert_false(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test"));
-	assert_true(upstream_once(t, ctx, "api.test"));
+	upstream_init(&u, "DNS:api.test");
+	assert_int_equal(SSL_CTX_set_max_proto_version(u.ctx, TLS1_2_VERSION), 1);
+	assert_false(upstream_once(u.t, u.ctx, "api.test"));
+	assert_true(upstream_once(u.t, u.ctx, "api.test"));
+	assert_true(upstream_once(u.t, u.ctx, "api.test"));
+	upstream_done(&u);
 }
 
 static void test_client_uses_a_tls13_ticket_only_once(void **state)
 {
-	_cleanup_(netns_tls_freep) struct netns_tls *t = NULL;
-	_cleanup_(SSL_CTX_freep) SSL_CTX *ctx = NULL;
-	_cleanup_free_ char *pem = NULL;
-	struct seen_hello seen = {0};
+	struct upstream u;
 	struct end s[2] = {0}, c[2] = {0};
 	int fds[2][2];
 
 	(void)state;
-	ctx = plain_server_ctx("DNS:api.test", &seen, &pem);
-	assert_int_equal(SSL_CTX_set_num_tickets(ctx, 1), 1);
-	t = new_trusting(pem);
-	assert_false(upstream_once(t, ctx, "api.test"));
+	upstream_init(&u, "DNS:api.test");
+	assert_int_equal(SSL_CTX_set_num_tickets(u.ctx, 1), 1);
+	assert_false(upstream_once(u.t, u.ctx, "api.test"));
 	/* One ticket, two connections at once (both hellos out before either handshake ends, as
 	 * OpenSSL only retires a used TLS 1.3 session at the end): the second must not offer the
 	 * ticket again (RFC 8446 C.4), and does without. */
@@ -1381,15 +1390,15 @@ static void test_client_uses_a_tls13_ticket_only_once(void **state)
 		pair(fds[i]);
 		s[i].fd = fds[i][0];
 		c[i].fd = fds[i][1];
-		s[i].ssl = plain_server(ctx, s[i].fd);
+		s[i].ssl = plain_server(u.ctx, s[i].fd);
 		assert_int_equal(
-		    netns_tls_connect(t, c[i].fd, "api.test", false, &c[i].c, &c[i].err), 0);
+		    netns_tls_connect(u.t, c[i].fd, "api.test", false, &c[i].c, &c[i].err), 0);
 		assert_int_equal(netns_tls_handshake(c[i].c, &c[i].err), -EAGAIN);
 	}
 	for (int i = 0; i < 2; i++) {
 		handshake(&s[i], &c[i]);
 		assert_int_equal(c[i].r, 0);
-		assert_int_equal(seen.psk, i == 0);
+		assert_int_equal(u.seen.psk, i == 0);
 		assert_int_equal(SSL_session_reused(s[i].ssl), i == 0);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -1397,6 +1406,7 @@ static void test_client_uses_a_tls13_ticket_only_once(void **state)
 		netns_tls_conn_free(c[i].c);
 		close_pair(fds[i]);
 	}
+	upstream_done(&u);
 }
 
 static void test_server_resumes_a_session_of_the_sandbox(void **state)
