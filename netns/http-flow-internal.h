@@ -320,6 +320,9 @@ struct netns_http_flow {
 	uint64_t resp_left;
 	enum framing resp_out; /* of the current response's body, towards the sandbox */
 	bool resp_close;
+	/* The upstream was told to end the connection after a response, or may end it: see
+	 * netns_http_flow_upstream_reusable() */
+	bool upstream_spent;
 	struct body_sniff resp_sniff;
 	struct matcher values_m; /* real values, to turn back into surrogates */
 	size_t values_m_for;	 /* n_values + n_bound + n_side when it was built */

@@ -201,12 +201,14 @@ bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, siz
 
 /* A Connection option that is not passed on: one naming a removed header, a framing header (a
  * hop-by-hop Content-Length would let a later hop frame the body differently), or a sidecar
- * header; and keep-alive in HTTP/1.0, whose requests all go upstream as the last. */
+ * header; keep-alive in HTTP/1.0, whose requests all go upstream as the last; and close in
+ * HTTP/1.1 when the upstream's connection is kept (it ends the sandbox's connection only). */
 static bool is_dropped_option(const struct netns_http_flow *f, const char *s, size_t n, bool http10)
 {
 	return is_removed_field(f, s, n) || ascii_eq(s, n, "content-length") ||
 	       ascii_eq(s, n, "transfer-encoding") || ascii_eq(s, n, "host") ||
-	       flow_is_sidecar_name(f, s, n) || (http10 && ascii_eq(s, n, "keep-alive"));
+	       flow_is_sidecar_name(f, s, n) || (http10 && ascii_eq(s, n, "keep-alive")) ||
+	       (!http10 && f->o.keep_upstream && ascii_eq(s, n, "close"));
 }
 
 static void put_connection(const struct netns_http_flow *f, struct writer *w,
@@ -579,6 +581,7 @@ int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_re
 		return r;
 	}
 	f->req_close = !req->keep_alive || req->minor_version == 0;
+	f->upstream_spent |= req->minor_version == 0 || (f->req_close && !f->o.keep_upstream);
 	f->pending[(f->pending_first + f->n_pending++) % PENDING_MAX] = (struct pending){
 	    .head = req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0,
 	    .http11 = req->minor_version == 1,

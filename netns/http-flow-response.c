@@ -400,6 +400,7 @@ int flow_response_head_done(struct netns_http_flow *f, const struct response_hea
 		request_done(f);
 	outf = response_framing_out(f, pq, in);
 	f->resp_close = !rh->keep_alive || pq->close || in == FRAME_CLOSE || outf == FRAME_CLOSE;
+	f->upstream_spent |= !rh->keep_alive || rh->minor != 1 || in == FRAME_CLOSE;
 	r = put_response_head(f, rh, in, outf, f->resp_close, out, err);
 	if (r < 0)
 		return r;

@@ -643,6 +643,18 @@ bool netns_http_flow_idle(const struct netns_http_flow *f)
 	       netns_buf_len(&f->resp_acc) == 0;
 }
 
+bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f)
+{
+	return f->error == 0 && !f->upstream_spent && f->n_pending == 0 &&
+	       (f->req == REQ_HEAD || f->req == REQ_CLOSED) &&
+	       (f->resp == RESP_HEAD || f->resp == RESP_CLOSED) && netns_buf_len(&f->resp_acc) == 0;
+}
+
+bool netns_http_flow_done(const struct netns_http_flow *f)
+{
+	return f->req == REQ_CLOSED && f->resp == RESP_CLOSED && f->n_pending == 0;
+}
+
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,
 				 struct al_error *err)
 {

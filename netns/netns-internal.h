@@ -300,6 +300,10 @@ struct netns_http_flow_options {
 	const struct policy *policy;
 	const struct netns_http_flow_ops *ops;
 	void *userdata;
+	/* The upstream's connection may carry a later connection's requests (the proxy keeps it:
+	 * proxy-pool.c): a request's Connection: close is not passed on. The sandbox still gets its
+	 * answer with Connection: close, and nothing it sends after that request is taken. */
+	bool keep_upstream;
 };
 
 /* All of o is borrowed and must outlive the flow. -ENOMEM only. */
@@ -327,6 +331,14 @@ ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, 
 /* Whether the flow waits for the sandbox's next request head (having none of it yet, or part of
  * it) with no response under way: the connection is idle, or a head comes slowly. */
 bool netns_http_flow_idle(const struct netns_http_flow *f);
+/* Whether the upstream's connection may carry another connection's requests: every request
+ * answered in full, each answer framed by its length or chunks (not ended by the close), none told
+ * to end the connection (an HTTP/1.0 request, an answer's Connection: close), no protocol switch,
+ * no refusal. */
+bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f);
+/* Whether the sandbox's side is over: its last request (Connection: close) is in, and its answer
+ * out. */
+bool netns_http_flow_done(const struct netns_http_flow *f);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.
  * -EPIPE when a response was cut short (the caller then just closes the sandbox's side). */
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,

@@ -294,6 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	interleave = data[2] & 4;
 	if (data[2] & 8)
 		ops.bound_value = fake_bound_value;
+	o.keep_upstream = data[2] & 16;
 	data += 3;
 	size -= 3;
 	sep = memmem(data, size, SEPARATOR, strlen(SEPARATOR));
@@ -325,6 +326,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_error(r, &err, false);
 			(void)netns_http_flow_error_response(f, 502, err.msg, &down);
 		}
+	}
+	/* An upstream taken for reusable owes no answer: one more is refused as asked for by
+	 * nothing. */
+	if (r == 0 && netns_http_flow_upstream_reusable(f) && !netns_http_flow_done(f)) {
+		static const char extra[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		struct netns_buf sink = {0};
+
+		if (netns_http_flow_response(f, (const uint8_t *)extra, sizeof(extra) - 1, &sink,
+					     &err) != -EPROTO)
+			__builtin_trap();
+		netns_buf_done(&sink);
+		r = -EPROTO;
 	}
 	if (r == 0) {
 		int e = netns_http_flow_response_eof(f, &down, &err);

@@ -635,6 +635,96 @@ static void test_flow_drops_bytes_after_a_request_that_closes(void **state)
 	ft_free(t);
 }
 
+/* A flow whose upstream connection may be kept (keep_upstream): the sandbox's Connection: close
+ * ends its own side only. */
+static struct ft *ft_new_kept(void)
+{
+	struct ft *t = ft_new();
+
+	netns_http_flow_free(t->f);
+	t->o.keep_upstream = true;
+	assert_int_equal(netns_http_flow_new(&t->o, &t->f), 0);
+	return t;
+}
+
+static void test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_side(void **state)
+{
+	struct ft *t = ft_new_kept();
+
+	(void)state;
+	assert_true(netns_http_flow_upstream_reusable(t->f)); /* nothing asked yet */
+	assert_int_equal(send_req(t, "GET /1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	expect_up(t, "GET /1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	assert_false(netns_http_flow_upstream_reusable(t->f)); /* its answer is due */
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nr1"), 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nr1");
+	assert_true(netns_http_flow_upstream_reusable(t->f));
+	assert_false(netns_http_flow_done(t->f));
+
+	/* close (among other options) is the sandbox's connection's: not passed on, and said in
+	 * the answer, after which the flow is done and what the sandbox sends is dropped. */
+	assert_int_equal(send_req(t, "GET /2 HTTP/1.1\r\nHost: " HOST
+				     "\r\nConnection: close, x-opt\r\nX-Opt: 1\r\n\r\n"
+				     "GET /smuggled HTTP/1.1\r\nHost: " HOST "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET /2 HTTP/1.1\r\nHost: " HOST "\r\nConnection: x-opt\r\nX-Opt: 1\r\n\r\n");
+	assert_false(netns_http_flow_done(t->f));
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				      "2\r\nr2\r\n0\r\n\r\n"),
+			 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		       "2\r\nr2\r\n0\r\n\r\n");
+	assert_true(netns_http_flow_done(t->f));
+	assert_true(netns_http_flow_upstream_reusable(t->f));
+	assert_int_equal(send_req(t, "GET /3 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	assert_int_equal(netns_buf_len(&t->up), 0);
+	ft_free(t);
+
+	/* Without keep_upstream, close is passed on, and the upstream's connection is spent. */
+	t = ft_new();
+	assert_int_equal(
+	    send_req(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nConnection: close\r\n\r\n"), 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST "\r\nConnection: close\r\n\r\n");
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 0);
+	assert_true(netns_http_flow_done(t->f));
+	assert_false(netns_http_flow_upstream_reusable(t->f));
+	ft_free(t);
+}
+
+static void test_flow_upstream_not_reusable_when_told_or_free_to_close(void **state)
+{
+	static const char get[] = "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n";
+	static const struct {
+		const char *req, *resp;
+	} spent[] = {
+	    /* HTTP/1.0: the request goes upstream as the connection's last */
+	    {"GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+	    {"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+	     "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+	    /* the upstream says it closes, or answers in HTTP/1.0, or ends its body by closing */
+	    {get, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"},
+	    {get, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"},
+	    {get, "HTTP/1.1 200 OK\r\n\r\nuntil the end"},
+	    /* an answer cut short */
+	    {get, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345"},
+	    {get, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n"},
+	    /* a request under way: its head, or its body */
+	    {"POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 9\r\n\r\n1234", NULL},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(spent); i++) {
+		struct ft *t = ft_new_kept();
+
+		assert_int_equal(send_req(t, spent[i].req), 0);
+		if (spent[i].resp)
+			assert_int_equal(send_resp(t, spent[i].resp), 0);
+		if (netns_http_flow_upstream_reusable(t->f))
+			fail_msg("case %zu: the upstream is taken for reusable", i);
+		ft_free(t);
+	}
+}
+
 static void test_flow_passes_expect_100_continue(void **state)
 {
 	struct ft *t = ft_new();
@@ -1971,6 +2061,9 @@ int main(void)
 	    cmocka_unit_test(test_flow_refuses_malformed_sidecar),
 	    cmocka_unit_test(test_flow_passes_pipelined_requests_and_matches_responses_in_order),
 	    cmocka_unit_test(test_flow_drops_bytes_after_a_request_that_closes),
+	    cmocka_unit_test(
+		test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_side),
+	    cmocka_unit_test(test_flow_upstream_not_reusable_when_told_or_free_to_close),
 	    cmocka_unit_test(test_flow_passes_expect_100_continue),
 	    cmocka_unit_test(test_flow_refuses_surrogate_in_body_split_at_every_byte),
 	    cmocka_unit_test(test_flow_holds_back_only_what_could_begin_a_surrogate),
