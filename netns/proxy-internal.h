@@ -31,6 +31,10 @@
  * away), PROXY_SANDBOX_SOCKBUF for the others. The kernel doubles each for its overhead. */
 #define PROXY_BIG_RCVBUFS 32
 #define PROXY_UPSTREAM_RCVBUF (2 * 1024 * 1024)
+/* Upstream connections kept for the next connection (proxy-pool.c): at most this many, each at
+ * most this long. */
+#define PROXY_POOL_MAX 32
+#define PROXY_POOL_IDLE_MSEC 1500
 
 enum proxy_watch_type {
 	WATCH_LISTENER,
@@ -97,9 +101,11 @@ struct conn {
 	bool explicit_proxy; /* came to the proxy's own port (HTTP_PROXY) */
 	bool absolute_form;  /* explicit proxy, a plain request: inspected from its first byte */
 	bool lookup_pending, closed, audited;
-	bool big_rcvbuf;     /* counted in the proxy's n_big_rcvbufs */
-	size_t head_scanned; /* HEAD: the bytes of cin searched for the head's end */
-	size_t sniff_need;   /* SNIFF: the bytes queued before the next look at them */
+	bool pool_tried;      /* a kept upstream was looked for (proxy-pool.c): connect one now */
+	bool tunnel_answered; /* the explicit proxy's CONNECT got its 200 */
+	bool big_rcvbuf;      /* counted in the proxy's n_big_rcvbufs */
+	size_t head_scanned;  /* HEAD: the bytes of cin searched for the head's end */
+	size_t sniff_need;    /* SNIFF: the bytes queued before the next look at them */
 	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
 	char target[NETNS_DNS_NAME_MAX + 1]; /* what the sandbox asked for, for messages */
 	uint16_t port;
@@ -125,7 +131,8 @@ struct conn {
 	/* FLOW: HTTP/1.1 (flow), or HTTP/2 (h2) once both handshakes chose it */
 	struct netns_http_flow *flow;
 	struct netns_h2 *h2;
-	bool hello_h2; /* the sandbox's ClientHello offers h2 */
+	bool hello_h2;	   /* the sandbox's ClientHello offers h2 */
+	bool u_offered_h2; /* the upstream's TLS was offered h2 (for proxy-pool.c) */
 	struct netns_http_flow_options flow_opts;
 	struct netns_tls_conn *ctls, *utls; /* NULL: plain */
 	bool c_ready, u_ready;		    /* handshakes done (or plain) */
@@ -139,6 +146,19 @@ struct conn {
 	 * or ClientHello, or, on an idle flow, its next head; 0: none (a response or a body under
 	 * way, a splice). Bytes of a head that come slowly do not move it. */
 	uint64_t idle_deadline;
+};
+
+/* An upstream connection kept for the next connection to its name and port (proxy-pool.c). */
+struct proxy_pooled {
+	char name[NETNS_DNS_NAME_MAX + 1];
+	uint16_t port;
+	bool offered_h2; /* h2 was offered to the upstream (it chose HTTP/1.1) */
+	bool big_rcvbuf; /* counted in the proxy's n_big_rcvbufs */
+	int fd;
+	struct netns_tls_conn *tls;
+	struct netns_addr upstream;
+	struct netns_verdict verdict; /* its address's, for the audit */
+	uint64_t since;		      /* proxy_now_msec() when it was kept */
 };
 
 struct netns_proxy {
@@ -172,6 +192,8 @@ struct netns_proxy {
 	struct proxy_watch agent; /* WATCH_AGENT_LISTEN; fd -EBADF until adopted */
 	struct proxy_agent *agents;
 	size_t n_agents;
+	struct proxy_pooled pool[PROXY_POOL_MAX];
+	size_t n_pool;
 	uint64_t idle_msec;  /* the policy's network.idle_timeout */
 	uint64_t idle_swept; /* when the connections were last looked at for it */
 };
@@ -196,6 +218,8 @@ void proxy_close(struct conn *c, bool reset);
 void proxy_enter_route(struct conn *c);
 void proxy_defer_free(struct netns_proxy *p, struct conn *c);
 void proxy_free_deferred(struct netns_proxy *p);
+/* Watches c's upstream fd (after proxy_pool_take()). */
+int proxy_watch_upstream(struct conn *c);
 /* A pipe for splice, empty: a kept one, or a new one. -errno when none can be made. */
 int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret);
 /* Gives a pipe back (or nothing, when pp has none): kept when it is empty and there is room,
@@ -208,6 +232,8 @@ int proxy_connected(struct conn *c);
 int proxy_sniff(struct conn *c);
 int proxy_splice(struct conn *c);
 int proxy_flow(struct conn *c);
+/* The explicit proxy's answer to a CONNECT, sent once: false after closing c. */
+bool proxy_answer_tunnel(struct conn *c);
 
 /* Reads or writes one side of c: its fd, through TLS when tls is not NULL. -EAGAIN when it
  * would block; a read's 0 is the end. */
@@ -215,6 +241,17 @@ ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n);
 ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n);
 /* The splice of what is left of c (proxy-relay.c), relayed unread from now on. */
 int proxy_start_splice(struct conn *c, const char *mode);
+
+/* proxy-pool.c: upstream connections kept for the next connection to the same name and port.
+ * proxy_pool_put() takes c's upstream when its flow is at a boundary that lets it carry another
+ * connection's requests (true: c has none left). proxy_pool_has() says whether one may be there
+ * for c's name and port; proxy_pool_take() gives c one that is still quiet (true), closing those
+ * that spoke or aged while kept; false and c closed when it could not be watched. */
+bool proxy_pool_put(struct conn *c);
+bool proxy_pool_has(const struct netns_proxy *p, const char *name, uint16_t port);
+bool proxy_pool_take(struct conn *c);
+void proxy_pool_expire(struct netns_proxy *p, uint64_t now);
+void proxy_pool_free(struct netns_proxy *p);
 
 /* proxy-ssh.c: the SSH watch and the agent */
 bool proxy_ssh_wanted(const struct netns_proxy *p);

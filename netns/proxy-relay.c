@@ -197,6 +197,22 @@ int proxy_read_head(struct conn *c)
 static void start_splice(struct conn *c, const char *mode);
 static void start_flow(struct conn *c, bool tls);
 
+bool proxy_answer_tunnel(struct conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	if (c->tunnel_answered)
+		return true;
+	c->tunnel_answered = true;
+	/* The first bytes on a fresh socket: the send buffer has room. */
+	if (send(c->cfd, ok, sizeof(ok) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(ok) - 1) {
+		proxy_close(c, true);
+		return false;
+	}
+	return true;
+}
+
 int proxy_connected(struct conn *c)
 {
 	struct sockaddr_storage ss;
@@ -221,7 +237,7 @@ int proxy_connected(struct conn *c)
 	}
 	if (e != 0) {
 		proxy_audit(c, "error", "upstream refused or unreachable");
-		if (c->explicit_proxy) {
+		if (c->explicit_proxy && !c->tunnel_answered) {
 			answer_and_close(c, "502 Bad Gateway", "the upstream cannot be reached");
 			return -e;
 		}
@@ -233,16 +249,8 @@ connected:
 		start_flow(c, false);
 		return 0;
 	}
-	if (c->explicit_proxy) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
-		/* The first bytes on a fresh socket: the send buffer has room. */
-		if (send(c->cfd, ok, sizeof(ok) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) !=
-		    (ssize_t)sizeof(ok) - 1) {
-			proxy_close(c, true);
-			return -EIO;
-		}
-	}
+	if (c->explicit_proxy && !proxy_answer_tunnel(c))
+		return -EIO;
 	/* A Postgres credential's destination: its login is the proxy's (the sandbox speaks
 	 * first, so nothing is sniffed). */
 	if (proxy_pg_start(c))
@@ -280,6 +288,16 @@ static bool is_ssh_ident(const uint8_t *buf, size_t n)
 	return memcmp(buf, "SSH-", MIN(n, (size_t)SSH_IDENT_LEN)) == 0;
 }
 
+/* A connection that waited for its ClientHello to take a kept upstream (proxy_pool_has()) and
+ * got none, or spoke something else: it connects its own, and is sniffed again once connected. */
+static int connect_own(struct conn *c)
+{
+	c->pool_tried = true;
+	c->sniff_need = 0;
+	proxy_enter_route(c);
+	return c->closed ? -EIO : 0;
+}
+
 int proxy_sniff(struct conn *c)
 {
 	struct netns_proxy *p = c->proxy;
@@ -300,7 +318,10 @@ int proxy_sniff(struct conn *c)
 			return -errno;
 		}
 		/* Nothing yet: a server that speaks first (SSH, SMTP) gets the splice, or SSH
-		 * the watch when the policy has SSH keys. */
+		 * the watch when the policy has SSH keys. Without an upstream yet (a kept one may
+		 * serve), the sandbox speaks first. */
+		if (c->ufd < 0)
+			return 0;
 		n = recv(c->ufd, buf, proxy_ssh_wanted(p) ? SSH_IDENT_LEN : 1, MSG_PEEK);
 		if (n > 0 && proxy_ssh_wanted(p) && is_ssh_ident(buf, (size_t)n)) {
 			if ((size_t)n == SSH_IDENT_LEN)
@@ -323,6 +344,8 @@ int proxy_sniff(struct conn *c)
 			c->sniff_need = SSH_IDENT_LEN;
 			return 0;
 		}
+		if (c->ufd < 0)
+			return connect_own(c);
 		if (proxy_ssh_wanted(p))
 			proxy_ssh_start(c);
 		else
@@ -330,20 +353,23 @@ int proxy_sniff(struct conn *c)
 		return 0;
 	}
 	if (buf[0] != TLS_RECORD) {
-		if (!p->surrogates || !p->surrogates[0]) {
-			start_splice(c, "tcp");
-			return 0;
-		}
+		bool inspected = p->surrogates && p->surrogates[0];
+
 		/* An HTTP request begins with its method, upper-case letters: anything else (a
 		 * Postgres startup toward a host no Postgres credential is bound to, Redis) cannot
 		 * be searched for surrogates, and is refused now rather than left waiting for a
 		 * head that never comes. */
-		if (buf[0] < 'A' || buf[0] > 'Z') {
+		if (inspected && (buf[0] < 'A' || buf[0] > 'Z')) {
 			proxy_refuse(c, "neither TLS, HTTP nor SSH: it cannot be searched for "
 					"surrogates");
 			return -EPERM;
 		}
-		start_flow(c, false);
+		if (c->ufd < 0)
+			return connect_own(c);
+		if (inspected)
+			start_flow(c, false);
+		else
+			start_splice(c, "tcp");
 		return 0;
 	}
 	r = netns_tls_parse_hello(buf, (size_t)n, &h);
@@ -366,10 +392,14 @@ int proxy_sniff(struct conn *c)
 		return -EPERM;
 	}
 	c->hello_h2 = h.alpn_h2;
-	if (p->tls && c->name[0] && netns_name_is_bound(p->o->policy, c->name))
+	if (!p->tls || !c->name[0] || !netns_name_is_bound(p->o->policy, c->name)) {
+		if (c->ufd < 0)
+			return connect_own(c);
+		start_splice(c, "tls");
+	} else if (c->ufd >= 0 || proxy_pool_take(c))
 		start_flow(c, true);
 	else
-		start_splice(c, "tls");
+		return c->closed ? -EIO : connect_own(c);
 	return 0;
 }
 
@@ -682,6 +712,7 @@ static void start_flow(struct conn *c, bool tls)
 	struct netns_proxy *p = c->proxy;
 	static const char *const none[] = {NULL};
 	struct al_error err = {0};
+	bool kept = c->utls != NULL; /* a kept upstream (proxy-pool.c), its TLS under way */
 	int r;
 
 	c->mode = tls ? "tls-intercept" : "http";
@@ -693,12 +724,15 @@ static void start_flow(struct conn *c, bool tls)
 	    .policy = p->o->policy,
 	    .ops = p->has_sidecar ? &flow_ops : &flow_ops_no_sidecar,
 	    .userdata = c,
+	    .keep_upstream = tls,
 	};
 	r = netns_http_flow_new(&c->flow_opts, &c->flow);
 	if (r >= 0 && tls)
 		r = netns_tls_accept(p->tls, c->cfd, c->name, &c->ctls, &err);
-	if (r >= 0 && tls)
+	if (r >= 0 && tls && !kept) {
 		r = netns_tls_connect(p->tls, c->ufd, c->name, c->hello_h2, &c->utls, &err);
+		c->u_offered_h2 = c->hello_h2;
+	}
 	if (r < 0) {
 		log_debug_errno(r, "Cannot inspect a connection to %s: %s", c->flow_opts.host,
 				err.msg);
@@ -706,7 +740,8 @@ static void start_flow(struct conn *c, bool tls)
 		proxy_close(c, true);
 		return;
 	}
-	c->c_ready = c->u_ready = !tls;
+	c->c_ready = !tls;
+	c->u_ready = !tls || kept;
 	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
 	c->phase = PHASE_FLOW;
 }
@@ -1054,6 +1089,18 @@ int proxy_flow(struct conn *c)
 		c->idle_deadline = 0;
 	else if (!c->idle_deadline)
 		c->idle_deadline = proxy_now_msec() + c->proxy->idle_msec;
+	/* The sandbox's side is over at a message boundary: its last request (Connection: close)
+	 * answered, or its end after whole answers. It ends, and the upstream's connection is kept
+	 * for the next connection when it can carry one (proxy-pool.c). */
+	if (netns_buf_len(&c->to_c) == 0 && !c->eof_flushed &&
+	    (netns_http_flow_done(c->flow) ||
+	     (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_http_flow_idle(c->flow) &&
+	      proxy_pool_put(c)))) {
+		if (c->utls)
+			(void)proxy_pool_put(c);
+		proxy_close(c, false);
+		return 0;
+	}
 	/* The sandbox is done sending and all of it is through: the upstream is told. */
 	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 && !c->u_shut &&
 	    c->u_ready) {

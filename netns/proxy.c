@@ -196,6 +196,11 @@ static int watch_add(struct netns_proxy *p, struct proxy_watch *w, uint32_t even
 	return RET_NERRNO(epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev));
 }
 
+int proxy_watch_upstream(struct conn *c)
+{
+	return watch_add(c->proxy, &c->uw, EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+}
+
 /* Pipes are kept: a connection that turns to bulk otherwise spends system calls making and
  * closing its pipe. */
 int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret)
@@ -361,7 +366,7 @@ static void conn_connect(struct conn *c)
 		return;
 	}
 	c->phase = PHASE_CONNECTING;
-	if (watch_add(c->proxy, &c->uw, EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+	if (proxy_watch_upstream(c) < 0) {
 		conn_close(c, true);
 		return;
 	}
@@ -473,6 +478,16 @@ static void conn_route(struct conn *c)
 	c->verdict = c->name_verdict;
 	if (!c->verdict.allow) {
 		conn_refuse(c, c->verdict.reason);
+		return;
+	}
+	/* A kept upstream may serve it, once its ClientHello says TLS for this name
+	 * (proxy_sniff()): nothing is connected until then. An explicit proxy's CONNECT is answered
+	 * first. */
+	if (p->tls && !c->pool_tried && !c->absolute_form && proxy_pool_has(p, c->name, c->port) &&
+	    netns_name_is_bound(p->o->policy, c->name)) {
+		if (c->explicit_proxy && !proxy_answer_tunnel(c))
+			return;
+		c->phase = PHASE_SNIFF;
 		return;
 	}
 	c->phase = PHASE_LOOKUP;
@@ -877,6 +892,7 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 			conn_close(c, true);
 	}
 	proxy_free_deferred(p);
+	proxy_pool_free(p);
 	proxy_agents_free(p);
 	for (size_t i = 0; i < p->n_listeners; i++)
 		(void)al_close(p->listeners[i].fd);
@@ -991,6 +1007,7 @@ static void sweep_idle(struct netns_proxy *p)
 	if (now - p->idle_swept < PROXY_IDLE_SWEEP_MSEC)
 		return;
 	p->idle_swept = now;
+	proxy_pool_expire(p, now);
 	for (struct conn *c = p->conns; c; c = c->next) {
 		if (c->closed || !c->idle_deadline || now < c->idle_deadline)
 			continue;
@@ -1030,7 +1047,7 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 		return r;
 	for (;;) {
 		n = epoll_wait(p->epoll_fd, evs, ELEMENTSOF(evs),
-			       p->conns ? PROXY_IDLE_SWEEP_MSEC : -1);
+			       p->conns || p->n_pool ? PROXY_IDLE_SWEEP_MSEC : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -1,9 +1,11 @@
 r"""A test upstream for the egress proxy: HTTP/1.1 on 127.0.0.1, optionally TLS.
 
-usage: upstream.py PORT LOG [--tls CERT KEY] [--root DIR]
+usage: upstream.py PORT LOG [--tls CERT KEY] [--root DIR] [--conn-log FILE]
 
 Every request is logged to LOG as one JSON line (method, path, headers, body length, the body's
-text when short), so a test can see exactly what reached the upstream. Answers:
+text when short, its connection's number and its own on that connection), so a test can see
+exactly what reached the upstream; with --conn-log, each connection's opening and end too
+({"conn": N, "event": "open" or "close"}). Answers:
   /echo-headers   the request's headers as JSON (a real credential value in them comes back in
                   the response: the proxy must turn it back into the surrogate)
   /big?n=N        N bytes
@@ -14,6 +16,13 @@ text when short), so a test can see exactly what reached the upstream. Answers:
   /last[?enc=E]   the Authorization value of the latest request before this one that had one
                   (read from LOG, so upstreams sharing a LOG share it), encoded as E when
                   given: a host that shows a value sent on another connection
+  /conn           "conn=N n=K auth=A": the connection's number, the request's on it, and its
+                  Authorization (keep-alive: a test sees which connection served it)
+  /junk-after     as /conn, then 0.3 s later an answer no request asked for on the same
+                  connection, which stays open
+  /linger-close   as /conn, then 0.3 s later the connection's end, though the answer said
+                  nothing of it (a server's keep-alive timeout)
+  /until-close    as /conn, without Content-Length: the body ends with the connection
   anything else   a file under --root when it exists, else "hello from upstream\n"
 Prints "ready" on stdout once it listens.
 """
@@ -25,10 +34,12 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 LOCK = threading.Lock()
+CONNS = [0]
 
 
 def encode(value, enc):
@@ -67,6 +78,47 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def conn_event(self, event):
+        if self.server.conn_log:
+            with LOCK, open(self.server.conn_log, "a") as f:
+                f.write(json.dumps({"conn": self.conn, "event": event}) + "\n")
+
+    def setup(self):
+        super().setup()
+        with LOCK:
+            CONNS[0] += 1
+            self.conn = CONNS[0]
+        self.n = 0
+        self.conn_event("open")
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            self.conn_event("close")
+
+    def conn_answer(self, path):
+        """/conn and its variants (see the usage)."""
+        auth = self.headers.get("Authorization", "")
+        body = ("conn=%d n=%d auth=%s" % (self.conn, self.n, auth)).encode()
+        if path == "/until-close":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
+            return
+        self.reply(200, body)
+        if path == "/conn":
+            return
+        self.wfile.flush()
+        time.sleep(0.3)
+        if path == "/junk-after":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!")
+            self.wfile.flush()
+        else:
+            self.close_connection = True
+
     def record(self, body):
         entry = {
             "method": self.command,
@@ -74,6 +126,8 @@ class Handler(BaseHTTPRequestHandler):
             "headers": [[k, v] for k, v in self.headers.items()],
             "body_len": len(body),
             "body": body.decode("latin-1") if len(body) <= 4096 else "",
+            "conn": self.conn,
+            "n": self.n,
         }
         with LOCK, open(self.server.log_path, "a") as f:
             f.write(json.dumps(entry) + "\n")
@@ -113,9 +167,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
+        self.n += 1
         body = self.read_body()
         self.record(body)
         url = urlsplit(self.path)
+        if url.path in ("/conn", "/junk-after", "/linger-close", "/until-close"):
+            self.conn_answer(url.path)
+            return
         if url.path == "/echo-headers":
             doc = {k: v for k, v in self.headers.items()}
             self.reply(200, json.dumps(doc).encode(), "application/json")
@@ -158,12 +216,16 @@ def main():
     server.daemon_threads = True
     server.log_path = log_path
     server.root = None
+    server.conn_log = None
     while args:
         if args[0] == "--tls":
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(args[1], args[2])
             server.socket = ctx.wrap_socket(server.socket, server_side=True)
             args = args[3:]
+        elif args[0] == "--conn-log":
+            server.conn_log = args[1]
+            args = args[2:]
         elif args[0] == "--root":
             server.root = args[1]
             args = args[2:]

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The proxy keeps an intercepted HTTP/1.1 connection's upstream side for the next connection to
+# the same name and port (netns/proxy-pool.c), and never lets one connection's bytes reach another:
+# - one-request connections (curl through HTTPS_PROXY's CONNECT, and transparently) take turns on
+#   one upstream connection, each request with the real token, each answer un-swapped;
+# - a sandbox's Connection: close is not passed on: its answer says it, its connection ends, the
+#   upstream's goes on;
+# - an upstream connection that said anything while kept (an answer nothing asked for) or ended
+#   (a keep-alive timeout that its answer did not announce) is never given out: the next
+#   connection gets a new one, and its own answer;
+# - an answer ended by the close, an HTTP/1.0 request, or another name is never shared;
+# - one made without offering h2 is not given to a client that offers h2 (it could have had h2);
+# - one kept longer than 1.5 s is closed, and every one is closed once the sandbox ends.
+. "${IT_LIB:-$(dirname "$0")/lib.sh}"
+it_setup
+
+token=ghp_$(head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 36)
+export IT_TOKEN=$token
+sp=$((20000 + $$ % 20000))
+
+pki=$IT_TMP/pki
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
+	-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
+printf 'subjectAltName=DNS:api.test,DNS:api2.test\n' >"$pki/ext"
+openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
+	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+
+up=$IT_TMP/upstream.jsonl
+conns=$IT_TMP/conns.jsonl
+: >"$up"
+: >"$conns"
+it_upstream "$IT_TMP/up.out" "$sp" "$up" --tls "$pki/srv.pem" "$pki/srv.key" --conn-log "$conns"
+
+policy=$IT_TMP/policy.json
+write_policy "$policy" <<EOF2
+{"workspace": {"root": "$WS"},
+ "network": {"default": "deny",
+  "rules": [{"destination": "api.test", "port": $sp, "action": "allow"},
+            {"destination": "api2.test", "port": $sp, "action": "allow"},
+            {"destination": "127.0.0.0/8", "port": $sp, "action": "allow"}],
+  "resolve": {"api.test": "127.0.0.1", "api2.test": "127.0.0.1"}},
+ "credentials": [
+  {"name": "tok", "source": {"type": "env", "var": "IT_TOKEN"},
+   "injection": {"type": "env_var", "var_name": "TOKEN"}, "hosts": ["api.test", "api2.test"]}]}
+EOF2
+
+# Each step is one curl, one connection; its answer goes to $W/<step>.
+probe='
+W=/workspace
+printf "%s" "$TOKEN" >$W/surrogate
+get() { step=$1; shift; curl -sS -m 10 -H "Authorization: Bearer $TOKEN" -o $W/$step "$@" 2>$W/$step.err; echo $? >$W/$step.rc; }
+S=https://api.test:'$sp'
+get c1 $S/conn
+get c2 $S/conn
+get c3 --noproxy "*" $S/conn
+get c4 -H "Connection: close" -D $W/c4.head $S/conn
+get c5 $S/conn
+get c6 $S/junk-after
+sleep 0.8
+get c7 $S/conn
+get c8 $S/linger-close
+sleep 0.8
+get c9 $S/conn
+get c10 $S/until-close
+get c11 $S/conn
+# HTTP/1.0 (curl -0 offers the ALPN http/1.0, which the proxy refuses: it speaks http/1.1).
+printf "GET /conn HTTP/1.0\r\nHost: api.test:'$sp'\r\nAuthorization: Bearer %s\r\n\r\n" "$TOKEN" |
+	openssl s_client -quiet -verify_return_error -CAfile "$SSL_CERT_FILE" -alpn http/1.1 \
+		-servername api.test -connect api.test:'$sp' 2>$W/c12.err | tr -d "\r" >$W/c12.all
+echo $? >$W/c12.rc
+sed -n "/^conn=/p" $W/c12.all | tr -d "\n" >$W/c12
+get c13 $S/conn
+get c14 --http1.1 https://api2.test:'$sp'/conn
+get c15 https://api2.test:'$sp'/conn
+get c16 --http1.1 https://api2.test:'$sp'/conn
+get c17 https://api2.test:'$sp'/conn
+sleep 2.5
+get c18 $S/conn
+'
+sb_run -p "$policy" --upstream-ca "$pki/ca.pem" --json -- /bin/sh -c "$probe"
+assert_eq 0 "$AL_RC" "the sandbox runs"
+sur=$(cat "$WS/surrogate")
+assert_match '^ghp_[A-Za-z0-9]{36}$' "$sur" "the token's surrogate is token-shaped"
+
+# conn_of STEP / n_of STEP: the upstream connection that served a step, and its request's number
+# on it.
+conn_of() { sed -n 's/^conn=\([0-9]*\) .*/\1/p' "$WS/$1"; }
+n_of() { sed -n 's/^conn=[0-9]* n=\([0-9]*\) .*/\1/p' "$WS/$1"; }
+for i in $(seq 1 18); do
+	assert_eq 0 "$(cat "$WS/c$i.rc")" "step $i is answered ($(head -c 200 "$WS/c$i.err"))"
+	assert_match "^conn=[0-9]+ n=[0-9]+ auth=Bearer $sur\$" "$(cat "$WS/c$i")" \
+		"step $i: its own answer, the real token echoed back as the surrogate"
+done
+
+c1=$(conn_of c1)
+for i in 2 3 4 5 6; do
+	assert_eq "$c1 $i" "$(conn_of c$i) $(n_of c$i)" \
+		"step $i: the connection of step 1 served it, as its request $i (CONNECT and transparent alike)"
+done
+assert_match '(^|
+)Connection: close' "$(tr -d '\r' <"$WS/c4.head")" \
+	"the sandbox's Connection: close is answered with Connection: close"
+# connection_of CONN N: the Connection fields the upstream got with request N on connection CONN.
+connection_of()
+{
+	"$IT_PY" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["conn"] == int(sys.argv[2]) and d["n"] == int(sys.argv[3]):
+        print([v for k, v in d["headers"] if k.lower() == "connection"])' "$up" "$1" "$2"
+}
+assert_eq "[]" "$(connection_of "$c1" 4)" \
+	"... and was not passed on: the upstream's connection went on"
+
+c7=$(conn_of c7)
+assert_ne "$c1" "$c7" "after an answer nothing asked for, the next connection gets a new upstream"
+assert_eq 1 "$(n_of c7)" "... as its first request"
+assert_eq 0 "$(cat "$WS"/c* | grep -c EVIL || true)" "the answer nothing asked for reached no connection"
+assert_eq "$c7" "$(conn_of c8)" "a fresh kept connection serves the next"
+c9=$(conn_of c9)
+assert_ne "$c7" "$c9" "after the upstream ended a kept connection unannounced, a new one serves"
+assert_eq "$c9 1 $c9 2" "$(conn_of c9) $(n_of c9) $(conn_of c10) $(n_of c10)" \
+	"... and is kept in turn"
+c11=$(conn_of c11)
+assert_ne "$c9" "$c11" "an answer ended by the close is not followed by another on its connection"
+assert_eq "$c11 2" "$(conn_of c12) $(n_of c12)" "an HTTP/1.0 request may take a kept connection"
+assert_ne "$c11" "$(conn_of c13)" "... which is not kept after it"
+c14=$(conn_of c14)
+assert_ne "$(conn_of c13)" "$c14" "another name never gets the connection kept for api.test"
+c15=$(conn_of c15)
+assert_ne "$c14" "$c15" "a client offering h2 is not given one made without offering it"
+assert_eq "$c15" "$(conn_of c16)" \
+	"a client not offering h2 takes one made offering it (the upstream chose HTTP/1.1)"
+assert_eq "$c15" "$(conn_of c17)" "... which stays one made offering h2"
+assert_ne "$(conn_of c13)" "$(conn_of c18)" "a connection kept 2.5 s is not given out"
+
+wait_for 5 /usr/bin/python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+opened = {e["conn"] for e in ev if e["event"] == "open"}
+closed = {e["conn"] for e in ev if e["event"] == "close"}
+sys.exit(opened != closed)' "$conns"
+assert_eq 0 $? "every upstream connection is closed once the sandbox has ended"
+assert_eq 18 "$(grep -c "\"Bearer $token\"" "$up")" "every request reached the upstream with the real token"
+assert_eq 0 "$(grep -rlF "$token" "$WS" | wc -l)" "no file of the sandbox holds the real value"
+
+it_finish
