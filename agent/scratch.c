@@ -303,11 +303,15 @@ int agent_scratch_make(struct agent_scratch *s, struct al_error *err)
 
 void agent_scratch_remove(struct agent_scratch *s)
 {
+	/* The watcher dies while the tree is removed, and is reaped after: its exit is not waited
+	 * for on the way (it only waits for this process's end, so it cannot act meanwhile). */
+	if (s->watcher > 0)
+		(void)kill(s->watcher, SIGKILL);
+	if (s->path) {
+		remove_scratch(s->path, s->in_base);
+		s->lock_fd = al_close(s->lock_fd);
+		free(s->path);
+		s->path = NULL;
+	}
 	al_watcher_stop(&s->watcher);
-	if (!s->path)
-		return;
-	remove_scratch(s->path, s->in_base);
-	s->lock_fd = al_close(s->lock_fd);
-	free(s->path);
-	s->path = NULL;
 }
