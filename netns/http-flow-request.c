@@ -5,7 +5,9 @@
  * credentials too), the sidecar's headers added, an absolute-form target made origin-form. Also
  * the check across the end of a Content-Length body and the next request line. */
 
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +251,44 @@ int flow_put_field_value(struct netns_http_flow *f, struct writer *w, const char
 	return r < 0 ? r : 0;
 }
 
+/* The framing fields, in one form whatever form they came in (http.c judged them): one
+ * Content-Length of the one length a list or several fields gave, and the transfer codings in
+ * lower case without "identity" (a coding that changes nothing, and that a server reading only
+ * "chunked" would take for an unknown one, framing the body otherwise: found by review). An
+ * upstream reading a form apart would frame the body otherwise, and on a kept connection answer
+ * what it took for a second request to the next connection. */
+static void put_framing_field(struct writer *w, const struct netns_http_request *req,
+			      const struct netns_http_header *h)
+{
+	const char *p = h->value, *end = p + h->value_len, *s;
+	char line[sizeof("Content-Length: 18446744073709551615\r\n")];
+	bool any = false, more;
+	size_t n;
+
+	if (ascii_eq(h->name, h->name_len, "content-length")) {
+		for (const struct netns_http_header *e = req->headers; e < h; e++)
+			if (ascii_eq(e->name, e->name_len, "content-length"))
+				return; /* written once, at the first */
+		(void)snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n",
+			       req->content_length);
+		put_str(w, line);
+		return;
+	}
+	do {
+		more = flow_list_next(&p, end, &s, &n);
+		if (n == 0 || ascii_eq(s, n, "identity"))
+			continue;
+		put_str(w, any ? ", " : "Transfer-Encoding: ");
+		for (size_t i = 0; i < n; i++) {
+			char ch = (char)tolower((unsigned char)s[i]);
+
+			put(w, &ch, 1);
+		}
+		any = true;
+	} while (more);
+	put_str(w, "\r\n");
+}
+
 static int put_request_field(struct netns_http_flow *f, struct writer *w,
 			     const struct netns_http_request *req,
 			     const struct netns_http_header *h, struct al_error *err)
@@ -269,6 +309,14 @@ static int put_request_field(struct netns_http_flow *f, struct writer *w,
 	if (r < 0)
 		return r;
 	where_header(h->name, h->name_len, where);
+	if (ascii_eq(h->name, h->name_len, "content-length") ||
+	    ascii_eq(h->name, h->name_len, "transfer-encoding")) {
+		/* A surrogate there is refused, not swapped: a value would change the framing. */
+		r = flow_refuse_surrogates(f, h->value, h->value_len, false, where, err);
+		if (r >= 0)
+			put_framing_field(w, req, h);
+		return r;
+	}
 	if (ascii_eq(h->name, h->name_len, "connection")) {
 		/* Options are header names: a surrogate in one is refused, not swapped. */
 		r = flow_refuse_surrogates(f, h->value, h->value_len, false, where, err);

@@ -821,6 +821,41 @@ static void test_flow_rechunks_chunked_request_without_extensions(void **state)
 	ft_free(t);
 }
 
+static void test_flow_passes_framing_fields_in_one_form(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"Content-Length: 5, 5\r\n", "Content-Length: 5\r\n"},
+	    {"Content-Length: 5\r\nX-A: a\r\nContent-Length: 5,5\r\n",
+	     "Content-Length: 5\r\nX-A: a\r\n"},
+	    {"Transfer-Encoding: identity, chunked\r\n", "Transfer-Encoding: chunked\r\n"},
+	    {"Transfer-Encoding: Identity , GZIP,Chunked\r\n",
+	     "Transfer-Encoding: gzip, chunked\r\n"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		bool chunked = strstr(cases[i].in, "chunked") || strstr(cases[i].in, "Chunked");
+		const char *body = chunked ? "5\r\nhello\r\n0\r\n\r\n" : "hello";
+		char *req =
+		    str_printf("POST /p HTTP/1.1\r\nHost: " HOST "\r\n%s\r\n%s", cases[i].in, body);
+		char *want = str_printf("POST /p HTTP/1.1\r\nHost: " HOST "\r\n%s\r\n%s",
+					cases[i].out, body);
+		struct ft *t = ft_new();
+
+		assert_int_equal(send_req(t, req), 0);
+		expect_up(t, want);
+		ft_free(t);
+		free(req);
+		free(want);
+	}
+	/* A surrogate there (a token, as a coding's name is) is refused, not swapped. */
+	refused("POST /p HTTP/1.1\r\nHost: " HOST "\r\nTransfer-Encoding: " S_NUM
+		", chunked\r\n\r\n",
+		-EPERM, "header transfer-encoding");
+}
+
 static void test_flow_refuses_surrogate_across_chunks_in_extensions_or_trailers(void **state)
 {
 	(void)state;
@@ -2069,6 +2104,7 @@ int main(void)
 	    cmocka_unit_test(test_flow_holds_back_only_what_could_begin_a_surrogate),
 	    cmocka_unit_test(test_flow_refuses_surrogate_across_a_body_and_the_next_request_line),
 	    cmocka_unit_test(test_flow_rechunks_chunked_request_without_extensions),
+	    cmocka_unit_test(test_flow_passes_framing_fields_in_one_form),
 	    cmocka_unit_test(test_flow_refuses_surrogate_across_chunks_in_extensions_or_trailers),
 	    cmocka_unit_test(test_flow_refuses_smuggling_attempts),
 	    cmocka_unit_test(test_flow_refuses_too_many_unanswered_requests),
