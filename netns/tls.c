@@ -963,6 +963,18 @@ ssize_t netns_tls_read(struct netns_tls_conn *c, void *buf, size_t n)
 	size_t k;
 	int r;
 
+	/* The socket is read out (no event since) and OpenSSL holds no byte: SSL_read() would say
+	 * it wants to read, and is not asked (a relay asks each side once more than it has data,
+	 * and each ask cleared the error queue twice). Not after the peer's close_notify, a
+	 * failure or the socket's end, which a read must keep saying, nor when the last call
+	 * wanted to write (a read may have that write to finish). */
+	if (c->drained && !c->eof && !c->failed && c->wants != EPOLLOUT &&
+	    SSL_is_init_finished(c->ssl) && SSL_has_pending(c->ssl) == 0 &&
+	    !(SSL_get_shutdown(c->ssl) & SSL_RECEIVED_SHUTDOWN)) {
+		c->io_error = 0;
+		c->wants = EPOLLIN;
+		return -EAGAIN;
+	}
 	conn_begin(c);
 	if (SSL_read_ex(c->ssl, buf, n, &k))
 		return (ssize_t)k;

@@ -884,6 +884,42 @@ static void test_records_read_ahead_are_pending_while_the_fd_is_idle(void **stat
 	fixture_done(&f);
 }
 
+/* A reader told of every readiness event (netns_tls_readable()): once a short read says the socket
+ * is read out, reads say -EAGAIN until the next event, then take what came; the peer's
+ * close_notify reads as the end every time after. */
+static void test_read_out_side_waits_for_its_next_event_and_keeps_saying_the_end(void **state)
+{
+	struct end s, c;
+	struct fixture f;
+	uint8_t buf[64];
+	int fds[2];
+
+	(void)state;
+	fixture_init(&f);
+	connect_pair(&f, fds, &s, &c);
+	write_all(s.c, s.fd, "one", 3);
+	netns_tls_readable(c.c, false);
+	assert_int_equal(read_some(c.c, c.fd, buf, sizeof(buf)), 3);
+	assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), -EAGAIN);
+	assert_int_equal(netns_tls_wants(c.c), EPOLLIN);
+	write_all(s.c, s.fd, "two", 3);
+	assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), -EAGAIN); /* no event yet */
+	netns_tls_readable(c.c, false);
+	assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "two", 3);
+	assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), -EAGAIN);
+
+	netns_tls_close(s.c);
+	netns_tls_readable(c.c, false);
+	assert_int_equal(read_some(c.c, c.fd, buf, sizeof(buf)), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(netns_tls_read(c.c, buf, sizeof(buf)), 0);
+	netns_tls_conn_free(s.c);
+	netns_tls_conn_free(c.c);
+	close_pair(fds);
+	fixture_done(&f);
+}
+
 static void test_eof_without_close_notify_reads_as_the_end(void **state)
 {
 	struct end s, c;
@@ -1658,6 +1694,7 @@ int main(void)
 	    cmocka_unit_test(test_names_that_are_no_host_names_are_refused),
 	    cmocka_unit_test(test_accept_and_connect_move_data_both_ways_and_close_cleanly),
 	    cmocka_unit_test(test_records_read_ahead_are_pending_while_the_fd_is_idle),
+	    cmocka_unit_test(test_read_out_side_waits_for_its_next_event_and_keeps_saying_the_end),
 	    cmocka_unit_test(test_eof_without_close_notify_reads_as_the_end),
 	    cmocka_unit_test(test_close_never_blocks_on_a_full_socket),
 	    cmocka_unit_test(test_reset_reads_as_econnreset_and_writes_as_epipe),
