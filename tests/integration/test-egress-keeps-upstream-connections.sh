@@ -18,15 +18,7 @@ token=ghp_$(head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 36)
 export IT_TOKEN=$token
 sp=$((20000 + $$ % 20000))
 
-pki=$IT_TMP/pki
-mkdir -p "$pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=airlock test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-	-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:api.test,DNS:api2.test\n' >"$pki/ext"
-openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+it_test_pki api.test api2.test
 
 up=$IT_TMP/upstream.jsonl
 conns=$IT_TMP/conns.jsonl
