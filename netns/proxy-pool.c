@@ -13,10 +13,11 @@
  *   nothing read and not taken, nothing held by OpenSSL, nothing unsent;
  * - a kept connection is read once more before it is given out: anything it says while kept (an
  *   answer no request asked for, its end, a reset) and it is closed instead;
- * - it is kept PROXY_POOL_IDLE_MSEC at most, well under the idle time after which servers end
- *   keep-alive connections (5 s for Apache and Node.js, 60-75 s for nginx and the cloud's load
- *   balancers), so that a server's close seldom crosses the next request; one that does fails
- *   that request with a 502, as it would a client that kept its own connection.
+ * - it is kept PROXY_POOL_IDLE_MSEC at most, under the idle time after which servers end
+ *   keep-alive connections (2 s for gunicorn, 5 s for Apache, Node.js and uvicorn, 60-75 s for
+ *   nginx and the cloud's load balancers), so that a server's close seldom crosses the next
+ *   request; one that does ends that request without an answer (the upstream's end, passed
+ *   on), as it would for a client that kept its own connection.
  * Nothing of the sandbox reaches a kept connection: the request a sandbox sends after its own
  * Connection: close is dropped (http-flow.c), and the sandbox never learns which connection its
  * requests took. */

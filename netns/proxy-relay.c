@@ -1092,14 +1092,17 @@ int proxy_flow(struct conn *c)
 	/* The sandbox's side is over at a message boundary: its last request (Connection: close)
 	 * answered, or its end after whole answers. It ends, and the upstream's connection is kept
 	 * for the next connection when it can carry one (proxy-pool.c). */
-	if (netns_buf_len(&c->to_c) == 0 && !c->eof_flushed &&
-	    (netns_http_flow_done(c->flow) ||
-	     (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_http_flow_idle(c->flow) &&
-	      proxy_pool_put(c)))) {
-		if (c->utls)
-			(void)proxy_pool_put(c);
-		proxy_close(c, false);
-		return 0;
+	if (netns_buf_len(&c->to_c) == 0 && !c->eof_flushed) {
+		bool done = netns_http_flow_done(c->flow);
+
+		/* After its end alone the sandbox's side waits for the upstream's when the upstream
+		 * cannot be kept (below). */
+		if ((done ||
+		     (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_http_flow_idle(c->flow))) &&
+		    (proxy_pool_put(c) || done)) {
+			proxy_close(c, false);
+			return 0;
+		}
 	}
 	/* The sandbox is done sending and all of it is through: the upstream is told. */
 	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 && !c->u_shut &&
