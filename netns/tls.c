@@ -16,9 +16,12 @@
  *   only when the sandbox offered it (netns_tls_connect()'s offer_h2), and the sandbox gets h2
  *   only when the upstream chose it (netns_tls_allow_h2(), before the sandbox's handshake), so
  *   that both sides of a connection speak the same version. Otherwise a client offering
- *   http/1.1 gets it; one offering no ALPN at all gets none (HTTP/1.1 is what TLS without ALPN
- *   means). One offering protocols but not one it may have (say h2 alone, toward an upstream
- *   that chose HTTP/1.1) is refused with the fatal no_application_protocol alert, as RFC 7301
+ *   http/1.1 gets it, and one offering http/1.0 without it (`curl --http1.0`) gets http/1.0
+ *   (its requests are HTTP/1.0, which the flow passes on to an upstream offered http/1.1, as
+ *   any HTTP/1.1 server takes them); one offering no ALPN at all gets none (HTTP/1.1 is what
+ *   TLS without ALPN means). One offering protocols but not one it may have (say h2 alone,
+ *   toward an upstream that chose HTTP/1.1) is refused with the fatal no_application_protocol
+ *   alert, as RFC 7301
  *   3.2 requires: proceeding without ALPN would leave such a client to speak h2 at an HTTP/1.1
  *   parser and fail later with a less clear error.
  * - End of stream. netns_tls_read() returns 0 at close_notify and also at a bare EOF
@@ -86,6 +89,7 @@
 #define CIPHERSUITES "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
+static const unsigned char alpn_http10[] = "\x08http/1.0";
 static const unsigned char alpn_h2[] = "\x02h2";
 static const unsigned char alpn_h2_http11[] = "\x02h2\x08http/1.1";
 
@@ -236,7 +240,7 @@ struct netns_tls_conn {
 	bool eof;	   /* the fd read EOF */
 	bool failed;	   /* a fatal error: no close_notify may follow */
 	bool closed;	   /* close_notify was sent (or tried) */
-	bool alpn_refused; /* the client offered ALPN without http/1.1 */
+	bool alpn_refused; /* the client offered ALPN without HTTP/1.x */
 	bool h2_allowed;   /* server: h2 may be chosen (netns_tls_allow_h2()) */
 	bool events;	   /* netns_tls_readable() is told of every readiness event */
 	bool drained;	   /* ... and none came since the socket was read out */
@@ -625,8 +629,8 @@ static const unsigned char *alpn_find(const unsigned char *in, unsigned int inle
 	return NULL;
 }
 
-/* ALPN (RFC 7301 3.2): h2 when offered and allowed, else http/1.1 when offered, else a fatal
- * no_application_protocol alert; see the top of this file. */
+/* ALPN (RFC 7301 3.2): h2 when offered and allowed, else http/1.1 when offered, else http/1.0
+ * when offered, else a fatal no_application_protocol alert; see the top of this file. */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
@@ -638,6 +642,8 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 		p = alpn_find(in, inlen, alpn_h2);
 	if (!p)
 		p = alpn_find(in, inlen, alpn_http11);
+	if (!p)
+		p = alpn_find(in, inlen, alpn_http10);
 	if (p) {
 		*out = p + 1;
 		*outlen = p[0];
@@ -934,7 +940,7 @@ static int handshake_error(struct netns_tls_conn *c, int r, struct al_error *err
 				    "TLS handshake with %s failed: certificate verify failed: %s",
 				    peer, X509_verify_cert_error_string(v));
 	if (c->alpn_refused)
-		return al_error_set(err, r, "TLS handshake with %s failed: ALPN without http/1.1",
+		return al_error_set(err, r, "TLS handshake with %s failed: ALPN without HTTP/1.x",
 				    peer);
 	if (r == -ECONNRESET)
 		return al_error_set(err, r, "TLS handshake with %s failed: connection closed",

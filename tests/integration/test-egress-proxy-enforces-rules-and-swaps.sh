@@ -81,6 +81,7 @@ r origin_form_urllib "$(python3 -c "import urllib.request; print(urllib.request.
 r transparent "$(curl -sS -m 10 --noproxy "*" $A/ 2>&1)"
 r intercept_connect "$(curl -sS -m 10 -H "Authorization: Bearer $TOKEN" $S/echo-headers 2>&1)"
 r intercept_transparent "$(curl -sS -m 10 --noproxy "*" -H "Authorization: Bearer $TOKEN" $S/echo-headers 2>&1)"
+r intercept_http10 "$(curl -sS -m 10 --http1.0 --noproxy "*" -H "Authorization: Bearer $TOKEN" $S/echo-headers 2>&1)"
 r basic "$(curl -sS -m 10 -u "user:$TOKEN" $S/echo-headers 2>&1)"
 r urllib "$(python3 -c "
 import os, urllib.request
@@ -138,13 +139,13 @@ assert_eq "served as a file" "$(get origin_form_urllib)" "... from Python's urll
 assert_eq "hello from upstream" "$(get transparent)" "an allowed name works transparently"
 assert_eq "eth0 lo " "$(get ifaces)" "the sandbox has lo and the veth end, nothing else"
 
-for how in intercept_connect intercept_transparent; do
+for how in intercept_connect intercept_transparent intercept_http10; do
 	out=$(get $how)
 	assert_contains "$out" "Bearer $sur" "$how: a real value echoed back reaches the sandbox as the surrogate"
 	assert_not_contains "$out" "$token" "$how: the sandbox never sees the real token"
 done
-assert_eq 2 "$(grep -c "\"Bearer $token\"" "$up")" \
-	"the upstream received the real token (CONNECT and transparent), never the surrogate"
+assert_eq 3 "$(grep -c "\"Bearer $token\"" "$up")" \
+	"the upstream received the real token (CONNECT, transparent, and HTTP/1.0 with ALPN http/1.0 alone), never the surrogate"
 assert_eq 0 "$(grep -c "$sur" "$up")" "no surrogate reached any upstream"
 basic=$(printf 'user:%s' "$token" | base64 -w0)
 assert_eq 1 "$(grep -c "Basic $basic" "$up")" "the surrogate inside Authorization: Basic is swapped"

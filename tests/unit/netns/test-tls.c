@@ -1199,7 +1199,29 @@ static void test_alpn_selects_h2_when_allowed(void **state)
 	fixture_done(&f);
 }
 
-static void test_alpn_without_http11_is_refused_with_no_application_protocol(void **state)
+/* `curl --http1.0` offers http/1.0 alone: it gets it; a client offering both gets http/1.1. */
+static void test_alpn_selects_http10_only_without_http11(void **state)
+{
+	struct end s, c;
+	struct fixture f;
+	char sel[32];
+
+	(void)state;
+	fixture_init(&f);
+	alpn_handshake(&f, "\x08http/1.0", true, &s, &c, sel);
+	assert_int_equal(s.r, 0);
+	assert_int_equal(c.r, 0);
+	assert_string_equal(sel, "http/1.0");
+	alpn_handshake(&f, "\x08http/1.0\x08http/1.1", false, &s, &c, sel);
+	assert_string_equal(sel, "http/1.1");
+	alpn_handshake(&f, "\x02h2\x08http/1.0", true, &s, &c, sel);
+	assert_string_equal(sel, "h2");
+	alpn_handshake(&f, "\x02h2\x08http/1.0", false, &s, &c, sel);
+	assert_string_equal(sel, "http/1.0");
+	fixture_done(&f);
+}
+
+static void test_alpn_without_http1x_is_refused_with_no_application_protocol(void **state)
 {
 	struct end s, c;
 	struct fixture f;
@@ -1210,7 +1232,7 @@ static void test_alpn_without_http11_is_refused_with_no_application_protocol(voi
 	alpn_handshake(&f, "\x02h2", false, &s, &c, sel);
 	assert_int_equal(s.r, -EPROTO);
 	assert_non_null(strstr(s.err.msg, "the sandbox for api.test"));
-	assert_non_null(strstr(s.err.msg, "ALPN without http/1.1"));
+	assert_non_null(strstr(s.err.msg, "ALPN without HTTP/1.x"));
 	assert_int_equal(c.r, -EPROTO);
 	assert_non_null(strstr(c.err.msg, "no application protocol"));
 	fixture_done(&f);
@@ -1704,7 +1726,8 @@ int main(void)
 	    cmocka_unit_test(test_connect_with_the_default_store_trusts_what_the_host_trusts),
 	    cmocka_unit_test(test_alpn_selects_http11_from_h2_and_http11),
 	    cmocka_unit_test(test_alpn_selects_h2_when_allowed),
-	    cmocka_unit_test(test_alpn_without_http11_is_refused_with_no_application_protocol),
+	    cmocka_unit_test(test_alpn_selects_http10_only_without_http11),
+	    cmocka_unit_test(test_alpn_without_http1x_is_refused_with_no_application_protocol),
 	    cmocka_unit_test(test_client_without_alpn_gets_none),
 	    cmocka_unit_test(test_connect_sends_sni_and_offers_only_http11),
 	    cmocka_unit_test(test_connect_offers_h2_when_asked_and_reports_the_choice),
