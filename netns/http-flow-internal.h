@@ -252,10 +252,11 @@ enum framing {
 };
 
 struct pending {
-	bool head;	/* a HEAD request: the response has no body */
-	bool http11;	/* the client reads chunked bodies */
-	bool close;	/* the connection ends after the response */
-	bool websocket; /* a WebSocket upgrade (http-flow-ws.c) */
+	bool head;	 /* a HEAD request: the response has no body */
+	bool http11;	 /* the client reads chunked bodies */
+	bool close;	 /* the connection ends after the response */
+	bool websocket;	 /* a WebSocket upgrade (http-flow-ws.c) */
+	bool idempotent; /* GET, HEAD, OPTIONS, TRACE, PUT, DELETE (RFC 9110 9.2.2) */
 };
 
 /* One direction of a WebSocket relay (http-flow-ws.c): frames parsed as they come, each payload
@@ -323,6 +324,7 @@ struct netns_http_flow {
 	/* The upstream was told to end the connection after a response, or may end it: see
 	 * netns_http_flow_upstream_reusable() */
 	bool upstream_spent;
+	bool answered; /* a byte of a response came: see netns_http_flow_replayable() */
 	struct body_sniff resp_sniff;
 	struct matcher values_m; /* real values, to turn back into surrogates */
 	size_t values_m_for;	 /* n_values + n_bound + n_side when it was built */

@@ -594,6 +594,12 @@ int flow_keep_body_tail(struct netns_http_flow *f, const uint8_t *data, size_t n
 	return 0;
 }
 
+static bool method_is(const struct netns_http_request *req, const char *method)
+{
+	return req->method_len == strlen(method) &&
+	       memcmp(req->method, method, req->method_len) == 0;
+}
+
 int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_request *req,
 			   struct netns_buf *out, struct al_error *err)
 {
@@ -631,9 +637,12 @@ int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_re
 	f->req_close = !req->keep_alive || req->minor_version == 0;
 	f->upstream_spent |= req->minor_version == 0 || (f->req_close && !f->o.keep_upstream);
 	f->pending[(f->pending_first + f->n_pending++) % PENDING_MAX] = (struct pending){
-	    .head = req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0,
+	    .head = method_is(req, "HEAD"),
 	    .http11 = req->minor_version == 1,
 	    .close = f->req_close,
+	    .idempotent = method_is(req, "GET") || method_is(req, "HEAD") ||
+			  method_is(req, "OPTIONS") || method_is(req, "TRACE") ||
+			  method_is(req, "PUT") || method_is(req, "DELETE"),
 	};
 	if (req->body == NETNS_HTTP_BODY_CHUNKED)
 		f->req = REQ_CHUNK_LINE;

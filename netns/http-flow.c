@@ -628,6 +628,7 @@ ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, 
 
 	if (f->error < 0)
 		return al_error_set(err, f->error, "The connection was refused earlier");
+	f->answered |= len > 0;
 	while (done < len && netns_buf_len(out) <= NETNS_HTTP_FLOW_OUT_MAX) {
 		n = response_step(f, buf + done, len - done, out, err);
 		if (n < 0)
@@ -648,6 +649,19 @@ bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f)
 	return f->error == 0 && !f->upstream_spent && f->n_pending == 0 &&
 	       (f->req == REQ_HEAD || f->req == REQ_CLOSED) &&
 	       (f->resp == RESP_HEAD || f->resp == RESP_CLOSED) && netns_buf_len(&f->resp_acc) == 0;
+}
+
+bool netns_http_flow_replayable(const struct netns_http_flow *f)
+{
+	if (f->error != 0 || f->answered || f->req == REQ_UPGRADE || f->req == REQ_WS)
+		return false;
+	for (size_t i = 0; i < f->n_pending; i++) {
+		const struct pending *q = &f->pending[(f->pending_first + i) % PENDING_MAX];
+
+		if (!q->idempotent || q->websocket)
+			return false;
+	}
+	return true;
 }
 
 bool netns_http_flow_done(const struct netns_http_flow *f)

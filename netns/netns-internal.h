@@ -336,6 +336,11 @@ bool netns_http_flow_idle(const struct netns_http_flow *f);
  * to end the connection (an HTTP/1.0 request, an answer's Connection: close), no protocol switch,
  * no refusal. */
 bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f);
+/* Whether what was sent upstream so far may be sent again on another connection, when the one it
+ * went on ended without a byte of answer (a kept connection whose server closed it as the request
+ * came, RFC 9112 9.3.1): no response begun, every request sent idempotent (RFC 9110 9.2.2), no
+ * protocol switch, no refusal. */
+bool netns_http_flow_replayable(const struct netns_http_flow *f);
 /* Whether the sandbox's side is over: its last request (Connection: close) is in, and its answer
  * out. */
 bool netns_http_flow_done(const struct netns_http_flow *f);

@@ -35,6 +35,9 @@
  * most this long. */
 #define PROXY_POOL_MAX 32
 #define PROXY_POOL_IDLE_MSEC 1500
+/* What is held of the requests sent to a kept upstream before its first answer, to send them
+ * again when it ends first (proxy-relay.c): past this, they are not sent again. */
+#define PROXY_RESEND_MAX (64 * 1024)
 
 enum proxy_watch_type {
 	WATCH_LISTENER,
@@ -141,6 +144,10 @@ struct conn {
 	bool eof_flushed, eof_error;	    /* the upstream's end was given to the flow */
 	struct netns_buf cin, uin;	    /* read, not yet taken by the flow */
 	struct netns_buf to_u, to_c;	    /* from the flow, not yet sent */
+	/* A kept upstream (proxy-pool.c) that has not answered yet, and what was sent to it: sent
+	 * again on a connection of the proxy's own if it ends first (u_again: that connect) */
+	bool u_kept, u_again;
+	struct netns_buf sent_u;
 
 	/* CLOCK_MONOTONIC_COARSE msec by which the sandbox must have sent its first request head
 	 * or ClientHello, or, on an idle flow, its next head; 0: none (a response or a body under
@@ -220,6 +227,9 @@ void proxy_defer_free(struct netns_proxy *p, struct conn *c);
 void proxy_free_deferred(struct netns_proxy *p);
 /* Watches c's upstream fd (after proxy_pool_take()). */
 int proxy_watch_upstream(struct conn *c);
+/* Connects c to c->upstream again (its kept upstream ended before answering): the phase
+ * CONNECTING, then proxy_connected(). -errno after closing c. */
+int proxy_connect_again(struct conn *c);
 /* A pipe for splice, empty: a kept one, or a new one. -errno when none can be made. */
 int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret);
 /* Gives a pipe back (or nothing, when pp has none): kept when it is empty and there is room,

@@ -16,8 +16,9 @@
  * - it is kept PROXY_POOL_IDLE_MSEC at most, under the idle time after which servers end
  *   keep-alive connections (2 s for gunicorn, 5 s for Apache, Node.js and uvicorn, 60-75 s for
  *   nginx and the cloud's load balancers), so that a server's close seldom crosses the next
- *   request; one that does ends that request without an answer (the upstream's end, passed
- *   on), as it would for a client that kept its own connection.
+ *   request; one that does makes the proxy send idempotent requests again on a new connection
+ *   (proxy-relay.c, kept_ended()), and ends any other request without an answer, as it would
+ *   for a client that kept its own connection.
  * Nothing of the sandbox reaches a kept connection: the request a sandbox sends after its own
  * Connection: close is dropped (http-flow.c), and the sandbox never learns which connection its
  * requests took. */
@@ -132,6 +133,7 @@ bool proxy_pool_take(struct conn *c)
 		c->big_rcvbuf = e.big_rcvbuf;
 		c->upstream = e.upstream;
 		c->verdict = e.verdict;
+		c->u_kept = true;
 		if (proxy_watch_upstream(c) < 0) {
 			/* c has it now, and closes it. */
 			proxy_close(c, true);

@@ -213,6 +213,8 @@ bool proxy_answer_tunnel(struct conn *c)
 	return true;
 }
 
+static int connected_again(struct conn *c);
+
 int proxy_connected(struct conn *c)
 {
 	struct sockaddr_storage ss;
@@ -245,6 +247,8 @@ int proxy_connected(struct conn *c)
 		return -e;
 	}
 connected:
+	if (c->u_again)
+		return connected_again(c);
 	if (c->absolute_form) {
 		start_flow(c, false);
 		return 0;
@@ -917,6 +921,99 @@ static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
 	return 0;
 }
 
+/* ---- a kept upstream's end that crossed a request ----
+ *
+ * A kept upstream (proxy-pool.c) was quiet when it was taken, but its server may close it at any
+ * moment (its idle timeout, a restart) and the close can cross the first request sent on it.
+ * Until its first byte of answer, what is sent to it is also held in sent_u; if it ends before
+ * that byte, the requests go again on a connection of the proxy's own when they may be sent
+ * twice (netns_http_flow_replayable(): idempotent, RFC 9112 9.3.1, as a client does after its
+ * own kept connection failed so), once. Otherwise the sandbox gets the end, as from that
+ * server. */
+
+/* The kept upstream answered (or what was sent to it is more than PROXY_RESEND_MAX): nothing
+ * will be sent again. */
+static void kept_answered(struct conn *c)
+{
+	c->u_kept = false;
+	netns_buf_done(&c->sent_u);
+}
+
+/* What is about to be written to the upstream (to_u's first n bytes) is held while u_kept. */
+static int write_upstream(struct conn *c, bool *progress)
+{
+	size_t before = netns_buf_len(&c->to_u);
+	ssize_t n;
+
+	if (!c->u_kept || before == 0)
+		return write_side(c->ufd, c->utls, &c->to_u, progress);
+	n = proxy_end_write(c->ufd, c->utls, netns_buf_head(&c->to_u), before);
+	if (n == -EPIPE || n == -ECONNRESET) {
+		c->u_eof = true; /* its end came first: kept_ended() */
+		return 0;
+	}
+	if (n < 0)
+		return n == -EAGAIN ? 0 : (int)n;
+	if (netns_buf_append(&c->sent_u, netns_buf_head(&c->to_u), (size_t)n, PROXY_RESEND_MAX) < 0)
+		kept_answered(c);
+	netns_buf_consume(&c->to_u, (size_t)n);
+	*progress |= n > 0;
+	return 0;
+}
+
+/* The kept upstream ended before a byte of answer: 1 when its requests go again on a new
+ * connection (the phase is CONNECTING), 0 when its end is the sandbox's, -errno. */
+static int kept_ended(struct conn *c)
+{
+	struct netns_proxy *p = c->proxy;
+	bool more = netns_buf_len(&c->sent_u) > 0 || netns_buf_len(&c->to_u) > 0 ||
+		    netns_buf_len(&c->cin) > 0 || !c->c_eof;
+
+	if (!more || !netns_http_flow_replayable(c->flow)) {
+		kept_answered(c);
+		return 0;
+	}
+	if (netns_buf_append(&c->sent_u, netns_buf_head(&c->to_u), netns_buf_len(&c->to_u),
+			     SIZE_MAX) < 0)
+		return -ENOMEM;
+	netns_buf_done(&c->to_u);
+	c->to_u = c->sent_u;
+	c->sent_u = (struct netns_buf){0};
+	c->u_kept = false;
+	log_debug("A kept connection to %s:%u ended before answering: its requests go again on "
+		  "a new one",
+		  c->name, c->port);
+	/* Its peer is gone: no close_notify. */
+	c->utls = netns_tls_conn_free(c->utls);
+	c->ufd = al_close(c->ufd);
+	c->uw.fd = -EBADF;
+	p->n_big_rcvbufs -= c->big_rcvbuf;
+	c->big_rcvbuf = false;
+	c->u_ready = c->u_eof = c->u_shut = c->u_writable = false;
+	c->uev = (struct conn_events){0};
+	c->u_again = true;
+	return proxy_connect_again(c) < 0 ? -EIO : 1;
+}
+
+/* The new connection is up: its TLS (offered HTTP/1.1 alone, as the sandbox's side already
+ * speaks it), then the flow goes on where it was. */
+static int connected_again(struct conn *c)
+{
+	struct al_error err = {0};
+	int r;
+
+	c->u_again = false;
+	c->u_offered_h2 = false;
+	r = netns_tls_connect(c->proxy->tls, c->ufd, c->name, false, &c->utls, &err);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot connect to %s again: %s", c->name, err.msg);
+		proxy_close(c, true);
+		return r;
+	}
+	c->phase = PHASE_FLOW;
+	return 0;
+}
+
 /* One round of both directions; *progress when any byte moved. */
 static int flow_round(struct conn *c, bool *progress)
 {
@@ -942,18 +1039,25 @@ static int flow_round(struct conn *c, bool *progress)
 		}
 	}
 	if (c->u_ready && !c->failed) {
-		r = write_side(c->ufd, c->utls, &c->to_u, progress);
+		r = write_upstream(c, progress);
 		if (r < 0)
 			return r;
 	}
 
 	/* The upstream's responses, through the flow, to the sandbox. */
-	if (c->u_ready) {
+	if (c->u_ready && !c->u_eof) {
 		r = read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0)
 			c->u_eof = true; /* a reset upstream ends the responses like a close */
+	}
+	if (c->u_kept && netns_buf_len(&c->uin) > 0)
+		kept_answered(c);
+	else if (c->u_kept && c->u_eof && !c->failed) {
+		r = kept_ended(c);
+		if (r != 0)
+			return MIN(r, 0); /* connecting again: the phase is CONNECTING */
 	}
 	if (!c->failed && netns_buf_len(&c->uin) > 0) {
 		n = netns_http_flow_response(c->flow, netns_buf_head(&c->uin),
@@ -1076,6 +1180,8 @@ int proxy_flow(struct conn *c)
 			proxy_close(c, true);
 			return r;
 		}
+		if (c->phase != PHASE_FLOW)
+			return 0; /* a kept upstream's requests go again (kept_ended()) */
 	} while (progress);
 
 	if (c->failed) {

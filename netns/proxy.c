@@ -253,6 +253,7 @@ static void conn_free(struct conn *c)
 	netns_buf_done(&c->uin);
 	netns_buf_done(&c->to_u);
 	netns_buf_done(&c->to_c);
+	netns_buf_done(&c->sent_u);
 	proxy_pipe_put(c->proxy, &c->cu.pipe);
 	proxy_pipe_put(c->proxy, &c->uc.pipe);
 	free(c);
@@ -323,7 +324,9 @@ static void set_nodelay(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void conn_connect(struct conn *c)
+/* Starts c's connect to c->upstream: 0 when it is under way, 1 when it is done, -errno after
+ * closing c. */
+static int conn_connect_start(struct conn *c)
 {
 	struct sockaddr_storage ss = {0};
 	socklen_t len;
@@ -346,8 +349,9 @@ static void conn_connect(struct conn *c)
 	}
 	fd = socket(c->upstream.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
+		r = -errno;
 		conn_refuse(c, "no upstream socket");
-		return;
+		return r;
 	}
 	c->ufd = c->uw.fd = fd;
 	set_nodelay(fd);
@@ -363,15 +367,29 @@ static void conn_connect(struct conn *c)
 	if (r < 0 && r != -EINPROGRESS) {
 		conn_audit(c, "error", "upstream unreachable");
 		conn_close(c, true);
-		return;
+		return r;
 	}
 	c->phase = PHASE_CONNECTING;
 	if (proxy_watch_upstream(c) < 0) {
 		conn_close(c, true);
-		return;
+		return -EIO;
 	}
-	if (r == 0)
+	return r == 0;
+}
+
+static void conn_connect(struct conn *c)
+{
+	if (conn_connect_start(c) > 0)
 		conn_pump(c);
+}
+
+int proxy_connect_again(struct conn *c)
+{
+	/* The pump that called goes on to the phase CONNECTING; a connect already done says so
+	 * with the event that watching the socket gives at once. */
+	int r = conn_connect_start(c);
+
+	return MIN(r, 0);
 }
 
 /* The addresses of airlock's own network namespace, where upstream sockets are made: a name

@@ -98,6 +98,19 @@ static bool has(const struct netns_buf *b, const char *s)
 	return memmem(head(b), netns_buf_len(b), s, strlen(s)) != NULL;
 }
 
+/* Whether b begins with the request line of an idempotent method (RFC 9110 9.2.2). */
+static bool begins_idempotent(const struct netns_buf *b)
+{
+	static const char *const methods[] = {"GET ",	"HEAD ", "OPTIONS ",
+					      "TRACE ", "PUT ",	 "DELETE "};
+
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (netns_buf_len(b) >= strlen(methods[i]) &&
+		    memcmp(head(b), methods[i], strlen(methods[i])) == 0)
+			return true;
+	return false;
+}
+
 static bool is_removed(const struct netns_http_header *h)
 {
 	static const char *const names[] = {"upgrade", "http2-settings", "proxy-authorization",
@@ -281,7 +294,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .host = HOST, .surrogates = surrogates, .ops = &ops, .userdata = &fk};
 	struct netns_http_flow *f = NULL;
 	struct al_error err = {0};
-	bool interleave, responses_started = false, values_known[2] = {false, false};
+	bool interleave, responses_started = false, answer_fed = false;
+	bool values_known[2] = {false, false};
 	const uint8_t *sep, *p;
 	uint8_t *decoded;
 	ssize_t r = 0;
@@ -321,12 +335,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			values_known[1] = fk.resolved3 || ops.bound_value;
 		}
 		k = next_piece(&rs, &p);
+		answer_fed |= k > 0;
 		r = feed(f, false, p, k, &out, &down, &err);
 		if (r < 0) {
 			check_error(r, &err, false);
 			(void)netns_http_flow_error_response(f, 502, err.msg, &down);
 		}
 	}
+	/* What may be sent again to another upstream: nothing after a byte of an answer, and
+	 * only what begins with an idempotent request. */
+	if (netns_http_flow_replayable(f) &&
+	    (answer_fed || (netns_buf_len(&up) > 0 && !begins_idempotent(&up))))
+		__builtin_trap();
 	/* An upstream taken for reusable owes no answer: one more is refused as asked for by
 	 * nothing. */
 	if (r == 0 && netns_http_flow_upstream_reusable(f) && !netns_http_flow_done(f)) {

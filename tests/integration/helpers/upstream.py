@@ -23,6 +23,9 @@ exactly what reached the upstream; with --conn-log, each connection's opening an
   /linger-close   as /conn, then 0.3 s later the connection's end, though the answer said
                   nothing of it (a server's keep-alive timeout)
   /until-close    as /conn, without Content-Length: the body ends with the connection
+  /drop-next      as /conn; the connection's next request is read, logged and not answered:
+                  the connection ends (a keep-alive timeout that crossed that request)
+  /reset-next     as /drop-next, but the end is a reset
   anything else   a file under --root when it exists, else "hello from upstream\n"
 Prints "ready" on stdout once it listens.
 """
@@ -31,7 +34,9 @@ import base64
 import gzip
 import json
 import os
+import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -89,6 +94,7 @@ class Handler(BaseHTTPRequestHandler):
             CONNS[0] += 1
             self.conn = CONNS[0]
         self.n = 0
+        self.drop_next = None
         self.conn_event("open")
 
     def finish(self):
@@ -109,6 +115,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.reply(200, body)
+        if path in ("/drop-next", "/reset-next"):
+            self.drop_next = path
+            return
         if path == "/conn":
             return
         self.wfile.flush()
@@ -170,8 +179,17 @@ class Handler(BaseHTTPRequestHandler):
         self.n += 1
         body = self.read_body()
         self.record(body)
+        if self.drop_next:
+            self.close_connection = True
+            if self.drop_next == "/reset-next":
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                socket.socket.close(self.connection)
+            return
         url = urlsplit(self.path)
-        if url.path in ("/conn", "/junk-after", "/linger-close", "/until-close"):
+        if url.path in ("/conn", "/junk-after", "/linger-close", "/until-close",
+                        "/drop-next", "/reset-next"):
             self.conn_answer(url.path)
             return
         if url.path == "/echo-headers":
@@ -206,7 +224,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
         self.reply(200, b"hello from upstream\n")
 
-    do_GET = do_POST = do_PUT = do_HEAD = handle_any
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = handle_any
 
 
 def main():

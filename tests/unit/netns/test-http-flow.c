@@ -725,6 +725,55 @@ static void test_flow_upstream_not_reusable_when_told_or_free_to_close(void **st
 	}
 }
 
+/* What went to a kept upstream that ended before answering may go again only while no answer
+ * has begun and every request is idempotent. */
+static void test_flow_replayable_only_before_an_answer_and_for_idempotent_requests(void **state)
+{
+	static const char *const again[] = {
+	    "GET /a HTTP/1.1\r\nHost: " HOST "\r\n\r\nHEAD /b HTTP/1.1\r\nHost: " HOST "\r\n\r\n",
+	    "OPTIONS * HTTP/1.1\r\nHost: " HOST "\r\n\r\n",
+	    "PUT /f HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 4\r\n\r\nda",
+	    "DELETE /f HTTP/1.1\r\nHost: " HOST "\r\n\r\n",
+	    "GET /c HTTP/1.0\r\n\r\n",
+	};
+	static const char *const once[] = {
+	    "POST / HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 0\r\n\r\n",
+	    "GET /a HTTP/1.1\r\nHost: " HOST "\r\n\r\nPATCH /b HTTP/1.1\r\nHost: " HOST
+	    "\r\nContent-Length: 0\r\n\r\n",
+	    "get / HTTP/1.1\r\nHost: " HOST "\r\n\r\n", /* methods are case-sensitive */
+	    "GET /ws HTTP/1.1\r\nHost: " HOST "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+	};
+	struct ft *t;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(again); i++) {
+		t = ft_new_kept();
+		assert_true(netns_http_flow_replayable(t->f)); /* nothing sent */
+		assert_int_equal(send_req(t, again[i]), 0);
+		if (!netns_http_flow_replayable(t->f))
+			fail_msg("case %zu: not sent again", i);
+		ft_free(t);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(once); i++) {
+		t = ft_new_kept();
+		(void)send_req(t, once[i]);
+		if (netns_http_flow_replayable(t->f))
+			fail_msg("case %zu: sent again", i);
+		ft_free(t);
+	}
+
+	/* Once an answer has begun, nothing goes again, even after it ends. */
+	t = ft_new_kept();
+	assert_int_equal(send_req(t, "GET /1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\n"), 0);
+	assert_false(netns_http_flow_replayable(t->f));
+	assert_int_equal(send_resp(t, "Content-Length: 0\r\n\r\n"), 0);
+	assert_int_equal(send_req(t, "GET /2 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	assert_false(netns_http_flow_replayable(t->f));
+	ft_free(t);
+}
+
 static void test_flow_passes_expect_100_continue(void **state)
 {
 	struct ft *t = ft_new();
@@ -2099,6 +2148,8 @@ int main(void)
 	    cmocka_unit_test(
 		test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_side),
 	    cmocka_unit_test(test_flow_upstream_not_reusable_when_told_or_free_to_close),
+	    cmocka_unit_test(
+		test_flow_replayable_only_before_an_answer_and_for_idempotent_requests),
 	    cmocka_unit_test(test_flow_passes_expect_100_continue),
 	    cmocka_unit_test(test_flow_refuses_surrogate_in_body_split_at_every_byte),
 	    cmocka_unit_test(test_flow_holds_back_only_what_could_begin_a_surrogate),
