@@ -157,6 +157,11 @@ void flow_matcher_done(struct matcher *m);
  * only where one of their start bytes is. */
 const uint8_t *flow_matcher_find(const struct matcher *m, const uint8_t *p, const uint8_t *end,
 				 struct match *ret);
+/* As flow_matcher_find(), for a match that starts before before (and ends by end): the text from
+ * before on is not read for starts. */
+const uint8_t *flow_matcher_find_before(const struct matcher *m, const uint8_t *p,
+					const uint8_t *before, const uint8_t *end,
+					struct match *ret);
 /* Where the tail of p[0..n) that could begin a pattern starts (the earliest such offset), or n:
  * the bytes a stream must hold back until it knows more. */
 size_t flow_matcher_partial(const struct matcher *m, const uint8_t *p, size_t n);

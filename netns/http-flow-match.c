@@ -366,12 +366,19 @@ static const uint8_t *matcher_next_start(const struct matcher *m, const uint8_t 
 const uint8_t *flow_matcher_find(const struct matcher *m, const uint8_t *p, const uint8_t *end,
 				 struct match *ret)
 {
+	return flow_matcher_find_before(m, p, end, end, ret);
+}
+
+const uint8_t *flow_matcher_find_before(const struct matcher *m, const uint8_t *p,
+					const uint8_t *before, const uint8_t *end,
+					struct match *ret)
+{
 	const uint8_t *next[MATCHER_STARTS_MAX], *q = p, *stop, *hit;
 	uint32_t key;
 
-	if (m->n == 0 || (size_t)(end - p) < m->min_len)
+	if (m->n == 0 || (size_t)(end - p) < m->min_len || before <= p)
 		return NULL;
-	stop = end - m->min_len + 1;
+	stop = MIN(end - m->min_len + 1, before);
 	if (m->n_escaped == 0)
 		return matcher_scan(m, p, stop, end, ret);
 	for (size_t i = 0; i < m->n_starts; i++)

@@ -32,10 +32,16 @@ static int b64_alphabet_value(unsigned char c, uint8_t alphabet)
 	return flow_b64_value(c);
 }
 
-/* Whether c may be part of a base64 run in either alphabet, padding included. */
+/* Whether c may be part of a base64 run in either alphabet, padding included: a table, as the
+ * tail of every piece of a body is read back through it. */
 static bool is_b64_run_char(unsigned char c)
 {
-	return flow_b64_value(c) >= 0 || c == '-' || c == '_' || c == '=';
+	static const bool run[256] = {
+	    ['A' ... 'Z'] = true, ['a' ... 'z'] = true, ['0' ... '9'] = true, ['+'] = true,
+	    ['/'] = true,	  ['-'] = true,		['_'] = true,	      ['='] = true,
+	};
+
+	return run[c];
 }
 
 static void match_done(struct match *mt)
@@ -380,8 +386,10 @@ static ssize_t put_body(const struct matcher *m, const char *refuse, const uint8
 		struct match mt;
 		size_t n_hits = 0, end;
 
-		while (n_hits < HITS_MAX && (hit = flow_matcher_find(m, q, p + n, &mt)) &&
-		       (size_t)(hit - p) < limit) {
+		/* Only a match that starts before limit is passed now: what follows it is held,
+		 * and read again with the bytes that come after it. */
+		while (n_hits < HITS_MAX &&
+		       (hit = flow_matcher_find_before(m, q, p + limit, p + n, &mt))) {
 			if (refuse)
 				return al_error_set(err, -EPERM, "A surrogate in the %s is refused",
 						    refuse);
