@@ -885,39 +885,49 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, b
 		     bool *progress)
 {
 	uint8_t buf[PROXY_CHUNK];
+	size_t got = 0;
 	ssize_t n;
+	int r;
 
 	if (*eof || netns_buf_len(in) >= PROXY_CHUNK)
 		return 0;
-	n = proxy_end_read(fd, tls, buf, sizeof(buf));
-	if (n > 0) {
-		int r = netns_buf_append(in, buf, (size_t)n, 2 * PROXY_CHUNK);
-
-		explicit_bzero(buf, (size_t)n); /* it may hold a real value */
-		if (r < 0)
-			return -ENOMEM;
-	}
+	/* A TLS read gives one record: the records OpenSSL read ahead are taken too, up to a
+	 * buffer's worth, so that a round handles what came together (an HTTP/2 server's
+	 * answers, a record each, then go out in a few records, not one each). */
+	do {
+		n = proxy_end_read(fd, tls, buf + got, sizeof(buf) - got);
+		if (n > 0)
+			got += (size_t)n;
+	} while (n > 0 && tls && got < sizeof(buf) && netns_tls_pending(tls));
+	r = netns_buf_append(in, buf, got, 2 * PROXY_CHUNK);
+	explicit_bzero(buf, got); /* it may hold a real value */
+	if (r < 0)
+		return -ENOMEM;
 	if (n == 0)
 		*eof = true;
-	else if (n < 0 && n != -EAGAIN)
+	else if (n < 0 && n != -EAGAIN && got == 0)
 		return (int)n;
-	*progress |= n >= 0;
+	*progress |= got > 0 || n == 0;
 	return 0;
 }
 
-/* Writes what out holds to one side. */
+/* Writes what out holds to one side: with TLS, record after record (a write gives one) until
+ * out is empty or the socket is full. */
 static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out, bool *progress)
 {
 	ssize_t n;
 
-	if (netns_buf_len(out) == 0)
-		return 0;
-	n = proxy_end_write(fd, tls, netns_buf_head(out), netns_buf_len(out));
-	if (n > 0)
+	while (netns_buf_len(out) > 0) {
+		n = proxy_end_write(fd, tls, netns_buf_head(out), netns_buf_len(out));
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0)
+			return n < 0 ? (int)n : -EIO;
 		netns_buf_consume(out, (size_t)n);
-	else if (n != -EAGAIN)
-		return n < 0 ? (int)n : -EIO;
-	*progress |= n > 0;
+		*progress = true;
+		if (!tls)
+			return 0; /* a short send: the socket is full */
+	}
 	return 0;
 }
 
@@ -939,25 +949,28 @@ static void kept_answered(struct conn *c)
 	netns_buf_done(&c->sent_u);
 }
 
-/* What is about to be written to the upstream (to_u's first n bytes) is held while u_kept. */
+/* Writes to the upstream as write_side() does; while u_kept, what is written is held too. */
 static int write_upstream(struct conn *c, bool *progress)
 {
-	size_t before = netns_buf_len(&c->to_u);
-	ssize_t n;
-
-	if (!c->u_kept || before == 0)
+	if (!c->u_kept)
 		return write_side(c->ufd, c->utls, &c->to_u, progress);
-	n = proxy_end_write(c->ufd, c->utls, netns_buf_head(&c->to_u), before);
-	if (n == -EPIPE || n == -ECONNRESET) {
-		c->u_eof = true; /* its end came first: kept_ended() */
-		return 0;
+	while (netns_buf_len(&c->to_u) > 0) {
+		const uint8_t *p = netns_buf_head(&c->to_u);
+		ssize_t n = proxy_end_write(c->ufd, c->utls, p, netns_buf_len(&c->to_u));
+
+		if (n == -EPIPE || n == -ECONNRESET) {
+			c->u_eof = true; /* its end came first: kept_ended() */
+			return 0;
+		}
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0)
+			return n < 0 ? (int)n : -EIO;
+		if (c->u_kept && netns_buf_append(&c->sent_u, p, (size_t)n, PROXY_RESEND_MAX) < 0)
+			kept_answered(c);
+		netns_buf_consume(&c->to_u, (size_t)n);
+		*progress = true;
 	}
-	if (n < 0)
-		return n == -EAGAIN ? 0 : (int)n;
-	if (netns_buf_append(&c->sent_u, netns_buf_head(&c->to_u), (size_t)n, PROXY_RESEND_MAX) < 0)
-		kept_answered(c);
-	netns_buf_consume(&c->to_u, (size_t)n);
-	*progress |= n > 0;
 	return 0;
 }
 
