@@ -37,8 +37,7 @@ size_t flow_b64_encode(const uint8_t *src, size_t n, char *dst)
 	return o;
 }
 
-/* Each byte's value in the standard base64 alphabet, plus one (0: not in it). */
-static const uint8_t b64_std_values[256] = {
+const uint8_t flow_b64_std_values[256] = {
     ['A'] = 1,	['B'] = 2,  ['C'] = 3,	['D'] = 4,  ['E'] = 5,	['F'] = 6,  ['G'] = 7,	['H'] = 8,
     ['I'] = 9,	['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16,
     ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
@@ -48,11 +47,6 @@ static const uint8_t b64_std_values[256] = {
     ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
     ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64,
 };
-
-int flow_b64_value(unsigned char c)
-{
-	return (int)b64_std_values[c] - 1;
-}
 
 int flow_b64_decode(const char *s, size_t n, uint8_t *dst, size_t *ret_len)
 {

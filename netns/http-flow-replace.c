@@ -32,16 +32,10 @@ static int b64_alphabet_value(unsigned char c, uint8_t alphabet)
 	return flow_b64_value(c);
 }
 
-/* Whether c may be part of a base64 run in either alphabet, padding included: a table, as the
- * tail of every piece of a body is read back through it. */
+/* Whether c may be part of a base64 run in either alphabet, padding included. */
 static bool is_b64_run_char(unsigned char c)
 {
-	static const bool run[256] = {
-	    ['A' ... 'Z'] = true, ['a' ... 'z'] = true, ['0' ... '9'] = true, ['+'] = true,
-	    ['/'] = true,	  ['-'] = true,		['_'] = true,	      ['='] = true,
-	};
-
-	return run[c];
+	return flow_b64_value(c) >= 0 || c == '-' || c == '_' || c == '=';
 }
 
 static void match_done(struct match *mt)
