@@ -770,6 +770,14 @@ ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, siz
 	return k < 0 ? (errno == EINTR ? -EAGAIN : -errno) : k;
 }
 
+/* Closes c's upstream side, TLS and all, without a close_notify. */
+static void upstream_drop(struct conn *c)
+{
+	c->utls = netns_tls_conn_free(c->utls);
+	c->ufd = al_close(c->ufd);
+	c->uw.fd = -EBADF;
+}
+
 /* The flow refused (or the upstream failed): the upstream gets nothing more and is reset; the
  * sandbox gets an error response when one can be given, then the end. */
 static void flow_fail(struct conn *c, int error, const char *message)
@@ -789,9 +797,7 @@ static void flow_fail(struct conn *c, int error, const char *message)
 	netns_buf_done(&c->cin);
 	if (c->ufd >= 0) {
 		(void)setsockopt(c->ufd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		c->utls = netns_tls_conn_free(c->utls);
-		c->ufd = al_close(c->ufd);
-		c->uw.fd = -EBADF;
+		upstream_drop(c);
 	}
 	c->u_eof = c->u_shut = true;
 	c->fail_reset =
@@ -912,8 +918,9 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, b
 }
 
 /* Writes what out holds to one side: with TLS, record after record (a write gives one) until
- * out is empty or the socket is full. */
-static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out, bool *progress)
+ * out is empty or the socket is full. What is written is appended to held too, when not NULL. */
+static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
+		      struct netns_buf *held, bool *progress)
 {
 	ssize_t n;
 
@@ -923,6 +930,8 @@ static int write_side(int fd, struct netns_tls_conn *tls, struct netns_buf *out,
 			return 0;
 		if (n <= 0)
 			return n < 0 ? (int)n : -EIO;
+		if (held && netns_buf_append(held, netns_buf_head(out), (size_t)n, SIZE_MAX) < 0)
+			return -ENOMEM;
 		netns_buf_consume(out, (size_t)n);
 		*progress = true;
 		if (!tls)
@@ -949,29 +958,21 @@ static void kept_answered(struct conn *c)
 	netns_buf_done(&c->sent_u);
 }
 
-/* Writes to the upstream as write_side() does; while u_kept, what is written is held too. */
+/* Writes to the upstream; while u_kept, what is written is held too (up to PROXY_RESEND_MAX),
+ * and a write that finds it ended is its end (kept_ended()). */
 static int write_upstream(struct conn *c, bool *progress)
 {
-	if (!c->u_kept)
-		return write_side(c->ufd, c->utls, &c->to_u, progress);
-	while (netns_buf_len(&c->to_u) > 0) {
-		const uint8_t *p = netns_buf_head(&c->to_u);
-		ssize_t n = proxy_end_write(c->ufd, c->utls, p, netns_buf_len(&c->to_u));
+	int r = write_side(c->ufd, c->utls, &c->to_u, c->u_kept ? &c->sent_u : NULL, progress);
 
-		if (n == -EPIPE || n == -ECONNRESET) {
-			c->u_eof = true; /* its end came first: kept_ended() */
-			return 0;
-		}
-		if (n == -EAGAIN)
-			return 0;
-		if (n <= 0)
-			return n < 0 ? (int)n : -EIO;
-		if (c->u_kept && netns_buf_append(&c->sent_u, p, (size_t)n, PROXY_RESEND_MAX) < 0)
-			kept_answered(c);
-		netns_buf_consume(&c->to_u, (size_t)n);
-		*progress = true;
+	if (!c->u_kept)
+		return r;
+	if (r == -EPIPE || r == -ECONNRESET) {
+		c->u_eof = true;
+		return 0;
 	}
-	return 0;
+	if (netns_buf_len(&c->sent_u) > PROXY_RESEND_MAX)
+		kept_answered(c);
+	return r;
 }
 
 /* The kept upstream ended before a byte of answer: 1 when its requests go again on a new
@@ -996,10 +997,7 @@ static int kept_ended(struct conn *c)
 	log_debug("A kept connection to %s:%u ended before answering: its requests go again on "
 		  "a new one",
 		  c->name, c->port);
-	/* Its peer is gone: no close_notify. */
-	c->utls = netns_tls_conn_free(c->utls);
-	c->ufd = al_close(c->ufd);
-	c->uw.fd = -EBADF;
+	upstream_drop(c); /* its peer is gone: no close_notify */
 	p->n_big_rcvbufs -= c->big_rcvbuf;
 	c->big_rcvbuf = false;
 	c->u_ready = c->u_eof = c->u_shut = c->u_writable = false;
@@ -1058,7 +1056,7 @@ static int flow_round(struct conn *c, bool *progress)
 	}
 
 	/* The upstream's responses, through the flow, to the sandbox. */
-	if (c->u_ready && !c->u_eof) {
+	if (c->u_ready) {
 		r = read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress);
 		if (r == -ENOMEM)
 			return r;
@@ -1094,7 +1092,7 @@ static int flow_round(struct conn *c, bool *progress)
 		c->eof_flushed = true;
 		*progress = true;
 	}
-	return write_side(c->cfd, c->ctls, &c->to_c, progress);
+	return write_side(c->cfd, c->ctls, &c->to_c, NULL, progress);
 }
 
 /* Gives what in holds from one side to the HTTP/2 connection, which takes what it can: the rest
@@ -1138,9 +1136,9 @@ static int h2_round(struct conn *c, bool *progress)
 	if (r >= 0)
 		r = netns_h2_out(c->h2, &c->to_c, &c->to_u, &err);
 	if (r >= 0 && !c->u_eof)
-		r = write_side(c->ufd, c->utls, &c->to_u, progress);
+		r = write_side(c->ufd, c->utls, &c->to_u, NULL, progress);
 	if (r >= 0)
-		r = write_side(c->cfd, c->ctls, &c->to_c, progress);
+		r = write_side(c->cfd, c->ctls, &c->to_c, NULL, progress);
 	if (c->u_eof)
 		buf_consume_all(&c->to_u); /* what the upstream can no longer get */
 	if (r < 0 && err.msg[0]) {
