@@ -1202,22 +1202,28 @@ static void test_alpn_selects_h2_when_allowed(void **state)
 /* `curl --http1.0` offers http/1.0 alone: it gets it; a client offering both gets http/1.1. */
 static void test_alpn_selects_http10_only_without_http11(void **state)
 {
+	static const struct {
+		const char *offer;
+		bool h2;
+		const char *selected;
+	} cases[] = {
+	    {"\x08http/1.0", true, "http/1.0"},
+	    {"\x08http/1.0\x08http/1.1", false, "http/1.1"},
+	    {"\x02h2\x08http/1.0", true, "h2"},
+	    {"\x02h2\x08http/1.0", false, "http/1.0"},
+	};
 	struct end s, c;
 	struct fixture f;
 	char sel[32];
 
 	(void)state;
 	fixture_init(&f);
-	alpn_handshake(&f, "\x08http/1.0", true, &s, &c, sel);
-	assert_int_equal(s.r, 0);
-	assert_int_equal(c.r, 0);
-	assert_string_equal(sel, "http/1.0");
-	alpn_handshake(&f, "\x08http/1.0\x08http/1.1", false, &s, &c, sel);
-	assert_string_equal(sel, "http/1.1");
-	alpn_handshake(&f, "\x02h2\x08http/1.0", true, &s, &c, sel);
-	assert_string_equal(sel, "h2");
-	alpn_handshake(&f, "\x02h2\x08http/1.0", false, &s, &c, sel);
-	assert_string_equal(sel, "http/1.0");
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		alpn_handshake(&f, cases[i].offer, cases[i].h2, &s, &c, sel);
+		assert_int_equal(s.r, 0);
+		assert_int_equal(c.r, 0);
+		assert_string_equal(sel, cases[i].selected);
+	}
 	fixture_done(&f);
 }
 
