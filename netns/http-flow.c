@@ -46,6 +46,7 @@
  * http-flow-values.c what is searched for; http-flow-match.c the matcher; http-flow-replace.c the
  * replacing, and the bodies streamed. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,6 +637,43 @@ ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, 
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+uint64_t netns_http_flow_request_raw(const struct netns_http_flow *f)
+{
+	if (f->error < 0 || f->req != REQ_BODY || f->n_surrogates > 0 || f->req_chunks ||
+	    netns_buf_len(&f->req_hold) > 0)
+		return 0;
+	return f->req_left;
+}
+
+void netns_http_flow_request_skip(struct netns_http_flow *f, uint64_t n)
+{
+	assert(n <= netns_http_flow_request_raw(f));
+	f->req_left -= n;
+	if (f->req_left == 0)
+		request_done(f);
+}
+
+uint64_t netns_http_flow_response_raw(const struct netns_http_flow *f)
+{
+	if (f->error < 0 || f->values_m.n > 0 || f->resp_sniff.on ||
+	    netns_buf_len(&f->resp_hold) > 0)
+		return 0;
+	if (f->resp == RESP_UNTIL_CLOSE && f->resp_out == FRAME_CLOSE)
+		return UINT64_MAX;
+	return f->resp == RESP_BODY && f->resp_out == FRAME_LENGTH ? f->resp_left : 0;
+}
+
+void netns_http_flow_response_skip(struct netns_http_flow *f, uint64_t n)
+{
+	assert(n <= netns_http_flow_response_raw(f));
+	f->answered |= n > 0;
+	if (f->resp != RESP_BODY)
+		return;
+	f->resp_left -= n;
+	if (f->resp_left == 0)
+		response_done(f);
 }
 
 bool netns_http_flow_idle(const struct netns_http_flow *f)

@@ -287,6 +287,43 @@ static int parse_request_line(const char *line, size_t n, struct netns_http_requ
 	return check_target(req, err);
 }
 
+int netns_http_request_line_begins(const char *buf, size_t n)
+{
+	static const char version[] = "HTTP/1.";
+	size_t m, t, k;
+
+	m = http_span(buf, n, 0, http_is_tchar);
+	if (m > NETNS_HTTP_METHOD_MAX)
+		return 0;
+	if (m == n)
+		return -EAGAIN;
+	if (m == 0 || buf[m] != ' ')
+		return 0;
+	t = http_span(buf, n, m + 1, http_is_vchar);
+	if (t == n)
+		return -EAGAIN;
+	if (t == m + 1 || buf[t] != ' ')
+		return 0;
+	for (k = 0; k < sizeof(version) - 1; k++)
+		if (t + 1 + k == n)
+			return -EAGAIN;
+		else if (buf[t + 1 + k] != version[k])
+			return 0;
+	/* The minor version, CR, LF. */
+	k += t + 1;
+	if (k == n)
+		return -EAGAIN;
+	if (buf[k] != '0' && buf[k] != '1')
+		return 0;
+	if (++k == n)
+		return -EAGAIN;
+	if (buf[k] != '\r')
+		return 0;
+	if (++k == n)
+		return -EAGAIN;
+	return buf[k] == '\n';
+}
+
 /* field-line = field-name ":" OWS field-value OWS (RFC 9112 5). The line holds no control
  * characters but HTAB (next_line() saw to that), so whatever follows the colon is a valid
  * field value once the whitespace around it is dropped. */

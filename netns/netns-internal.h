@@ -158,6 +158,14 @@ struct netns_http_request {
 int netns_http_parse_request(const char *buf, size_t len, struct netns_http_request *ret,
 			     struct al_error *err);
 
+/* Whether the n bytes at buf begin with a request line as netns_http_parse_request() reads one
+ * (a method token, one space, a visible target, one space, "HTTP/1.0" or "HTTP/1.1", CRLF): 1
+ * when a whole one is there, -EAGAIN when the bytes could still become one, 0 when they cannot
+ * (another protocol spoken first: Redis's inline commands, memcached's). A method longer than
+ * NETNS_HTTP_METHOD_MAX is taken for no request. */
+#define NETNS_HTTP_METHOD_MAX 32
+int netns_http_request_line_begins(const char *buf, size_t n);
+
 /* Parses a chunk-size line ("1a2b;ext\r\n") at the start of buf: -EAGAIN, -EBADMSG, or 0 with
  * the size and the line's length. */
 int netns_http_parse_chunk_size(const char *buf, size_t len, uint64_t *ret_size,
@@ -328,6 +336,17 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
  * be had (ops->bound_value failed). */
 ssize_t netns_http_flow_response(struct netns_http_flow *f, const uint8_t *buf, size_t len,
 				 struct netns_buf *out, struct al_error *err);
+/* Body bytes of the message under way in one direction that the flow would pass on as they are,
+ * unread: what is left of a request's Content-Length body when nothing is searched in it (the
+ * flow has no surrogates), or of a response's Content-Length body (UINT64_MAX for one the close
+ * ends) when no real value is looked for in it and it keeps its framing; 0 otherwise. The caller
+ * may move up to that many bytes from one side to the other itself, after all that the flow gave
+ * it for that side is out, and then tells the flow with ..._skip() (n at most what _raw()
+ * said). */
+uint64_t netns_http_flow_request_raw(const struct netns_http_flow *f);
+void netns_http_flow_request_skip(struct netns_http_flow *f, uint64_t n);
+uint64_t netns_http_flow_response_raw(const struct netns_http_flow *f);
+void netns_http_flow_response_skip(struct netns_http_flow *f, uint64_t n);
 /* Whether the flow waits for the sandbox's next request head (having none of it yet, or part of
  * it) with no response under way: the connection is idle, or a head comes slowly. */
 bool netns_http_flow_idle(const struct netns_http_flow *f);

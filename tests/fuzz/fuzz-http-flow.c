@@ -3,12 +3,14 @@
  * "=====", the upstream's. A fake broker resolves S1 to a shorter value, refuses S2, and resolves
  * S3 to a value of its length; with flag 1 it adds a sidecar header; with flag 8 S1 and S3 are
  * bound to the host (ops->bound_value), so their values are known from the first response
- * whatever the requests held. Checked: no surrogate ever reaches the upstream whole, no real
- * value resolved (or bound) before the responses reaches the sandbox (as it is, in hex, or once
- * JSON escapes and percent-encoding are decoded), a compressed
- * response is refused with a message that says so, what goes upstream parses again as requests
- * without the removed headers, errors are the documented ones and carry a message, and out only
- * stops a feed when it is full. */
+ * whatever the requests held; with flag 64 there are no surrogates (nothing is searched in a
+ * request, no value is bound); with flag 32 the body bytes the flow leaves unread
+ * (netns_http_flow_*_raw()) are moved past it as the proxy moves them, and what comes out must be
+ * what a second flow fed every byte gives. Checked: no surrogate ever reaches the upstream whole,
+ * no real value resolved (or bound) before the responses reaches the sandbox (as it is, in hex, or
+ * once JSON escapes and percent-encoding are decoded), a compressed response is refused with a
+ * message that says so, what goes upstream parses again as requests without the removed headers,
+ * errors are the documented ones and carry a message, and out only stops a feed when it is full. */
 
 #include <ctype.h>
 #include <errno.h>
@@ -241,13 +243,32 @@ static void check_error(ssize_t r, const struct al_error *err, bool request)
 		__builtin_trap();
 }
 
-/* Feeds one piece, draining out into all as a socket would; returns 0 or the error. */
-static ssize_t feed(struct netns_http_flow *f, bool request, const uint8_t *p, size_t n,
+/* Feeds one piece, draining out into all as a socket would; returns 0 or the error. With raw,
+ * the body bytes the flow leaves unread go to all as they are, as the proxy moves them. */
+static ssize_t feed(struct netns_http_flow *f, bool request, bool raw, const uint8_t *p, size_t n,
 		    struct netns_buf *out, struct netns_buf *all, struct al_error *err)
 {
 	while (n > 0) {
-		ssize_t r = request ? netns_http_flow_request(f, p, n, out, err)
-				    : netns_http_flow_response(f, p, n, out, err);
+		uint64_t ahead = !raw	   ? 0
+				 : request ? netns_http_flow_request_raw(f)
+					   : netns_http_flow_response_raw(f);
+		ssize_t r;
+
+		if (ahead > 0) {
+			size_t k = (size_t)MIN((uint64_t)n, ahead);
+
+			if (netns_buf_append(all, p, k, SIZE_MAX) < 0)
+				abort();
+			if (request)
+				netns_http_flow_request_skip(f, k);
+			else
+				netns_http_flow_response_skip(f, k);
+			p += k;
+			n -= k;
+			continue;
+		}
+		r = request ? netns_http_flow_request(f, p, n, out, err)
+			    : netns_http_flow_response(f, p, n, out, err);
 
 		if (r < 0)
 			return r;
@@ -283,10 +304,58 @@ static size_t next_piece(struct stream *s, const uint8_t **ret)
 	return k;
 }
 
+/* Feeds both streams to f (interleaved when asked), each error answered as the proxy answers
+ * it; returns the last error, or 0. */
+static ssize_t run(struct netns_http_flow *f, struct fake *fk,
+		   const struct netns_http_flow_ops *ops, struct stream rq, struct stream rs,
+		   bool interleave, bool raw, bool values_known[2], bool *answer_fed,
+		   struct netns_buf *up, struct netns_buf *down)
+{
+	struct netns_buf out = {0};
+	struct al_error err = {0};
+	bool responses_started = false;
+	const uint8_t *p;
+	ssize_t r = 0;
+	size_t k;
+
+	values_known[0] = values_known[1] = false;
+	while (r == 0 && (rq.n > 0 || rs.n > 0)) {
+		if (rq.n > 0 && (!interleave || !responses_started || rs.n == 0 || rq.n % 2)) {
+			k = next_piece(&rq, &p);
+			r = feed(f, true, raw, p, k, &out, up, &err);
+			if (r < 0) {
+				check_error(r, &err, true);
+				(void)netns_http_flow_error_response(f, 403, err.msg, down);
+			}
+			continue;
+		}
+		if (!responses_started) {
+			responses_started = true;
+			values_known[0] = fk->resolved1 || ops->bound_value;
+			values_known[1] = fk->resolved3 || ops->bound_value;
+		}
+		k = next_piece(&rs, &p);
+		*answer_fed |= k > 0;
+		r = feed(f, false, raw, p, k, &out, down, &err);
+		if (r < 0) {
+			check_error(r, &err, false);
+			(void)netns_http_flow_error_response(f, 502, err.msg, down);
+		}
+	}
+	netns_buf_done(&out);
+	return r;
+}
+
+static bool same(const struct netns_buf *a, const struct netns_buf *b)
+{
+	return netns_buf_len(a) == netns_buf_len(b) &&
+	       memcmp(head(a), head(b), netns_buf_len(a)) == 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const surrogates[] = {S1, S2, S3, NULL};
-	struct netns_buf out = {0}, up = {0}, down = {0};
+	static const char *const surrogates[] = {S1, S2, S3, NULL}, *const none[] = {NULL};
+	struct netns_buf up = {0}, down = {0};
 	struct stream rq, rs;
 	struct fake fk = {0};
 	struct netns_http_flow_ops ops = {.resolve = fake_resolve, .sidecar = fake_sidecar};
@@ -294,12 +363,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .host = HOST, .surrogates = surrogates, .ops = &ops, .userdata = &fk};
 	struct netns_http_flow *f = NULL;
 	struct al_error err = {0};
-	bool interleave, responses_started = false, answer_fed = false;
+	bool interleave, raw, answer_fed = false;
 	bool values_known[2] = {false, false};
-	const uint8_t *sep, *p;
+	const uint8_t *sep;
 	uint8_t *decoded;
-	ssize_t r = 0;
-	size_t k, decoded_len;
+	ssize_t r;
+	size_t decoded_len;
 
 	if (size < 3)
 		return 0;
@@ -309,6 +378,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[2] & 8)
 		ops.bound_value = fake_bound_value;
 	o.keep_upstream = data[2] & 16;
+	if (data[2] & 64) {
+		/* No surrogates, so no values bound either: nothing is searched in a request, whose
+		 * body may be left unread too. */
+		o.surrogates = none;
+		ops.bound_value = NULL;
+	}
 	data += 3;
 	size -= 3;
 	sep = memmem(data, size, SEPARATOR, strlen(SEPARATOR));
@@ -316,32 +391,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rs = (struct stream){.p = sep ? sep + strlen(SEPARATOR) : data + size,
 			     .n = sep ? size - (size_t)(sep - data) - strlen(SEPARATOR) : 0,
 			     .piece = data[-2]};
+	raw = data[-1] & 32;
 	if (netns_http_flow_new(&o, &f) < 0)
 		abort();
+	r = run(f, &fk, &ops, rq, rs, interleave, raw, values_known, &answer_fed, &up, &down);
+	/* Bodies left unread come out as they would have through the flow. (After an error, the
+	 * proxy drops what the flow gave in the call that failed, which unread bytes moved before
+	 * it are not: only the error is compared then.) */
+	if (raw) {
+		struct netns_buf up2 = {0}, down2 = {0};
+		struct netns_http_flow *f2 = NULL;
+		struct fake fk2 = {.sidecar = fk.sidecar};
+		bool known2[2], fed2 = false;
 
-	while (r == 0 && (rq.n > 0 || rs.n > 0)) {
-		if (rq.n > 0 && (!interleave || !responses_started || rs.n == 0 || rq.n % 2)) {
-			k = next_piece(&rq, &p);
-			r = feed(f, true, p, k, &out, &up, &err);
-			if (r < 0) {
-				check_error(r, &err, true);
-				(void)netns_http_flow_error_response(f, 403, err.msg, &down);
-			}
-			continue;
-		}
-		if (!responses_started) {
-			responses_started = true;
-			values_known[0] = fk.resolved1 || ops.bound_value;
-			values_known[1] = fk.resolved3 || ops.bound_value;
-		}
-		k = next_piece(&rs, &p);
-		answer_fed |= k > 0;
-		r = feed(f, false, p, k, &out, &down, &err);
-		if (r < 0) {
-			check_error(r, &err, false);
-			(void)netns_http_flow_error_response(f, 502, err.msg, &down);
-		}
+		o.userdata = &fk2;
+		if (netns_http_flow_new(&o, &f2) < 0)
+			abort();
+		if (run(f2, &fk2, &ops, rq, rs, interleave, false, known2, &fed2, &up2, &down2) !=
+			r ||
+		    (r == 0 && (!same(&up, &up2) || !same(&down, &down2))))
+			__builtin_trap();
+		netns_http_flow_free(f2);
+		netns_buf_done(&up2);
+		netns_buf_done(&down2);
 	}
+
 	/* What may be sent again to another upstream: nothing after a byte of an answer, and
 	 * only what begins with an idempotent request. */
 	if (netns_http_flow_replayable(f) &&
@@ -366,8 +440,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	}
 
-	/* No whole surrogate went upstream, whatever was refused. */
-	if (has(&up, S1) || has(&up, S2) || has(&up, S3))
+	/* No whole surrogate went upstream, whatever was refused (with none, they are just text).
+	 */
+	if (o.surrogates == surrogates && (has(&up, S1) || has(&up, S2) || has(&up, S3)))
 		__builtin_trap();
 	check_upstream(&up);
 	/* No value resolved before the responses came back reached the sandbox, in any form. */
@@ -383,7 +458,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 
 	netns_http_flow_free(f);
-	netns_buf_done(&out);
 	netns_buf_done(&up);
 	netns_buf_done(&down);
 	return 0;

@@ -691,6 +691,86 @@ static void test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_
 	ft_free(t);
 }
 
+/* The bodies a flow leaves unread (the proxy moves them itself): a Content-Length body when
+ * nothing is searched in it, told back with _skip(), the flow then where it would be had it read
+ * them; nothing of a chunked body, of a request on a flow with surrogates, or of a response whose
+ * real values are looked for. */
+static void test_flow_leaves_unsearched_bodies_unread(void **state)
+{
+	static const char *const none[] = {NULL};
+	struct ft *t = ft_new_kept();
+
+	(void)state;
+	netns_http_flow_free(t->f);
+	t->o.surrogates = none;
+	assert_int_equal(netns_http_flow_new(&t->o, &t->f), 0);
+
+	/* A request body: its head goes through the flow, its bytes need not. */
+	assert_int_equal(netns_http_flow_request_raw(t->f), 0);
+	assert_int_equal(
+	    send_req(t, "PUT /a HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 10\r\n\r\n0123"), 0);
+	expect_up(t, "PUT /a HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 10\r\n\r\n0123");
+	assert_int_equal(netns_http_flow_request_raw(t->f), 6);
+	netns_http_flow_request_skip(t->f, 2);
+	assert_int_equal(netns_http_flow_request_raw(t->f), 4);
+	netns_http_flow_request_skip(t->f, 4);
+	assert_int_equal(netns_http_flow_request_raw(t->f), 0);
+	/* ... and the next request is a head again. */
+	assert_int_equal(send_req(t, "GET /b HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	expect_up(t, "GET /b HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+
+	/* A response body, the same; then the next answer's head. */
+	assert_int_equal(netns_http_flow_response_raw(t->f), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"), 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+	assert_int_equal(netns_http_flow_response_raw(t->f), 5);
+	assert_false(netns_http_flow_upstream_reusable(t->f));
+	netns_http_flow_response_skip(t->f, 5);
+	assert_int_equal(netns_http_flow_response_raw(t->f), 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nb!"), 0);
+	expect_down(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nb!");
+	assert_true(netns_http_flow_upstream_reusable(t->f));
+	assert_true(netns_http_flow_idle(t->f));
+
+	/* A chunked answer is framed by the flow, byte by byte. */
+	assert_int_equal(send_req(t, "GET /c HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	drain(&t->up);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				      "3\r\n"),
+			 0);
+	assert_int_equal(netns_http_flow_response_raw(t->f), 0);
+	assert_int_equal(send_resp(t, "abc\r\n0\r\n\r\n"), 0);
+	drain(&t->down);
+
+	/* One the close ends: all of it, until the end. */
+	assert_int_equal(send_req(t, "GET /d HTTP/1.1\r\nHost: " HOST "\r\n\r\n"), 0);
+	drain(&t->up);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"), 0);
+	drain(&t->down);
+	assert_int_equal(netns_http_flow_response_raw(t->f), UINT64_MAX);
+	netns_http_flow_response_skip(t->f, 1000);
+	assert_int_equal(netns_http_flow_response_raw(t->f), UINT64_MAX);
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	assert_int_equal(netns_buf_len(&t->down), 0);
+	ft_free(t);
+
+	/* With surrogates, a request body is searched: none of it is left unread. */
+	t = ft_new();
+	assert_int_equal(
+	    send_req(t, "POST /e HTTP/1.1\r\nHost: " HOST "\r\nContent-Length: 4\r\n\r\n"), 0);
+	assert_int_equal(netns_http_flow_request_raw(t->f), 0);
+	ft_free(t);
+
+	/* Nor of an answer once a real value went upstream (it could be echoed). */
+	t = ft_new();
+	assert_int_equal(send_req(t, "GET /f HTTP/1.1\r\nHost: " HOST
+				     "\r\nAuthorization: Bearer " S_GH "\r\n\r\n"),
+			 0);
+	assert_int_equal(send_resp(t, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"), 0);
+	assert_int_equal(netns_http_flow_response_raw(t->f), 0);
+	ft_free(t);
+}
+
 static void test_flow_upstream_not_reusable_when_told_or_free_to_close(void **state)
 {
 	static const char get[] = "GET / HTTP/1.1\r\nHost: " HOST "\r\n\r\n";
@@ -2147,6 +2227,7 @@ int main(void)
 	    cmocka_unit_test(test_flow_drops_bytes_after_a_request_that_closes),
 	    cmocka_unit_test(
 		test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_side),
+	    cmocka_unit_test(test_flow_leaves_unsearched_bodies_unread),
 	    cmocka_unit_test(test_flow_upstream_not_reusable_when_told_or_free_to_close),
 	    cmocka_unit_test(
 		test_flow_replayable_only_before_an_answer_and_for_idempotent_requests),

@@ -931,6 +931,63 @@ static void test_http_refuses_endless_chunk_extensions(void **state)
 	free(p);
 }
 
+/* What the proxy's sniff takes for HTTP (its flow) and for another protocol (spliced): every
+ * prefix of a request line waits for more, a whole one is HTTP, and the first byte that no
+ * request line could have says "not HTTP" at once. */
+static void test_http_request_line_begins_tells_http_from_other_protocols(void **state)
+{
+	static const struct {
+		const char *text;
+		int want;
+	} cases[] = {
+	    {"GET / HTTP/1.1\r\n", 1},
+	    {"GET /a?b=c HTTP/1.0\r\nHost: x\r\n", 1},
+	    {"VERSION-CONTROL /x HTTP/1.1\r\n", 1},
+	    {"get / HTTP/1.1\r\n", 1}, /* a token, as the parser takes it */
+	    {"GET http://a.test:8080/ HTTP/1.1\r\n", 1},
+	    {"PING\r\n", 0},	    /* Redis's inline command */
+	    {"get key\r\n", 0},	    /* memcached */
+	    {"SET k 0 0 1\r\n", 0}, /* memcached, "0" is no version */
+	    {"GET / HTTP/2.0\r\n", 0},
+	    {"GET / HTTP/1.2\r\n", 0},
+	    {"GET / HTTP/1.1\n", 0}, /* a bare LF, which the parser refuses */
+	    {"GET  / HTTP/1.1\r\n", 0},
+	    {"GET / HTTP/1.1 \r\n", 0},
+	    {" GET / HTTP/1.1\r\n", 0},
+	    {"\r\nGET / HTTP/1.1\r\n", 0},
+	    {"GET /\x7f HTTP/1.1\r\n", 0},
+	    {"EHLO x\r\n", 0},
+	    {"GETTHEREALLYLONGMETHODNAMETHATGOESON / HTTP/1.1\r\n", 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].text;
+		size_t n = strlen(t), first_no = n;
+		int last = -EAGAIN;
+
+		/* The answer on each prefix: -EAGAIN up to the byte that decides, then that. */
+		for (size_t k = 1; k <= n; k++) {
+			int r = netns_http_request_line_begins(t, k);
+
+			if (last != -EAGAIN) {
+				if (r != last)
+					fail_msg("case %zu \"%s\": %d after %d at %zu", i, t, r,
+						 last, k);
+				continue;
+			}
+			if (r == 0 && first_no == n)
+				first_no = k;
+			last = r;
+		}
+		if (last != cases[i].want)
+			fail_msg("case %zu \"%s\": %d, not %d", i, t, last, cases[i].want);
+		if (cases[i].want == 0 && first_no == n && t[n - 1] != '\n')
+			fail_msg("case %zu \"%s\": told only at its end", i, t);
+	}
+	assert_int_equal(netns_http_request_line_begins("", 0), -EAGAIN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -980,6 +1037,7 @@ int main(void)
 	    cmocka_unit_test(test_http_chunk_size_line_needs_crlf),
 	    cmocka_unit_test(test_http_refuses_chunk_size_that_is_not_hex),
 	    cmocka_unit_test(test_http_refuses_endless_chunk_extensions),
+	    cmocka_unit_test(test_http_request_line_begins_tells_http_from_other_protocols),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
