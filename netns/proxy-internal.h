@@ -251,15 +251,18 @@ ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n);
 ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, size_t n);
 /* The splice of what is left of c (proxy-relay.c), relayed unread from now on. */
 int proxy_start_splice(struct conn *c, const char *mode);
+/* The flow of c's plain HTTP (proxy-relay.c), on the kept upstream c took. */
+int proxy_start_plain_flow(struct conn *c);
 
 /* proxy-pool.c: upstream connections kept for the next connection to the same name and port.
  * proxy_pool_put() takes c's upstream when its flow is at a boundary that lets it carry another
  * connection's requests (true: c has none left). proxy_pool_has() says whether one may be there
- * for c's name and port; proxy_pool_take() gives c one that is still quiet (true), closing those
- * that spoke or aged while kept; false and c closed when it could not be watched. */
+ * for c's name and port (TLS or plain); proxy_pool_take() gives c one of the kind tls says that is
+ * still quiet (true), closing those that spoke or aged while kept; false and c closed when it
+ * could not be watched. */
 bool proxy_pool_put(struct conn *c);
 bool proxy_pool_has(const struct netns_proxy *p, const char *name, uint16_t port);
-bool proxy_pool_take(struct conn *c);
+bool proxy_pool_take(struct conn *c, bool tls);
 void proxy_pool_expire(struct netns_proxy *p, uint64_t now);
 void proxy_pool_free(struct netns_proxy *p);
 

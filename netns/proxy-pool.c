@@ -34,7 +34,8 @@
 
 static void pooled_close(struct netns_proxy *p, struct proxy_pooled *e)
 {
-	netns_tls_close(e->tls);
+	if (e->tls)
+		netns_tls_close(e->tls);
 	e->tls = netns_tls_conn_free(e->tls);
 	e->fd = al_close(e->fd);
 	p->n_big_rcvbufs -= e->big_rcvbuf;
@@ -50,9 +51,9 @@ bool proxy_pool_put(struct conn *c)
 	struct netns_proxy *p = c->proxy;
 	struct proxy_pooled *e;
 
-	if (!c->utls || !c->flow || c->h2 || c->failed || !c->u_ready || c->u_eof || c->u_shut ||
-	    !c->name[0] || netns_buf_len(&c->uin) > 0 || netns_buf_len(&c->to_u) > 0 ||
-	    netns_tls_pending(c->utls) || !netns_http_flow_upstream_reusable(c->flow))
+	if (!c->flow || c->h2 || c->failed || !c->u_ready || c->u_eof || c->u_shut || !c->name[0] ||
+	    netns_buf_len(&c->uin) > 0 || netns_buf_len(&c->to_u) > 0 || c->cu.pipe.fill > 0 ||
+	    (c->utls && netns_tls_pending(c->utls)) || !netns_http_flow_upstream_reusable(c->flow))
 		return false;
 	/* Its events named c, which is ending. */
 	if (epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->ufd, NULL) < 0)
@@ -84,17 +85,20 @@ bool proxy_pool_put(struct conn *c)
 	return true;
 }
 
-/* Whether e may serve c: the same name and port, and an h2 offer to the upstream when c's
- * sandbox offers h2 (the upstream chose HTTP/1.1 knowing it could have had h2). */
-static bool pooled_fits(const struct proxy_pooled *e, const char *name, uint16_t port, bool h2)
+/* Whether e may serve c: the same name and port, TLS or plain as c, and an h2 offer to the
+ * upstream when c's sandbox offers h2 (the upstream chose HTTP/1.1 knowing it could have had
+ * h2). */
+static bool pooled_fits(const struct proxy_pooled *e, const char *name, uint16_t port, bool tls,
+			bool h2)
 {
-	return e->port == port && streq(e->name, name) && (!h2 || e->offered_h2);
+	return e->port == port && streq(e->name, name) && (e->tls != NULL) == tls &&
+	       (!h2 || e->offered_h2);
 }
 
 bool proxy_pool_has(const struct netns_proxy *p, const char *name, uint16_t port)
 {
 	for (size_t i = 0; i < p->n_pool; i++)
-		if (pooled_fits(&p->pool[i], name, port, false))
+		if (p->pool[i].port == port && streq(p->pool[i].name, name))
 			return true;
 	return false;
 }
@@ -105,13 +109,15 @@ static bool pooled_quiet(struct proxy_pooled *e)
 	uint8_t b[64];
 	ssize_t n;
 
+	if (!e->tls)
+		return recv(e->fd, b, sizeof(b), MSG_DONTWAIT) < 0 && errno == EAGAIN;
 	netns_tls_readable(e->tls, false);
 	n = netns_tls_read(e->tls, b, sizeof(b));
 	explicit_bzero(b, sizeof(b));
 	return n == -EAGAIN;
 }
 
-bool proxy_pool_take(struct conn *c)
+bool proxy_pool_take(struct conn *c, bool tls)
 {
 	struct netns_proxy *p = c->proxy;
 	uint64_t now = proxy_now_msec();
@@ -120,7 +126,7 @@ bool proxy_pool_take(struct conn *c)
 	for (size_t i = p->n_pool; i-- > 0;) {
 		struct proxy_pooled e = p->pool[i];
 
-		if (!pooled_fits(&e, c->name, c->port, c->hello_h2))
+		if (!pooled_fits(&e, c->name, c->port, tls, c->hello_h2))
 			continue;
 		pool_remove(p, i);
 		if (now - e.since > PROXY_POOL_IDLE_MSEC || !pooled_quiet(&e)) {

@@ -358,6 +358,7 @@ int proxy_sniff(struct conn *c)
 	}
 	if (buf[0] != TLS_RECORD) {
 		bool inspected = p->surrogates && p->surrogates[0];
+		int http = 0;
 
 		/* An HTTP request begins with its method, upper-case letters: anything else (a
 		 * Postgres startup toward a host no Postgres credential is bound to, Redis) cannot
@@ -368,9 +369,19 @@ int proxy_sniff(struct conn *c)
 					"surrogates");
 			return -EPERM;
 		}
-		if (c->ufd < 0)
-			return connect_own(c);
-		if (inspected)
+		/* Without surrogates, HTTP to a name goes through the flow too (its upstream kept
+		 * for the next connection, its bodies moved unread), and anything else is spliced:
+		 * what it speaks is known once its first line is. */
+		if (!inspected && c->name[0]) {
+			http = netns_http_request_line_begins((const char *)buf, (size_t)n);
+			if (http == -EAGAIN && (size_t)n < sizeof(buf)) {
+				c->sniff_need = (size_t)n + 1;
+				return 0;
+			}
+		}
+		if (c->ufd < 0 && !((inspected || http > 0) && proxy_pool_take(c, false)))
+			return c->closed ? -EIO : connect_own(c);
+		if (inspected || http > 0)
 			start_flow(c, false);
 		else
 			start_splice(c, "tcp");
@@ -400,7 +411,7 @@ int proxy_sniff(struct conn *c)
 		if (c->ufd < 0)
 			return connect_own(c);
 		start_splice(c, "tls");
-	} else if (c->ufd >= 0 || proxy_pool_take(c))
+	} else if (c->ufd >= 0 || proxy_pool_take(c, true))
 		start_flow(c, true);
 	else
 		return c->closed ? -EIO : connect_own(c);
@@ -437,6 +448,8 @@ struct relay {
 	struct netns_buf *held; /* copied, not yet sent */
 	struct conn_events *ev; /* src's */
 	bool *eof;		/* src's */
+	uint64_t limit;		/* bytes src may still be read for (UINT64_MAX: no limit) */
+	uint64_t moved;		/* ... and those read */
 };
 
 /* Sends what r holds (copied, then in the pipe): 1 when all is out, 0 when dst is full, or
@@ -472,9 +485,10 @@ static int relay_flush(struct relay *r)
 /* Copies one read of src to dst (the part dst does not take is held). */
 static int relay_copy(struct netns_proxy *p, struct relay *r)
 {
+	size_t want = (size_t)MIN((uint64_t)sizeof(p->copy), r->limit);
 	ssize_t n, sent;
 
-	n = recv(r->src, p->copy, sizeof(p->copy), MSG_DONTWAIT);
+	n = recv(r->src, p->copy, want, MSG_DONTWAIT);
 	if (n <= 0) {
 		if (n == 0)
 			*r->eof = true;
@@ -484,6 +498,8 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 			return -errno;
 		return 0;
 	}
+	r->limit -= (size_t)n;
+	r->moved += (size_t)n;
 	sent = send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (sent < 0) {
 		if (errno != EAGAIN && errno != EINTR)
@@ -496,7 +512,7 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 	if ((size_t)n == sizeof(p->copy))
 		/* Bulk, if a pipe can be had; else it goes on being copied. */
 		r->dir->bulk = r->dir->pipe.size > 0 || proxy_pipe_get(p, &r->dir->pipe) >= 0;
-	else if (!r->ev->read_on)
+	else if ((size_t)n < want && !r->ev->read_on)
 		r->ev->readable = false;
 	return 0;
 }
@@ -508,8 +524,9 @@ static int relay_splice_in(struct relay *r)
 	size_t moved = 0;
 	ssize_t n;
 
-	while (pp->fill < pp->size) {
-		n = splice(r->src, NULL, pp->fd[1], NULL, pp->size - pp->fill,
+	while (pp->fill < pp->size && r->limit > 0) {
+		n = splice(r->src, NULL, pp->fd[1], NULL,
+			   (size_t)MIN((uint64_t)(pp->size - pp->fill), r->limit),
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0) {
 			*r->eof = true;
@@ -534,6 +551,8 @@ static int relay_splice_in(struct relay *r)
 		}
 		pp->fill += (size_t)n;
 		moved += (size_t)n;
+		r->limit -= (size_t)n;
+		r->moved += (size_t)n;
 	}
 	return 0;
 }
@@ -545,7 +564,7 @@ static int relay_pump(struct netns_proxy *p, struct relay *r)
 
 		if (k <= 0)
 			return k;
-		if (!r->ev->readable || *r->eof)
+		if (!r->ev->readable || *r->eof || r->limit == 0)
 			return 0;
 		k = r->dir->bulk ? relay_splice_in(r) : relay_copy(p, r);
 		if (k < 0)
@@ -561,8 +580,8 @@ static bool relay_done(const struct relay *r)
 
 int proxy_splice(struct conn *c)
 {
-	struct relay cu = {c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof};
-	struct relay uc = {c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof};
+	struct relay cu = {c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, UINT64_MAX, 0};
+	struct relay uc = {c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, UINT64_MAX, 0};
 	int r;
 
 	r = relay_pump(c->proxy, &cu);
@@ -716,7 +735,7 @@ static void start_flow(struct conn *c, bool tls)
 	struct netns_proxy *p = c->proxy;
 	static const char *const none[] = {NULL};
 	struct al_error err = {0};
-	bool kept = c->utls != NULL; /* a kept upstream (proxy-pool.c), its TLS under way */
+	bool kept = c->u_kept; /* a kept upstream (proxy-pool.c), its TLS under way */
 	int r;
 
 	c->mode = tls ? "tls-intercept" : "http";
@@ -728,7 +747,7 @@ static void start_flow(struct conn *c, bool tls)
 	    .policy = p->o->policy,
 	    .ops = p->has_sidecar ? &flow_ops : &flow_ops_no_sidecar,
 	    .userdata = c,
-	    .keep_upstream = tls,
+	    .keep_upstream = c->name[0] != '\0',
 	};
 	r = netns_http_flow_new(&c->flow_opts, &c->flow);
 	if (r >= 0 && tls)
@@ -746,8 +765,15 @@ static void start_flow(struct conn *c, bool tls)
 	}
 	c->c_ready = !tls;
 	c->u_ready = !tls || kept;
+	c->cev.readable = c->uev.readable = true; /* whatever the events said before */
 	proxy_audit(c, "allow", c->verdict.reason ? c->verdict.reason : "allowed");
 	c->phase = PHASE_FLOW;
+}
+
+int proxy_start_plain_flow(struct conn *c)
+{
+	start_flow(c, false);
+	return c->closed ? -EIO : 0;
 }
 
 ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
@@ -886,16 +912,17 @@ static void buf_consume_all(struct netns_buf *b)
  * such event runs all of proxy_flow() again (conn_pump()), which reads both sides. The idle
  * deadline is set only when the flow itself is idle, after such a round.
  * (test-egress-tls-pipelining-under-backpressure fails if a TLS side is read on its fd's
- * readiness alone.) */
-static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, bool *eof,
-		     bool *progress)
+ * readiness alone.) A plain side (ev not NULL) is read as the unread relay reads one: only when
+ * an event said it may have bytes, and a read shorter than asked says it is read out. */
+static int read_side(int fd, struct netns_tls_conn *tls, struct conn_events *ev,
+		     struct netns_buf *in, bool *eof, bool *progress)
 {
 	uint8_t buf[PROXY_CHUNK];
 	size_t got = 0;
 	ssize_t n;
 	int r;
 
-	if (*eof || netns_buf_len(in) >= PROXY_CHUNK)
+	if (*eof || netns_buf_len(in) >= PROXY_CHUNK || (ev && !ev->readable))
 		return 0;
 	/* A TLS read gives one record: the records OpenSSL read ahead are taken too, up to a
 	 * buffer's worth, so that a round handles what came together (an HTTP/2 server's
@@ -905,6 +932,8 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct netns_buf *in, b
 		if (n > 0)
 			got += (size_t)n;
 	} while (n > 0 && tls && got < sizeof(buf) && netns_tls_pending(tls));
+	if (ev && (n == -EAGAIN || (n > 0 && got < sizeof(buf))) && !ev->read_on)
+		ev->readable = false;
 	r = netns_buf_append(in, buf, got, 2 * PROXY_CHUNK);
 	explicit_bzero(buf, got); /* it may hold a real value */
 	if (r < 0)
@@ -1015,14 +1044,75 @@ static int connected_again(struct conn *c)
 
 	c->u_again = false;
 	c->u_offered_h2 = false;
+	c->phase = PHASE_FLOW;
+	if (!c->ctls) {
+		c->u_ready = true; /* plain HTTP */
+		return 0;
+	}
 	r = netns_tls_connect(c->proxy->tls, c->ufd, c->name, false, &c->utls, &err);
 	if (r < 0) {
 		log_debug_errno(r, "Cannot connect to %s again: %s", c->name, err.msg);
 		proxy_close(c, true);
 		return r;
 	}
-	c->phase = PHASE_FLOW;
 	return 0;
+}
+
+/* ---- bodies the flow leaves unread ----
+ *
+ * On a plain connection, the part of a body that the flow would pass on as it is
+ * (netns_http_flow_request_raw(), _response_raw(): nothing searched in it, its framing kept) goes
+ * from one side to the other as the unread relay moves bytes (copied, or spliced when it comes in
+ * bulk), never more than the flow said, and the flow is told after. What the flow gave for that
+ * side before (the head) is sent first, being held where the relay holds what it copied (to_u,
+ * to_c); while the relay's pipe still holds bytes, that side is not read for the flow, so that
+ * nothing the flow gives next can pass them. Not while a kept upstream's requests are held for a
+ * resend (u_kept), which the relay would not hold. */
+
+/* The bytes of a body that may move unread now toward the upstream (sandbox) or the sandbox. */
+static uint64_t raw_ahead(const struct conn *c, bool sandbox)
+{
+	if (c->ctls || c->utls || c->failed || !c->u_ready)
+		return 0;
+	if (sandbox)
+		return c->u_kept || netns_buf_len(&c->cin) > 0
+			   ? 0
+			   : netns_http_flow_request_raw(c->flow);
+	return netns_buf_len(&c->uin) > 0 ? 0 : netns_http_flow_response_raw(c->flow);
+}
+
+/* Moves up to raw unread bytes of one side (sandbox: the sandbox's) to the other, after what is
+ * held for it; with raw 0, only sends what is held. Reads that side for the flow after, when
+ * nothing is left in the pipe and the flow wants to read. A failure of the move (either side) is
+ * returned; the upstream's read failing ends its responses like a close (a reset upstream). */
+static int flow_raw_then_read(struct conn *c, bool sandbox, bool *progress)
+{
+	uint64_t raw = raw_ahead(c, sandbox);
+	struct relay r =
+	    sandbox ? (struct relay){c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, raw, 0}
+		    : (struct relay){c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, raw, 0};
+	bool eof = *r.eof;
+	int k = 0;
+
+	if (raw > 0 || r.dir->pipe.fill > 0) {
+		k = relay_pump(c->proxy, &r);
+		if (sandbox)
+			netns_http_flow_request_skip(c->flow, r.moved);
+		else
+			netns_http_flow_response_skip(c->flow, r.moved);
+		*progress |= r.moved > 0 || *r.eof != eof;
+		if (k < 0 || r.dir->pipe.fill > 0 || raw_ahead(c, sandbox) > 0)
+			return k;
+	}
+	if (sandbox)
+		return read_side(c->cfd, c->ctls, c->ctls ? NULL : &c->cev, &c->cin, &c->c_eof,
+				 progress);
+	k = read_side(c->ufd, c->utls, c->utls ? NULL : &c->uev, &c->uin, &c->u_eof, progress);
+	if (k < 0 && k != -ENOMEM) {
+		c->u_eof = true;
+		k = 0;
+	}
+	return k;
 }
 
 /* One round of both directions; *progress when any byte moved. */
@@ -1034,11 +1124,13 @@ static int flow_round(struct conn *c, bool *progress)
 
 	/* The sandbox's requests, through the flow, to the upstream. */
 	if (!c->failed) {
-		r = read_side(c->cfd, c->ctls, &c->cin, &c->c_eof, progress);
+		r = flow_raw_then_read(c, true, progress);
 		if (r < 0)
 			return r;
 	}
-	if (!c->failed && netns_buf_len(&c->cin) > 0) {
+	/* Not while a response's unread bytes wait in the pipe: a refusal's answer would pass
+	 * them. */
+	if (!c->failed && netns_buf_len(&c->cin) > 0 && c->uc.pipe.fill == 0) {
 		n = netns_http_flow_request(c->flow, netns_buf_head(&c->cin),
 					    netns_buf_len(&c->cin), &c->to_u, &err);
 		if (n < 0) {
@@ -1057,11 +1149,9 @@ static int flow_round(struct conn *c, bool *progress)
 
 	/* The upstream's responses, through the flow, to the sandbox. */
 	if (c->u_ready) {
-		r = read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress);
-		if (r == -ENOMEM)
-			return r;
+		r = flow_raw_then_read(c, false, progress);
 		if (r < 0)
-			c->u_eof = true; /* a reset upstream ends the responses like a close */
+			return r;
 	}
 	if (c->u_kept && netns_buf_len(&c->uin) > 0)
 		kept_answered(c);
@@ -1085,7 +1175,8 @@ static int flow_round(struct conn *c, bool *progress)
 		netns_buf_consume(&c->uin, (size_t)n);
 		*progress |= n > 0;
 	}
-	if (!c->failed && c->u_eof && netns_buf_len(&c->uin) == 0 && !c->eof_flushed) {
+	if (!c->failed && c->u_eof && netns_buf_len(&c->uin) == 0 && c->uc.pipe.fill == 0 &&
+	    !c->eof_flushed) {
 		/* A close-delimited body ends here; a cut-short response ends the sandbox's side
 		 * with a reset, so that it is not taken as complete. */
 		c->eof_error = netns_http_flow_response_eof(c->flow, &c->to_c, &err) < 0;
@@ -1120,13 +1211,13 @@ static int h2_round(struct conn *c, bool *progress)
 	struct al_error err = {0};
 	int r;
 
-	r = read_side(c->cfd, c->ctls, &c->cin, &c->c_eof, progress);
+	r = read_side(c->cfd, c->ctls, NULL, &c->cin, &c->c_eof, progress);
 	if (r >= 0 && netns_buf_len(&c->cin) > 0)
 		r = h2_take(c, &c->cin, true, progress, &err);
 	if (r >= 0 && !c->u_eof) {
 		bool was_eof = c->u_eof;
 
-		if (read_side(c->ufd, c->utls, &c->uin, &c->u_eof, progress) < 0)
+		if (read_side(c->ufd, c->utls, NULL, &c->uin, &c->u_eof, progress) < 0)
 			c->u_eof = true; /* as in flow_round() */
 		if (c->u_eof && !was_eof)
 			netns_h2_upstream_eof(c->h2);
@@ -1196,7 +1287,7 @@ int proxy_flow(struct conn *c)
 	} while (progress);
 
 	if (c->failed) {
-		if (netns_buf_len(&c->to_c) == 0)
+		if (netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0)
 			proxy_close(c, c->fail_reset);
 		return 0;
 	}
@@ -1209,7 +1300,7 @@ int proxy_flow(struct conn *c)
 	/* The sandbox's side is over at a message boundary: its last request (Connection: close)
 	 * answered, or its end after whole answers. It ends, and the upstream's connection is kept
 	 * for the next connection when it can carry one (proxy-pool.c). */
-	if (netns_buf_len(&c->to_c) == 0 && !c->eof_flushed) {
+	if (netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0 && !c->eof_flushed) {
 		bool done = netns_http_flow_done(c->flow);
 
 		/* After its end alone the sandbox's side waits for the upstream's when the upstream
@@ -1222,15 +1313,15 @@ int proxy_flow(struct conn *c)
 		}
 	}
 	/* The sandbox is done sending and all of it is through: the upstream is told. */
-	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 && !c->u_shut &&
-	    c->u_ready) {
+	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 &&
+	    c->cu.pipe.fill == 0 && !c->u_shut && c->u_ready) {
 		if (c->utls)
 			netns_tls_close(c->utls);
 		(void)shutdown(c->ufd, SHUT_WR);
 		c->u_shut = true;
 	}
 	/* The upstream is done and what it sent is out: the sandbox's side ends. */
-	if (c->eof_flushed && netns_buf_len(&c->to_c) == 0)
+	if (c->eof_flushed && netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0)
 		proxy_close(c, c->eof_error);
 	return 0;
 }

@@ -498,11 +498,16 @@ static void conn_route(struct conn *c)
 		conn_refuse(c, c->verdict.reason);
 		return;
 	}
-	/* A kept upstream may serve it, once its ClientHello says TLS for this name
-	 * (proxy_sniff()): nothing is connected until then. An explicit proxy's CONNECT is answered
-	 * first. */
-	if (p->tls && !c->pool_tried && !c->absolute_form && proxy_pool_has(p, c->name, c->port) &&
-	    netns_name_is_bound(p->o->policy, c->name)) {
+	/* A kept upstream may serve it: an explicit proxy's plain request at once; else once its
+	 * first bytes say TLS or HTTP for this name (proxy_sniff()), nothing being connected until
+	 * then. An explicit proxy's CONNECT is answered first. */
+	if (c->absolute_form && !c->pool_tried && proxy_pool_take(c, false)) {
+		(void)proxy_start_plain_flow(c);
+		return;
+	}
+	if (c->closed)
+		return;
+	if (!c->pool_tried && !c->absolute_form && proxy_pool_has(p, c->name, c->port)) {
 		if (c->explicit_proxy && !proxy_answer_tunnel(c))
 			return;
 		c->phase = PHASE_SNIFF;

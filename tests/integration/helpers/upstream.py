@@ -8,7 +8,12 @@ exactly what reached the upstream; with --conn-log, each connection's opening an
 ({"conn": N, "event": "open" or "close"}). Answers:
   /echo-headers   the request's headers as JSON (a real credential value in them comes back in
                   the response: the proxy must turn it back into the surrogate)
-  /big?n=N        N bytes
+  /big?n=N[&seed=S][&te=chunked|close]
+                  N bytes ("x" each, or random from seed S), framed by Content-Length, in
+                  chunks of 64 KiB, or by the connection's end
+  /big-sha?n=N&seed=S
+                  the SHA-256 (hex) of /big's random N bytes from seed S
+  /sha256         the SHA-256 (hex) of the request's body
   /echo-enc?enc=E the request's Authorization value encoded as E: json (every other byte as
                   \u00XX, the case alternating, '/' as \/), pct-upper, pct-lower (every byte
                   %XX), pct-mixed (every other byte, lower case), hex-lower, hex-upper, b64, gzip
@@ -32,8 +37,10 @@ Prints "ready" on stdout once it listens.
 
 import base64
 import gzip
+import hashlib
 import json
 import os
+import random
 import socket
 import ssl
 import struct
@@ -175,6 +182,32 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def big(self, path, q):
+        """/big and /big-sha (see the usage)."""
+        n = int(q.get("n", ["1024"])[0])
+        seed = q.get("seed", [None])[0]
+        data = b"x" * n if seed is None else random.Random(int(seed)).randbytes(n)
+        if path == "/big-sha":
+            self.reply(200, hashlib.sha256(data).hexdigest().encode())
+            return
+        te = q.get("te", [""])[0]
+        if not te:
+            self.reply(200, data, "application/octet-stream")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if te == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if te == "chunked":
+            for i in range(0, n, 65536):
+                piece = data[i:i + 65536]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.wfile.write(data)
+            self.close_connection = True
+
     def handle_any(self):
         self.n += 1
         body = self.read_body()
@@ -208,9 +241,11 @@ class Handler(BaseHTTPRequestHandler):
             enc = parse_qs(url.query).get("enc", [""])[0]
             self.reply(200, encode(self.last_auth(), enc), "application/octet-stream")
             return
-        if url.path == "/big":
-            n = int(parse_qs(url.query).get("n", ["1024"])[0])
-            self.reply(200, b"x" * n, "application/octet-stream")
+        if url.path in ("/big", "/big-sha"):
+            self.big(url.path, parse_qs(url.query))
+            return
+        if url.path == "/sha256":
+            self.reply(200, hashlib.sha256(body).hexdigest().encode())
             return
         root = self.server.root
         if root:
