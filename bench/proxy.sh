@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Egress proxies on loopback, side by side in one run: a client straight to nginx (direct),
 # through tinyproxy and squid (Debian's, as forward proxies), and from inside an airlock sandbox
-# through airlock's own proxy: pass-through (plain HTTP spliced; HTTPS with its SNI checked, then
-# spliced) and intercepted (HTTPS to a host bound to a credential: TLS terminated, the
-# surrogate in Authorization swapped for the real token, TLS again to nginx). For each path:
+# through airlock's own proxy: pass-through (plain HTTP parsed, its upstream kept for the next
+# connection and its bodies spliced; HTTPS with its SNI checked, then spliced) and intercepted
+# (HTTPS to a host bound to a credential: TLS terminated, the surrogate in Authorization swapped
+# for the real token, TLS again to nginx). For each path:
 # 1 KiB requests/s with 32 connections (wrk), a new connection per request and keep-alive;
 # for HTTPS also with bench/proxy/loadgen.c (built here with gcc), new connections with full
 # and with resumed TLS handshakes;
@@ -701,7 +702,7 @@ names = {
     "direct-http": "direct, HTTP",
     "tinyproxy": "%s, HTTP" % (os.environ.get("BENCH_V_TINYPROXY") or "tinyproxy"),
     "squid": "%s, HTTP" % (os.environ.get("BENCH_V_SQUID") or "squid"),
-    "airlock-http": "airlock pass-through, HTTP (spliced)",
+    "airlock-http": "airlock pass-through, HTTP (parsed, upstream kept, bodies spliced)",
     "direct-https": "direct, HTTPS",
     "airlock-https": "airlock pass-through, HTTPS (SNI checked, spliced)",
     "airlock-intercept": "airlock intercepted, HTTPS (TLS terminated, surrogate swapped)",
@@ -911,7 +912,8 @@ nginx. airlock's rows run the client inside \`airlock run --policy P --resolve
 bench.test:127.0.0.1\`, P allowing bench.test and 127.0.0.0/8 on both ports; the client reaches
 bench.test through the sandbox's DNS and airlock's transparent listener (curl with \`--noproxy
 '*'\`; wrk ignores HTTP_PROXY); wrk and curl time themselves, so the sandbox's start is not
-counted. Pass-through: a policy without credentials. Intercepted: a policy with an env credential
+counted. Pass-through: a policy without credentials (plain HTTP to a name is parsed, its upstream
+connection kept for the next connection and its bodies spliced: docs/EGRESS.md). Intercepted: a policy with an env credential
 bound to bench.test (\`${intercept_options[*]} $upstream_ca_option\` the test CA), every request
 carrying the sandbox's surrogate in Authorization; before measuring, nginx confirms that it
 receives the real token. \"nginx connections per request\": connections nginx accepted over
