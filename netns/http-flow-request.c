@@ -635,7 +635,12 @@ int flow_request_head_done(struct netns_http_flow *f, const struct netns_http_re
 		return r;
 	}
 	f->req_close = !req->keep_alive || req->minor_version == 0;
-	f->upstream_spent |= req->minor_version == 0 || (f->req_close && !f->o.keep_upstream);
+	/* A request with a body spends the connection too: a server that does not read a body it
+	 * was sent (a GET's, or one it answers early) takes its bytes for the next request, which
+	 * on a kept connection would be another sandbox connection's (found by the red team). */
+	f->upstream_spent |= req->minor_version == 0 || (f->req_close && !f->o.keep_upstream) ||
+			     req->body == NETNS_HTTP_BODY_CHUNKED ||
+			     (req->body == NETNS_HTTP_BODY_LENGTH && req->content_length > 0);
 	f->pending[(f->pending_first + f->n_pending++) % PENDING_MAX] = (struct pending){
 	    .head = method_is(req, "HEAD"),
 	    .http11 = req->minor_version == 1,

@@ -352,8 +352,9 @@ void netns_http_flow_response_skip(struct netns_http_flow *f, uint64_t n);
 bool netns_http_flow_idle(const struct netns_http_flow *f);
 /* Whether the upstream's connection may carry another connection's requests: every request
  * answered in full, each answer framed by its length or chunks (not ended by the close), none told
- * to end the connection (an HTTP/1.0 request, an answer's Connection: close), no protocol switch,
- * no refusal. */
+ * to end the connection (an HTTP/1.0 request, an answer's Connection: close), none with a body (a
+ * server that does not read one would take it for the next request), no protocol switch, no
+ * refusal. */
 bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f);
 /* Whether what was sent upstream so far may be sent again on another connection, when the one it
  * went on ended without a byte of answer (a kept connection whose server closed it as the request
