@@ -109,6 +109,10 @@ struct conn {
 	bool big_rcvbuf;      /* counted in the proxy's n_big_rcvbufs */
 	size_t head_scanned;  /* HEAD: the bytes of cin searched for the head's end */
 	size_t sniff_need;    /* SNIFF: the bytes queued before the next look at them */
+	/* SNIFF: proxy_now_msec() until which the start of an HTTP request line is waited for
+	 * (0: none is), and that it was waited for long enough: what came is not HTTP */
+	uint64_t sniff_line_until;
+	bool sniff_line_over;
 	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
 	char target[NETNS_DNS_NAME_MAX + 1]; /* what the sandbox asked for, for messages */
 	uint16_t port;
@@ -207,6 +211,10 @@ struct netns_proxy {
 
 /* Looked at once a second: an idle connection ends within a second of its deadline. */
 #define PROXY_IDLE_SWEEP_MSEC 1000
+/* How long the first bytes of what may be an HTTP request line are waited for before they are
+ * taken for another protocol's (a short command with no line end: ZooKeeper's "ruok"), give or
+ * take a sweep. */
+#define PROXY_SNIFF_LINE_MSEC 1000
 uint64_t proxy_now_msec(void);
 
 #define AUDIT_BURST 2000 /* events written at once before the rate limit applies */

@@ -311,8 +311,10 @@ int proxy_sniff(struct conn *c)
 	ssize_t n, need;
 	int r, queued = 0;
 
-	/* Peeked and parsed again only once what the records announce has come. */
-	if (c->sniff_need > 0 && ioctl(c->cfd, FIONREAD, &queued) == 0 &&
+	/* Peeked and parsed again only once what the records announce has come (or nothing more
+	 * will: the sandbox's end came, or a request line was waited for long enough). */
+	if (c->sniff_need > 0 && !c->cev.read_on && !c->sniff_line_over &&
+	    ioctl(c->cfd, FIONREAD, &queued) == 0 &&
 	    (size_t)queued < MIN(c->sniff_need, sizeof(buf)))
 		return 0;
 	n = recv(c->cfd, buf, sizeof(buf), MSG_PEEK);
@@ -374,8 +376,15 @@ int proxy_sniff(struct conn *c)
 		 * what it speaks is known once its first line is. */
 		if (!inspected && c->name[0]) {
 			http = netns_http_request_line_begins((const char *)buf, (size_t)n);
-			if (http == -EAGAIN && (size_t)n < sizeof(buf)) {
+			/* The rest of a line is waited for, but not after the sandbox's end, nor
+			 * for long: a short command without a line end (ZooKeeper's "ruok") waits
+			 * for its answer, not for more of itself (found by the red team). */
+			if (http == -EAGAIN && (size_t)n < sizeof(buf) && !c->cev.read_on &&
+			    !c->sniff_line_over) {
 				c->sniff_need = (size_t)n + 1;
+				if (!c->sniff_line_until)
+					c->sniff_line_until =
+					    proxy_now_msec() + PROXY_SNIFF_LINE_MSEC;
 				return 0;
 			}
 		}

@@ -1032,6 +1032,11 @@ static void sweep_idle(struct netns_proxy *p)
 	p->idle_swept = now;
 	proxy_pool_expire(p, now);
 	for (struct conn *c = p->conns; c; c = c->next) {
+		if (!c->closed && c->phase == PHASE_SNIFF && c->sniff_line_until &&
+		    now >= c->sniff_line_until) {
+			c->sniff_line_over = true;
+			conn_pump(c);
+		}
 		if (c->closed || !c->idle_deadline || now < c->idle_deadline)
 			continue;
 		conn_audit(c, "error", "idle: no request within network.idle_timeout");
