@@ -14,6 +14,8 @@ exactly what reached the upstream; with --conn-log, each connection's opening an
   /big-sha?n=N&seed=S
                   the SHA-256 (hex) of /big's random N bytes from seed S
   /sha256         the SHA-256 (hex) of the request's body
+  /ignore-body    "ignored": the request's body is not read, and so is taken for the next
+                  request on the connection (a server that ignores a GET's body)
   /echo-enc?enc=E the request's Authorization value encoded as E: json (every other byte as
                   \u00XX, the case alternating, '/' as \/), pct-upper, pct-lower (every byte
                   %XX), pct-mixed (every other byte, lower case), hex-lower, hex-upper, b64, gzip
@@ -210,6 +212,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_any(self):
         self.n += 1
+        if urlsplit(self.path).path == "/ignore-body":
+            self.record(b"")
+            self.reply(200, b"ignored")
+            return
         body = self.read_body()
         self.record(body)
         if self.drop_next:
