@@ -289,8 +289,9 @@ static int parse_request_line(const char *line, size_t n, struct netns_http_requ
 
 int netns_http_request_line_begins(const char *buf, size_t n)
 {
-	static const char version[] = "HTTP/1.";
-	size_t m, t, k;
+	/* After the target: the version ('x' a minor version, 0 or 1) and the line's end. */
+	static const char tail[] = " HTTP/1.x\r\n";
+	size_t m, t;
 
 	m = http_span(buf, n, 0, http_is_tchar);
 	if (m > NETNS_HTTP_METHOD_MAX)
@@ -300,28 +301,15 @@ int netns_http_request_line_begins(const char *buf, size_t n)
 	if (m == 0 || buf[m] != ' ')
 		return 0;
 	t = http_span(buf, n, m + 1, http_is_vchar);
-	if (t == n)
-		return -EAGAIN;
-	if (t == m + 1 || buf[t] != ' ')
-		return 0;
-	for (k = 0; k < sizeof(version) - 1; k++)
-		if (t + 1 + k == n)
+	if (t == m + 1 && t < n)
+		return 0; /* no target */
+	for (size_t k = 0; k < sizeof(tail) - 1; k++, t++) {
+		if (t == n)
 			return -EAGAIN;
-		else if (buf[t + 1 + k] != version[k])
+		if (tail[k] == 'x' ? buf[t] != '0' && buf[t] != '1' : buf[t] != tail[k])
 			return 0;
-	/* The minor version, CR, LF. */
-	k += t + 1;
-	if (k == n)
-		return -EAGAIN;
-	if (buf[k] != '0' && buf[k] != '1')
-		return 0;
-	if (++k == n)
-		return -EAGAIN;
-	if (buf[k] != '\r')
-		return 0;
-	if (++k == n)
-		return -EAGAIN;
-	return buf[k] == '\n';
+	}
+	return 1;
 }
 
 /* field-line = field-name ":" OWS field-value OWS (RFC 9112 5). The line holds no control

@@ -110,9 +110,8 @@ struct conn {
 	size_t head_scanned;  /* HEAD: the bytes of cin searched for the head's end */
 	size_t sniff_need;    /* SNIFF: the bytes queued before the next look at them */
 	/* SNIFF: proxy_now_msec() until which the start of an HTTP request line is waited for
-	 * (0: none is), and that it was waited for long enough: what came is not HTTP */
+	 * (0: none is); past it, what came is not HTTP */
 	uint64_t sniff_line_until;
-	bool sniff_line_over;
 	char name[NETNS_DNS_NAME_MAX + 1];   /* the name the connection is for, or "" (raw IP) */
 	char target[NETNS_DNS_NAME_MAX + 1]; /* what the sandbox asked for, for messages */
 	uint16_t port;
@@ -260,7 +259,7 @@ ssize_t proxy_end_write(int fd, struct netns_tls_conn *tls, const void *buf, siz
 /* The splice of what is left of c (proxy-relay.c), relayed unread from now on. */
 int proxy_start_splice(struct conn *c, const char *mode);
 /* The flow of c's plain HTTP (proxy-relay.c), on the kept upstream c took. */
-int proxy_start_plain_flow(struct conn *c);
+void proxy_start_plain_flow(struct conn *c);
 
 /* proxy-pool.c: upstream connections kept for the next connection to the same name and port.
  * proxy_pool_put() takes c's upstream when its flow is at a boundary that lets it carry another

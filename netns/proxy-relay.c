@@ -310,10 +310,12 @@ int proxy_sniff(struct conn *c)
 	char reason[2 * NETNS_DNS_NAME_MAX + 64];
 	ssize_t n, need;
 	int r, queued = 0;
+	/* What came may begin a request line, but it was waited for long enough. */
+	bool line_over = c->sniff_line_until && proxy_now_msec() >= c->sniff_line_until;
 
 	/* Peeked and parsed again only once what the records announce has come (or nothing more
 	 * will: the sandbox's end came, or a request line was waited for long enough). */
-	if (c->sniff_need > 0 && !c->cev.read_on && !c->sniff_line_over &&
+	if (c->sniff_need > 0 && !c->cev.read_on && !line_over &&
 	    ioctl(c->cfd, FIONREAD, &queued) == 0 &&
 	    (size_t)queued < MIN(c->sniff_need, sizeof(buf)))
 		return 0;
@@ -359,7 +361,7 @@ int proxy_sniff(struct conn *c)
 		return 0;
 	}
 	if (buf[0] != TLS_RECORD) {
-		bool inspected = p->surrogates && p->surrogates[0];
+		bool inspected = p->surrogates && p->surrogates[0], flow;
 		int http = 0;
 
 		/* An HTTP request begins with its method, upper-case letters: anything else (a
@@ -380,7 +382,7 @@ int proxy_sniff(struct conn *c)
 			 * for long: a short command without a line end (ZooKeeper's "ruok") waits
 			 * for its answer, not for more of itself (found by the red team). */
 			if (http == -EAGAIN && (size_t)n < sizeof(buf) && !c->cev.read_on &&
-			    !c->sniff_line_over) {
+			    !line_over) {
 				c->sniff_need = (size_t)n + 1;
 				if (!c->sniff_line_until)
 					c->sniff_line_until =
@@ -388,9 +390,10 @@ int proxy_sniff(struct conn *c)
 				return 0;
 			}
 		}
-		if (c->ufd < 0 && !((inspected || http > 0) && proxy_pool_take(c, false)))
+		flow = inspected || http > 0;
+		if (c->ufd < 0 && !(flow && proxy_pool_take(c, false)))
 			return c->closed ? -EIO : connect_own(c);
-		if (inspected || http > 0)
+		if (flow)
 			start_flow(c, false);
 		else
 			start_splice(c, "tcp");
@@ -581,6 +584,15 @@ static int relay_pump(struct netns_proxy *p, struct relay *r)
 	}
 }
 
+/* The relay of c's sandbox's bytes to the upstream (sandbox), or of the upstream's to the
+ * sandbox, reading at most limit bytes. */
+static struct relay relay_of(struct conn *c, bool sandbox, uint64_t limit)
+{
+	return sandbox
+		   ? (struct relay){c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, limit, 0}
+		   : (struct relay){c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, limit, 0};
+}
+
 /* Whether all that src sent, its end included, is through. */
 static bool relay_done(const struct relay *r)
 {
@@ -589,8 +601,7 @@ static bool relay_done(const struct relay *r)
 
 int proxy_splice(struct conn *c)
 {
-	struct relay cu = {c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, UINT64_MAX, 0};
-	struct relay uc = {c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, UINT64_MAX, 0};
+	struct relay cu = relay_of(c, true, UINT64_MAX), uc = relay_of(c, false, UINT64_MAX);
 	int r;
 
 	r = relay_pump(c->proxy, &cu);
@@ -779,10 +790,9 @@ static void start_flow(struct conn *c, bool tls)
 	c->phase = PHASE_FLOW;
 }
 
-int proxy_start_plain_flow(struct conn *c)
+void proxy_start_plain_flow(struct conn *c)
 {
 	start_flow(c, false);
-	return c->closed ? -EIO : 0;
 }
 
 ssize_t proxy_end_read(int fd, struct netns_tls_conn *tls, void *buf, size_t n)
@@ -921,8 +931,8 @@ static void buf_consume_all(struct netns_buf *b)
  * such event runs all of proxy_flow() again (conn_pump()), which reads both sides. The idle
  * deadline is set only when the flow itself is idle, after such a round.
  * (test-egress-tls-pipelining-under-backpressure fails if a TLS side is read on its fd's
- * readiness alone.) A plain side (ev not NULL) is read as the unread relay reads one: only when
- * an event said it may have bytes, and a read shorter than asked says it is read out. */
+ * readiness alone.) A plain side is read as the unread relay reads one: only when an event (ev,
+ * its events) said it may have bytes, and a read shorter than asked says it is read out. */
 static int read_side(int fd, struct netns_tls_conn *tls, struct conn_events *ev,
 		     struct netns_buf *in, bool *eof, bool *progress)
 {
@@ -931,7 +941,7 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct conn_events *ev,
 	ssize_t n;
 	int r;
 
-	if (*eof || netns_buf_len(in) >= PROXY_CHUNK || (ev && !ev->readable))
+	if (*eof || netns_buf_len(in) >= PROXY_CHUNK || (!tls && !ev->readable))
 		return 0;
 	/* A TLS read gives one record: the records OpenSSL read ahead are taken too, up to a
 	 * buffer's worth, so that a round handles what came together (an HTTP/2 server's
@@ -941,7 +951,7 @@ static int read_side(int fd, struct netns_tls_conn *tls, struct conn_events *ev,
 		if (n > 0)
 			got += (size_t)n;
 	} while (n > 0 && tls && got < sizeof(buf) && netns_tls_pending(tls));
-	if (ev && (n == -EAGAIN || (n > 0 && got < sizeof(buf))) && !ev->read_on)
+	if (!tls && (n == -EAGAIN || (n > 0 && got < sizeof(buf))) && !ev->read_on)
 		ev->readable = false;
 	r = netns_buf_append(in, buf, got, 2 * PROXY_CHUNK);
 	explicit_bzero(buf, got); /* it may hold a real value */
@@ -1097,9 +1107,7 @@ static uint64_t raw_ahead(const struct conn *c, bool sandbox)
 static int flow_raw_then_read(struct conn *c, bool sandbox, bool *progress)
 {
 	uint64_t raw = raw_ahead(c, sandbox);
-	struct relay r =
-	    sandbox ? (struct relay){c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, raw, 0}
-		    : (struct relay){c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, raw, 0};
+	struct relay r = relay_of(c, sandbox, raw);
 	bool eof = *r.eof;
 	int k = 0;
 
@@ -1114,9 +1122,8 @@ static int flow_raw_then_read(struct conn *c, bool sandbox, bool *progress)
 			return k;
 	}
 	if (sandbox)
-		return read_side(c->cfd, c->ctls, c->ctls ? NULL : &c->cev, &c->cin, &c->c_eof,
-				 progress);
-	k = read_side(c->ufd, c->utls, c->utls ? NULL : &c->uev, &c->uin, &c->u_eof, progress);
+		return read_side(c->cfd, c->ctls, &c->cev, &c->cin, &c->c_eof, progress);
+	k = read_side(c->ufd, c->utls, &c->uev, &c->uin, &c->u_eof, progress);
 	if (k < 0 && k != -ENOMEM) {
 		c->u_eof = true;
 		k = 0;
@@ -1220,13 +1227,13 @@ static int h2_round(struct conn *c, bool *progress)
 	struct al_error err = {0};
 	int r;
 
-	r = read_side(c->cfd, c->ctls, NULL, &c->cin, &c->c_eof, progress);
+	r = read_side(c->cfd, c->ctls, &c->cev, &c->cin, &c->c_eof, progress);
 	if (r >= 0 && netns_buf_len(&c->cin) > 0)
 		r = h2_take(c, &c->cin, true, progress, &err);
 	if (r >= 0 && !c->u_eof) {
 		bool was_eof = c->u_eof;
 
-		if (read_side(c->ufd, c->utls, NULL, &c->uin, &c->u_eof, progress) < 0)
+		if (read_side(c->ufd, c->utls, &c->uev, &c->uin, &c->u_eof, progress) < 0)
 			c->u_eof = true; /* as in flow_round() */
 		if (c->u_eof && !was_eof)
 			netns_h2_upstream_eof(c->h2);

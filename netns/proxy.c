@@ -502,7 +502,7 @@ static void conn_route(struct conn *c)
 	 * first bytes say TLS or HTTP for this name (proxy_sniff()), nothing being connected until
 	 * then. An explicit proxy's CONNECT is answered first. */
 	if (c->absolute_form && !c->pool_tried && proxy_pool_take(c, false)) {
-		(void)proxy_start_plain_flow(c);
+		proxy_start_plain_flow(c);
 		return;
 	}
 	if (c->closed)
@@ -1032,11 +1032,11 @@ static void sweep_idle(struct netns_proxy *p)
 	p->idle_swept = now;
 	proxy_pool_expire(p, now);
 	for (struct conn *c = p->conns; c; c = c->next) {
+		/* A request line waited for long enough: what came is taken for another
+		 * protocol (proxy_sniff()). */
 		if (!c->closed && c->phase == PHASE_SNIFF && c->sniff_line_until &&
-		    now >= c->sniff_line_until) {
-			c->sniff_line_over = true;
+		    now >= c->sniff_line_until)
 			conn_pump(c);
-		}
 		if (c->closed || !c->idle_deadline || now < c->idle_deadline)
 			continue;
 		conn_audit(c, "error", "idle: no request within network.idle_timeout");
