@@ -469,6 +469,29 @@ it_upstream()
 	wait_for 10 grep -q ready "$out"
 }
 
+# Reading what helpers/upstream.py said and logged: it_conn_of STEP and it_n_of STEP, the upstream
+# connection that served the /conn answer saved in $WS/STEP and the request's number on it;
+# it_connection_of LOG CONN N, the Connection fields the upstream got with request N on
+# connection CONN; it_requests_on LOG CONN, the methods and paths it got on connection CONN.
+it_conn_of() { sed -n 's/^conn=\([0-9]*\) .*/\1/p' "$WS/$1"; }
+it_n_of() { sed -n 's/^conn=[0-9]* n=\([0-9]*\) .*/\1/p' "$WS/$1"; }
+it_connection_of()
+{
+	"$IT_PY" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["conn"] == int(sys.argv[2]) and d["n"] == int(sys.argv[3]):
+        print([v for k, v in d["headers"] if k.lower() == "connection"])' "$@"
+}
+it_requests_on()
+{
+	"$IT_PY" -c '
+import json, sys
+print(" ".join(d["method"] + " " + d["path"] for d in map(json.loads, open(sys.argv[1]))
+               if d["conn"] == int(sys.argv[2])))' "$@"
+}
+
 it_upstreams_stop()
 {
 	[ -n "$IT_UPSTREAMS" ] || return 0

@@ -99,12 +99,7 @@ host = "%s:%s" % (sys.argv[1], sys.argv[2])
 s.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (p, host.encode())
                    for p in (b"/big?n=200000&seed=11", b"/conn", b"/big?n=5&seed=12")))
 s.shutdown(socket.SHUT_WR)
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = s.makefile("rb").read()
 import hashlib, random
 want = [random.Random(11).randbytes(200000), None, random.Random(12).randbytes(5)]
 rest, out = data, []
@@ -129,12 +124,7 @@ s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
 msg = b"PING\r\nGET / HTTP/1.1 is not how this starts\r\n" * 1000
 s.sendall(b"echo\n" + msg)
 s.shutdown(socket.SHUT_WR)
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = s.makefile("rb").read()
 print("ok" if data == msg else "BAD %d" % len(data))
 PY
 /usr/bin/python3 - line.test '$wp' >$W/p18 2>$W/p18.err <<PY
@@ -154,30 +144,18 @@ PY
 sb_run -p "$policy" --audit "$IT_TMP/audit.jsonl" -- /bin/sh -c "$probe"
 assert_eq 0 "$AL_RC" "the sandbox runs ($AL_ERR)"
 
-conn_of() { sed -n 's/^conn=\([0-9]*\) .*/\1/p' "$WS/$1"; }
-n_of() { sed -n 's/^conn=[0-9]* n=\([0-9]*\) .*/\1/p' "$WS/$1"; }
 for s in p1 p2 p3 p4 p5 p6 ps1 ps2 p7 p7sha p8 p8sha p9 p10 p12 p12sha p13 p14 p15; do
 	assert_eq 0 "$(cat "$WS/$s.rc")" "step $s is answered ($(head -c 200 "$WS/$s.err"))"
 done
 
-c1=$(conn_of p1)
-assert_eq "$c1 2" "$(conn_of p2) $(n_of p2)" "a second connection took the first one's upstream"
-assert_eq "$c1 3" "$(conn_of p3) $(n_of p3)" "... and a third, which said Connection: close"
+c1=$(it_conn_of p1)
+assert_eq "$c1 2" "$(it_conn_of p2) $(it_n_of p2)" "a second connection took the first one's upstream"
+assert_eq "$c1 3" "$(it_conn_of p3) $(it_n_of p3)" "... and a third, which said Connection: close"
 assert_match '(^|
 )Connection: close' "$(tr -d '\r' <"$WS/p3.head")" \
 	"the sandbox's Connection: close is answered with Connection: close"
-# connection_of CONN N: the Connection fields the upstream got with request N on connection CONN.
-connection_of()
-{
-	"$IT_PY" -c '
-import json, sys
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if d["conn"] == int(sys.argv[2]) and d["n"] == int(sys.argv[3]):
-        print([v for k, v in d["headers"] if k.lower() == "connection"])' "$up" "$1" "$2"
-}
-assert_eq "[]" "$(connection_of "$c1" 3)" "... and was not passed on"
-assert_eq "$c1 4" "$(conn_of p4) $(n_of p4)" \
+assert_eq "[]" "$(it_connection_of "$up" "$c1" 3)" "... and was not passed on"
+assert_eq "$c1 4" "$(it_conn_of p4) $(it_n_of p4)" \
 	"a request through HTTP_PROXY (absolute-form) took the same upstream connection"
 
 up_sha=$(cat "$WS/up.sha")
@@ -196,7 +174,7 @@ assert_eq "$c1/5" "$l5" "the upload took the kept connection"
 assert_ne "$c1" "${l6%/*}" "... which its body spent: the next connection got a new one"
 assert_eq 1 "${l6#*/}" "... as its first request"
 assert_eq ignored "$(cat "$WS/ps1")" "a GET whose body the upstream ignores is answered"
-assert_eq 1 "$(n_of ps2)" "the next connection got an upstream connection of its own"
+assert_eq 1 "$(it_n_of ps2)" "the next connection got an upstream connection of its own"
 assert_eq 0 "$("$IT_PY" -c '
 import json, sys
 print(sum(1 for d in map(json.loads, open(sys.argv[1]))
@@ -206,31 +184,23 @@ assert_eq "$(cat "$WS/p7sha")" "$(sha256sum <"$WS/p7" | cut -c1-64)" \
 	"a 10 MiB download framed by its length came whole and in order"
 assert_eq "$(cat "$WS/p8sha")" "$(sha256sum <"$WS/p8" | cut -c1-64)" "... and one in chunks"
 assert_match 'Content-Length: 100000' "$(tr -d '\r' <"$WS/p9")" "a HEAD's answer came, with no body"
-c7=$(conn_of ps2)
-assert_eq "$c7 7" "$(conn_of p10) $(n_of p10)" \
+c7=$(it_conn_of ps2)
+assert_eq "$c7 7" "$(it_conn_of p10) $(it_n_of p10)" \
 	"the downloads and the HEAD took the connection kept after that in turn (7 requests, none lost)"
 assert_eq "ok ok conn=$c7 n=9 auth= ok 0" "$(cat "$WS/p11")" \
 	"three pipelined requests got their three answers, whole and in order ($(head -c 200 "$WS/p11.err"))"
 assert_eq "$(cat "$WS/p12sha")" "$(sha256sum <"$WS/p12" | cut -c1-64)" \
 	"a download ended by the close came whole"
-c12=$(conn_of p12sha)
+c12=$(it_conn_of p12sha)
 assert_ne "$c7" "$c12" "an answer ended by the close is not followed by another on its connection"
-c13=$(conn_of p13)
-c14=$(conn_of p14)
+c13=$(it_conn_of p13)
+c14=$(it_conn_of p14)
 assert_eq "$c13" "$c14" "the next connection keeps its own upstream in turn"
-c15=$(conn_of p15)
-# requests_on CONN: the methods and paths the upstream got on connection CONN.
-requests_on()
-{
-	"$IT_PY" -c '
-import json, sys
-print(" ".join(d["method"] + " " + d["path"] for d in map(json.loads, open(sys.argv[1]))
-               if d["conn"] == int(sys.argv[2])))' "$up" "$1"
-}
-assert_match "GET /drop-next GET /conn\$" "$(requests_on "$c14")" \
+c15=$(it_conn_of p15)
+assert_match "GET /drop-next GET /conn\$" "$(it_requests_on "$up" "$c14")" \
 	"step 15's GET took the connection kept after step 14, which ended without answering it"
 assert_ne "$c14" "$c15" "... so it went again on a new connection"
-assert_eq 1 "$(n_of p15)" "... as its first request"
+assert_eq 1 "$(it_n_of p15)" "... as its first request"
 assert_eq 403 "$(cat "$WS/p16")" "a Host naming another host is refused"
 assert_eq 0 "$(grep -c 'other.test' "$up" || true)" "... and never reached the upstream"
 assert_eq ok "$(cat "$WS/p17")" "a line protocol to a name is spliced: echoed whole ($(head -c 200 "$WS/p17.err"))"

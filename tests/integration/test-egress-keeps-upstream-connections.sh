@@ -83,89 +83,67 @@ assert_eq 0 "$AL_RC" "the sandbox runs"
 sur=$(cat "$WS/surrogate")
 assert_match '^ghp_[A-Za-z0-9]{36}$' "$sur" "the token's surrogate is token-shaped"
 
-# conn_of STEP / n_of STEP: the upstream connection that served a step, and its request's number
-# on it.
-conn_of() { sed -n 's/^conn=\([0-9]*\) .*/\1/p' "$WS/$1"; }
-n_of() { sed -n 's/^conn=[0-9]* n=\([0-9]*\) .*/\1/p' "$WS/$1"; }
 for i in $(seq 1 23) 25; do
 	assert_eq 0 "$(cat "$WS/c$i.rc")" "step $i is answered ($(head -c 200 "$WS/c$i.err"))"
 	assert_match "^conn=[0-9]+ n=[0-9]+ auth=Bearer $sur\$" "$(cat "$WS/c$i")" \
 		"step $i: its own answer, the real token echoed back as the surrogate"
 done
 
-c1=$(conn_of c1)
+c1=$(it_conn_of c1)
 for i in 2 3 4 5 6; do
-	assert_eq "$c1 $i" "$(conn_of c$i) $(n_of c$i)" \
+	assert_eq "$c1 $i" "$(it_conn_of c$i) $(it_n_of c$i)" \
 		"step $i: the connection of step 1 served it, as its request $i (CONNECT and transparent alike)"
 done
 assert_match '(^|
 )Connection: close' "$(tr -d '\r' <"$WS/c4.head")" \
 	"the sandbox's Connection: close is answered with Connection: close"
-# connection_of CONN N: the Connection fields the upstream got with request N on connection CONN.
-connection_of()
-{
-	"$IT_PY" -c '
-import json, sys
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if d["conn"] == int(sys.argv[2]) and d["n"] == int(sys.argv[3]):
-        print([v for k, v in d["headers"] if k.lower() == "connection"])' "$up" "$1" "$2"
-}
-assert_eq "[]" "$(connection_of "$c1" 4)" \
+assert_eq "[]" "$(it_connection_of "$up" "$c1" 4)" \
 	"... and was not passed on: the upstream's connection went on"
 
-c7=$(conn_of c7)
+c7=$(it_conn_of c7)
 assert_ne "$c1" "$c7" "after an answer nothing asked for, the next connection gets a new upstream"
-assert_eq 1 "$(n_of c7)" "... as its first request"
+assert_eq 1 "$(it_n_of c7)" "... as its first request"
 assert_eq 0 "$(cat "$WS"/c* | grep -c EVIL || true)" "the answer nothing asked for reached no connection"
-assert_eq "$c7" "$(conn_of c8)" "a fresh kept connection serves the next"
-c9=$(conn_of c9)
+assert_eq "$c7" "$(it_conn_of c8)" "a fresh kept connection serves the next"
+c9=$(it_conn_of c9)
 assert_ne "$c7" "$c9" "after the upstream ended a kept connection unannounced, a new one serves"
-assert_eq "$c9 1 $c9 2" "$(conn_of c9) $(n_of c9) $(conn_of c10) $(n_of c10)" \
+assert_eq "$c9 1 $c9 2" "$(it_conn_of c9) $(it_n_of c9) $(it_conn_of c10) $(it_n_of c10)" \
 	"... and is kept in turn"
-c11=$(conn_of c11)
+c11=$(it_conn_of c11)
 assert_ne "$c9" "$c11" "an answer ended by the close is not followed by another on its connection"
-assert_eq "$c11 2" "$(conn_of c12) $(n_of c12)" "an HTTP/1.0 request may take a kept connection"
-assert_ne "$c11" "$(conn_of c13)" "... which is not kept after it"
-c14=$(conn_of c14)
-assert_ne "$(conn_of c13)" "$c14" "another name never gets the connection kept for api.test"
-c15=$(conn_of c15)
+assert_eq "$c11 2" "$(it_conn_of c12) $(it_n_of c12)" "an HTTP/1.0 request may take a kept connection"
+assert_ne "$c11" "$(it_conn_of c13)" "... which is not kept after it"
+c14=$(it_conn_of c14)
+assert_ne "$(it_conn_of c13)" "$c14" "another name never gets the connection kept for api.test"
+c15=$(it_conn_of c15)
 assert_ne "$c14" "$c15" "a client offering h2 is not given one made without offering it"
-assert_eq "$c15" "$(conn_of c16)" \
+assert_eq "$c15" "$(it_conn_of c16)" \
 	"a client not offering h2 takes one made offering it (the upstream chose HTTP/1.1)"
-assert_eq "$c15" "$(conn_of c17)" "... which stays one made offering h2"
-assert_ne "$(conn_of c13)" "$(conn_of c18)" "a connection kept 2.5 s is not given out"
+assert_eq "$c15" "$(it_conn_of c17)" "... which stays one made offering h2"
+assert_ne "$(it_conn_of c13)" "$(it_conn_of c18)" "a connection kept 2.5 s is not given out"
 
 # A kept connection whose server ends it as the next request comes (its close crossed the
 # request): an idempotent request goes again on a new connection, a POST does not.
-# requests_on CONN: the methods and paths the upstream got on connection CONN.
-requests_on()
-{
-	"$IT_PY" -c '
-import json, sys
-print(" ".join(d["method"] + " " + d["path"] for d in map(json.loads, open(sys.argv[1]))
-               if d["conn"] == int(sys.argv[2])))' "$up" "$1"
-}
-c19=$(conn_of c19)
-c20=$(conn_of c20)
-assert_match "GET /drop-next GET /conn\$" "$(requests_on "$c19")" \
+c19=$(it_conn_of c19)
+c20=$(it_conn_of c20)
+assert_match "GET /drop-next GET /conn\$" "$(it_requests_on "$up" "$c19")" \
 	"step 20's GET took the connection kept after step 19, which ended without answering it"
 assert_ne "$c19" "$c20" "... so it went again on a new connection"
-assert_eq "1 $c20 2" "$(n_of c20) $(conn_of c21) $(n_of c21)" \
+assert_eq "1 $c20 2" "$(it_n_of c20) $(it_conn_of c21) $(it_n_of c21)" \
 	"... as its first request, and that connection is kept in turn"
-c22=$(conn_of c22)
-assert_eq "GET /conn GET /reset-next DELETE /conn" "$(requests_on "$c20")" \
+c22=$(it_conn_of c22)
+assert_eq "GET /conn GET /reset-next DELETE /conn" "$(it_requests_on "$up" "$c20")" \
 	"step 22's DELETE took it, and a reset ended it"
 assert_ne "$c20" "$c22" "... so the DELETE (idempotent) went again on a new connection"
-assert_eq "$c22 2" "$(conn_of c23) $(n_of c23)" "... which is kept in turn"
-assert_eq "DELETE /conn GET /drop-next POST /conn" "$(requests_on "$c22")" \
+assert_eq "$c22 2" "$(it_conn_of c23) $(it_n_of c23)" "... which is kept in turn"
+assert_eq "DELETE /conn GET /drop-next POST /conn" "$(it_requests_on "$up" "$c22")" \
 	"step 24's POST took it, and it ended without answering"
 assert_ne 0 "$(cat "$WS/c24.rc")" "the POST is not sent again: the sandbox sees the end ($(head -c 100 "$WS/c24.err"))"
 assert_eq 1 "$("$IT_PY" -c '
 import json, sys
 print(sum(1 for d in map(json.loads, open(sys.argv[1])) if d["method"] == "POST"))' "$up")" \
 	"... and the upstream got it once"
-assert_ne "$c22" "$(conn_of c25)" "the next request gets a new connection"
+assert_ne "$c22" "$(it_conn_of c25)" "the next request gets a new connection"
 
 wait_for 5 /usr/bin/python3 -c '
 import json, sys
