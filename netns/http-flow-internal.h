@@ -240,6 +240,9 @@ enum req_state {
 	REQ_CLOSED,  /* after the connection's last request */
 	REQ_UPGRADE, /* a WebSocket request waits for its answer: what follows is held */
 	REQ_WS,	     /* WebSocket frames (http-flow-ws.c) */
+	/* A request for another origin (o.origin_switch) is held, and nothing after it taken:
+	 * netns_http_flow_other_origin() */
+	REQ_OTHER_ORIGIN,
 };
 
 enum resp_state {
@@ -325,6 +328,7 @@ struct netns_http_flow {
 	struct netns_buf req_tail;
 	uint64_t req_left;
 	bool req_close;
+	struct netns_buf req_other_origin; /* REQ_OTHER_ORIGIN: that request's head */
 
 	enum resp_state resp;
 	struct netns_buf resp_acc, resp_hold;
@@ -444,6 +448,10 @@ int flow_put_field_value(struct netns_http_flow *f, struct writer *w, const char
 			 struct al_error *err);
 /* Whether an authority (host[:port]) names the flow's host (and port, if one is written). */
 bool flow_authority_is_flow(const struct netns_http_flow *f, const char *a, size_t n);
+/* Whether req's target is an absolute-form URI naming another origin than the flow's, on a flow
+ * that may switch (o.origin_switch). */
+bool flow_is_for_other_origin(const struct netns_http_flow *f,
+			      const struct netns_http_request *req);
 /* Whether a field named so is one of the sidecar's (which replace the sandbox's). */
 bool flow_is_sidecar_name(const struct netns_http_flow *f, const char *name, size_t n);
 /* Asks for the sidecar headers, once, before the first request is passed on. */

@@ -374,11 +374,55 @@ bool flow_authority_is_flow(const struct netns_http_flow *f, const char *a, size
 	return ascii_eq_n(host, host_len, want, want_len);
 }
 
+/* An absolute-form target (what a client sends to a proxy: "http://host:port/path?q") as its
+ * authority and its origin-form: a request to an origin carries only the latter (RFC 9112 3.2.1),
+ * and its Host is the former (3.2.2). False for a target in origin-form, "*", or no URI. */
+static bool split_absolute_form(const struct netns_http_request *req, const char **authority,
+				size_t *authority_len, const char **origin, size_t *origin_len)
+{
+	const char *t = req->target, *a = memmem(t, req->target_len, "://", 3);
+	size_t an = 0;
+
+	if (t[0] == '/' || !a)
+		return false;
+	a += 3;
+	while (a + an < t + req->target_len && a[an] != '/' && a[an] != '?')
+		an++;
+	*authority = a;
+	*authority_len = an;
+	*origin = a + an;
+	*origin_len = (size_t)(t + req->target_len - *origin);
+	return true;
+}
+
+/* Whether an authority writes its port. */
+static bool authority_has_port(const char *a, size_t n)
+{
+	const char *close = memrchr(a, ']', n), *from = close ? close : a;
+
+	return memchr(from, ':', (size_t)(a + n - from)) != NULL;
+}
+
+/* An origin is a scheme, a host and a port (RFC 9110 4.3.1): the flow's is http's, its host's,
+ * and the port it was connected to, which an authority without one names only when it is 80. */
+bool flow_is_for_other_origin(const struct netns_http_flow *f, const struct netns_http_request *req)
+{
+	const char *authority, *origin;
+	size_t authority_len, origin_len;
+
+	if (!f->o.origin_switch ||
+	    !split_absolute_form(req, &authority, &authority_len, &origin, &origin_len))
+		return false;
+	return strncasecmp(req->target, "http://", 7) != 0 ||
+	       !flow_authority_is_flow(f, authority, authority_len) ||
+	       (!authority_has_port(authority, authority_len) && f->o.port != 80);
+}
+
 static int check_request(const struct netns_http_flow *f, const struct netns_http_request *req,
 			 struct al_error *err)
 {
-	const char *t = req->target;
-	size_t n = req->target_len;
+	const char *authority, *origin;
+	size_t authority_len, origin_len;
 	int r;
 
 	if (req->connect)
@@ -387,24 +431,18 @@ static int check_request(const struct netns_http_flow *f, const struct netns_htt
 		return al_error_set(err, -EPROTO, "The Host header names another host than %s:%u",
 				    f->o.host, f->o.port);
 	/* http.c let through only a path, "*", or an http(s) URI as the target. */
-	if (t[0] != '/' && !(n == 1 && t[0] == '*')) {
-		const char *a = memmem(t, n, "://", 3);
-		size_t an = 0;
-
-		if (!a)
-			return al_error_set(err, -EBADMSG, "The request target is not a URI");
-		a += 3;
-		while (a + an < t + n && a[an] != '/' && a[an] != '?')
-			an++;
-		if (!flow_authority_is_flow(f, a, an))
+	if (split_absolute_form(req, &authority, &authority_len, &origin, &origin_len)) {
+		if (!flow_authority_is_flow(f, authority, authority_len))
 			return al_error_set(err, -EPROTO,
 					    "The request target names another host than %s:%u",
 					    f->o.host, f->o.port);
-	}
+	} else if (req->target[0] != '/' && !(req->target_len == 1 && req->target[0] == '*'))
+		return al_error_set(err, -EBADMSG, "The request target is not a URI");
 	r = flow_refuse_surrogates(f, req->method, req->method_len, false, "request method", err);
 	if (r < 0)
 		return r;
-	return flow_refuse_surrogates(f, t, n, false, "request target", err);
+	return flow_refuse_surrogates(f, req->target, req->target_len, false, "request target",
+				      err);
 }
 
 /* The sidecar's "Name: value\r\n" lines: names that are tokens and frame nothing, values without
@@ -478,28 +516,6 @@ int flow_sidecar(struct netns_http_flow *f, struct al_error *err)
 		f->sidecar = broker_secret_free(f->sidecar);
 	}
 	return r;
-}
-
-/* An absolute-form target (what a client sends to a proxy: "http://host:port/path?q"), which
- * check_request() found to name the flow's host, as its authority and its origin-form: a request
- * to an origin carries only the latter (RFC 9112 3.2.1), and its Host is the former (3.2.2).
- * False for a target already in origin-form (or "*"). */
-static bool split_absolute_form(const struct netns_http_request *req, const char **authority,
-				size_t *authority_len, const char **origin, size_t *origin_len)
-{
-	const char *t = req->target, *a = memmem(t, req->target_len, "://", 3);
-	size_t an = 0;
-
-	if (t[0] == '/' || !a)
-		return false;
-	a += 3;
-	while (a + an < t + req->target_len && a[an] != '/' && a[an] != '?')
-		an++;
-	*authority = a;
-	*authority_len = an;
-	*origin = a + an;
-	*origin_len = (size_t)(t + req->target_len - *origin);
-	return true;
 }
 
 static int put_request_head(struct netns_http_flow *f, const struct netns_http_request *req,

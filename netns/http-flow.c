@@ -173,6 +173,7 @@ struct netns_http_flow *netns_http_flow_free(struct netns_http_flow *f)
 	free(f->encoded_text);
 	netns_buf_done(&f->req_acc);
 	netns_buf_done(&f->req_hold);
+	netns_buf_done(&f->req_other_origin);
 	netns_buf_done(&f->req_tail);
 	netns_buf_done(&f->resp_acc);
 	netns_buf_done(&f->resp_hold);
@@ -235,6 +236,14 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 		return unit_wait(&f->req_acc, &u);
 	if (r < 0)
 		return r;
+	if (!f->req_whole && flow_is_for_other_origin(f, &req)) {
+		/* The head is held as it came, for the flow of its origin to judge. */
+		r = netns_buf_append(&f->req_other_origin, u.p, req.head_len, SIZE_MAX);
+		if (r < 0)
+			return r;
+		f->req = REQ_OTHER_ORIGIN;
+		return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
+	}
 	if (!f->req_whole) {
 		want = flow_sigv4_body_wanted(f, &req);
 		if (want < 0)
@@ -410,6 +419,8 @@ static ssize_t request_step(struct netns_http_flow *f, const uint8_t *buf, size_
 		return request_crlf(f, buf, len, out, err);
 	case REQ_UPGRADE:
 		return 0; /* frames or the next request: the answer to the upgrade says */
+	case REQ_OTHER_ORIGIN:
+		return 0; /* another flow's */
 	case REQ_WS:
 		return flow_ws_relay(f, &f->ws_up, true, buf, len, out, err);
 	case REQ_CLOSED:
@@ -433,8 +444,8 @@ ssize_t netns_http_flow_request(struct netns_http_flow *f, const uint8_t *buf, s
 			buf_truncate(out, entry);
 			return flow_fail(f, (int)n);
 		}
-		if (n == 0 && f->req == REQ_UPGRADE)
-			break; /* the rest waits for the answer to the upgrade */
+		if (n == 0 && (f->req == REQ_UPGRADE || f->req == REQ_OTHER_ORIGIN))
+			break; /* the rest waits: for the answer to the upgrade, or another flow */
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
@@ -685,7 +696,7 @@ bool netns_http_flow_idle(const struct netns_http_flow *f)
 bool netns_http_flow_upstream_reusable(const struct netns_http_flow *f)
 {
 	return f->error == 0 && !f->upstream_spent && f->n_pending == 0 &&
-	       (f->req == REQ_HEAD || f->req == REQ_CLOSED) &&
+	       (f->req == REQ_HEAD || f->req == REQ_CLOSED || f->req == REQ_OTHER_ORIGIN) &&
 	       (f->resp == RESP_HEAD || f->resp == RESP_CLOSED) && netns_buf_len(&f->resp_acc) == 0;
 }
 
@@ -699,6 +710,19 @@ bool netns_http_flow_replayable(const struct netns_http_flow *f)
 		if (!q->idempotent || q->websocket)
 			return false;
 	}
+	return true;
+}
+
+bool netns_http_flow_other_origin(const struct netns_http_flow *f, const uint8_t **head,
+				  size_t *len)
+{
+	/* The upstream may have ended since, unless an answer said the connection ends. */
+	if (f->error < 0 || f->req != REQ_OTHER_ORIGIN || f->n_pending > 0 ||
+	    !(f->resp == RESP_HEAD || (f->resp == RESP_CLOSED && !f->resp_close)) ||
+	    netns_buf_len(&f->resp_acc) > 0)
+		return false;
+	*head = netns_buf_head(&f->req_other_origin);
+	*len = netns_buf_len(&f->req_other_origin);
 	return true;
 }
 

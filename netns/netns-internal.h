@@ -312,6 +312,10 @@ struct netns_http_flow_options {
 	 * proxy-pool.c): a request's Connection: close is not passed on. The sandbox still gets its
 	 * answer with Connection: close, and nothing it sends after that request is taken. */
 	bool keep_upstream;
+	/* The connection came to the explicit proxy (HTTP_PROXY), whose client may send requests
+	 * for several origins on it: one whose absolute-form target names another origin is not
+	 * refused but held, and nothing after it is taken (netns_http_flow_other_origin()). */
+	bool origin_switch;
 };
 
 /* All of o is borrowed and must outlive the flow. -ENOMEM only. */
@@ -364,6 +368,13 @@ bool netns_http_flow_replayable(const struct netns_http_flow *f);
 /* Whether the sandbox's side is over: its last request (Connection: close) is in, and its answer
  * out. */
 bool netns_http_flow_done(const struct netns_http_flow *f);
+/* With o->origin_switch: the head of the sandbox's request for another origin, held with every
+ * byte before it taken (what comes after it is not), once every response before it is out: true,
+ * and *head and *len give it (valid until the flow is freed). The caller goes on with that head
+ * and what follows on the other origin's upstream, with a new flow. False while there is none,
+ * or while answers are under way. */
+bool netns_http_flow_other_origin(const struct netns_http_flow *f, const uint8_t **head,
+				  size_t *len);
 /* The upstream closed its side: ends a close-delimited body, flushing what was held back.
  * -EPIPE when a response was cut short (the caller then just closes the sandbox's side). */
 int netns_http_flow_response_eof(struct netns_http_flow *f, struct netns_buf *out,

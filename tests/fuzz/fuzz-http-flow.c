@@ -6,11 +6,14 @@
  * whatever the requests held; with flag 64 there are no surrogates (nothing is searched in a
  * request, no value is bound); with flag 32 the body bytes the flow leaves unread
  * (netns_http_flow_*_raw()) are moved past it as the proxy moves them, and what comes out must be
- * what a second flow fed every byte gives. Checked: no surrogate ever reaches the upstream whole,
- * no real value resolved (or bound) before the responses reaches the sandbox (as it is, in hex, or
- * once JSON escapes and percent-encoding are decoded), a compressed response is refused with a
- * message that says so, what goes upstream parses again as requests without the removed headers,
- * errors are the documented ones and carry a message, and out only stops a feed when it is full. */
+ * what a second flow fed every byte gives; with flag 128 the flow is the explicit proxy's
+ * (origin_switch): a request for another origin stops the sandbox's stream, and must be given
+ * back whole as the last bytes taken, once answered up to it. Checked: no surrogate ever reaches
+ * the upstream whole, no real value resolved (or bound) before the responses reaches the sandbox
+ * (as it is, in hex, or once JSON escapes and percent-encoding are decoded), a compressed response
+ * is refused with a message that says so, what goes upstream parses again as requests without the
+ * removed headers, errors are the documented ones and carry a message, and only out being full
+ * stops a feed (or, with flag 128, a request for another origin). */
 
 #include <ctype.h>
 #include <errno.h>
@@ -243,10 +246,18 @@ static void check_error(ssize_t r, const struct al_error *err, bool request)
 		__builtin_trap();
 }
 
+/* What the feeds of the sandbox's stream did: the bytes the flow took, and whether it stopped
+ * at a request for another origin (which only a flow that may hold one does). */
+struct feed_state {
+	bool may_hold, held;
+	size_t taken;
+};
+
 /* Feeds one piece, draining out into all as a socket would; returns 0 or the error. With raw,
  * the body bytes the flow leaves unread go to all as they are, as the proxy moves them. */
 static ssize_t feed(struct netns_http_flow *f, bool request, bool raw, const uint8_t *p, size_t n,
-		    struct netns_buf *out, struct netns_buf *all, struct al_error *err)
+		    struct netns_buf *out, struct netns_buf *all, struct al_error *err,
+		    struct feed_state *st)
 {
 	while (n > 0) {
 		uint64_t ahead = !raw	   ? 0
@@ -257,6 +268,7 @@ static ssize_t feed(struct netns_http_flow *f, bool request, bool raw, const uin
 		if (ahead > 0) {
 			size_t k = (size_t)MIN((uint64_t)n, ahead);
 
+			st->taken += request ? k : 0;
 			if (netns_buf_append(all, p, k, SIZE_MAX) < 0)
 				abort();
 			if (request)
@@ -272,9 +284,14 @@ static ssize_t feed(struct netns_http_flow *f, bool request, bool raw, const uin
 
 		if (r < 0)
 			return r;
+		if (request)
+			st->taken += (size_t)r;
+		/* Only out being full stops a feed, or a request for another origin. */
 		if ((size_t)r > n ||
-		    ((size_t)r < n && netns_buf_len(out) <= NETNS_HTTP_FLOW_OUT_MAX))
+		    ((size_t)r < n && netns_buf_len(out) <= NETNS_HTTP_FLOW_OUT_MAX &&
+		     !(request && st->may_hold)))
 			__builtin_trap();
+		st->held |= (size_t)r < n && netns_buf_len(out) <= NETNS_HTTP_FLOW_OUT_MAX;
 		if (netns_buf_len(out) > NETNS_HTTP_FLOW_OUT_MAX + 2 * NETNS_HTTP_HEAD_MAX)
 			__builtin_trap();
 		if (netns_buf_len(out) > 0) {
@@ -283,6 +300,8 @@ static ssize_t feed(struct netns_http_flow *f, bool request, bool raw, const uin
 				abort();
 			netns_buf_consume(out, netns_buf_len(out));
 		}
+		if (st->held)
+			return 0;
 		p += r;
 		n -= (size_t)r;
 	}
@@ -309,7 +328,7 @@ static size_t next_piece(struct stream *s, const uint8_t **ret)
 static ssize_t run(struct netns_http_flow *f, struct fake *fk,
 		   const struct netns_http_flow_ops *ops, struct stream rq, struct stream rs,
 		   bool interleave, bool raw, bool values_known[2], bool *answer_fed,
-		   struct netns_buf *up, struct netns_buf *down)
+		   struct netns_buf *up, struct netns_buf *down, struct feed_state *st)
 {
 	struct netns_buf out = {0};
 	struct al_error err = {0};
@@ -322,7 +341,9 @@ static ssize_t run(struct netns_http_flow *f, struct fake *fk,
 	while (r == 0 && (rq.n > 0 || rs.n > 0)) {
 		if (rq.n > 0 && (!interleave || !responses_started || rs.n == 0 || rq.n % 2)) {
 			k = next_piece(&rq, &p);
-			r = feed(f, true, raw, p, k, &out, up, &err);
+			r = feed(f, true, raw, p, k, &out, up, &err, st);
+			if (st->held)
+				rq.n = 0; /* the rest is another flow's */
 			if (r < 0) {
 				check_error(r, &err, true);
 				(void)netns_http_flow_error_response(f, 403, err.msg, down);
@@ -336,7 +357,7 @@ static ssize_t run(struct netns_http_flow *f, struct fake *fk,
 		}
 		k = next_piece(&rs, &p);
 		*answer_fed |= k > 0;
-		r = feed(f, false, raw, p, k, &out, down, &err);
+		r = feed(f, false, raw, p, k, &out, down, &err, st);
 		if (r < 0) {
 			check_error(r, &err, false);
 			(void)netns_http_flow_error_response(f, 502, err.msg, down);
@@ -344,6 +365,22 @@ static ssize_t run(struct netns_http_flow *f, struct fake *fk,
 	}
 	netns_buf_done(&out);
 	return r;
+}
+
+static void check_held(const uint8_t *h, size_t n, const uint8_t *sent, size_t taken, uint16_t port)
+{
+	struct netns_http_request req;
+	struct al_error err = {0};
+	static const char own[] = "http://" HOST;
+
+	if (n == 0 || n > taken || memcmp(h, sent + taken - n, n) != 0)
+		__builtin_trap();
+	if (netns_http_parse_request((const char *)h, n, &req, &err) < 0 || req.head_len != n ||
+	    req.target[0] == '/' || !memmem(req.target, req.target_len, "://", 3))
+		__builtin_trap();
+	if (port == 80 && req.target_len > strlen(own) &&
+	    memcmp(req.target, own, strlen(own)) == 0 && req.target[strlen(own)] == '/')
+		__builtin_trap();
 }
 
 static bool same(const struct netns_buf *a, const struct netns_buf *b)
@@ -363,6 +400,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .host = HOST, .surrogates = surrogates, .ops = &ops, .userdata = &fk};
 	struct netns_http_flow *f = NULL;
 	struct al_error err = {0};
+	struct feed_state st = {0};
 	bool interleave, raw, answer_fed = false;
 	bool values_known[2] = {false, false};
 	const uint8_t *sep;
@@ -392,9 +430,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     .n = sep ? size - (size_t)(sep - data) - strlen(SEPARATOR) : 0,
 			     .piece = data[-2]};
 	raw = data[-1] & 32;
+	st.may_hold = o.origin_switch = data[-1] & 128;
 	if (netns_http_flow_new(&o, &f) < 0)
 		abort();
-	r = run(f, &fk, &ops, rq, rs, interleave, raw, values_known, &answer_fed, &up, &down);
+	r = run(f, &fk, &ops, rq, rs, interleave, raw, values_known, &answer_fed, &up, &down, &st);
 	/* Bodies left unread come out as they would have through the flow. (After an error, the
 	 * proxy drops what the flow gave in the call that failed, which unread bytes moved before
 	 * it are not: only the error is compared then.) */
@@ -402,20 +441,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct netns_buf up2 = {0}, down2 = {0};
 		struct netns_http_flow *f2 = NULL;
 		struct fake fk2 = {.sidecar = fk.sidecar};
+		struct feed_state st2 = {.may_hold = st.may_hold};
 		bool known2[2], fed2 = false;
 
 		o.userdata = &fk2;
 		if (netns_http_flow_new(&o, &f2) < 0)
 			abort();
-		if (run(f2, &fk2, &ops, rq, rs, interleave, false, known2, &fed2, &up2, &down2) !=
-			r ||
-		    (r == 0 && (!same(&up, &up2) || !same(&down, &down2))))
+		if (run(f2, &fk2, &ops, rq, rs, interleave, false, known2, &fed2, &up2, &down2,
+			&st2) != r ||
+		    (r == 0 && (st2.taken != st.taken || !same(&up, &up2) || !same(&down, &down2))))
 			__builtin_trap();
 		netns_http_flow_free(f2);
 		netns_buf_done(&up2);
 		netns_buf_done(&down2);
 	}
 
+	/* A request held for another origin is given back whole, as it came: the last bytes the
+	 * flow took, a request whose target is an absolute URI, not the flow's http://HOST. */
+	if (r == 0 && st.held) {
+		const uint8_t *h;
+		size_t hn;
+
+		if (netns_http_flow_other_origin(f, &h, &hn))
+			check_held(h, hn, rq.p, st.taken, o.port);
+		else if (netns_http_flow_upstream_reusable(f) && !netns_http_flow_done(f))
+			__builtin_trap(); /* answered up to it, so it should be given back */
+	}
 	/* What may be sent again to another upstream: nothing after a byte of an answer, and
 	 * only what begins with an idempotent request. */
 	if (netns_http_flow_replayable(f) &&

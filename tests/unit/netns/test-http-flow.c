@@ -691,6 +691,136 @@ static void test_flow_keeping_the_upstream_passes_no_close_and_ends_the_sandbox_
 	ft_free(t);
 }
 
+static struct ft *ft_new_proxied_at(uint16_t port)
+{
+	struct ft *t = ft_new_at(port, NULL);
+
+	netns_http_flow_free(t->f);
+	t->o.keep_upstream = t->o.origin_switch = true;
+	assert_int_equal(netns_http_flow_new(&t->o, &t->f), 0);
+	return t;
+}
+
+static struct ft *ft_new_proxied(void)
+{
+	return ft_new_proxied_at(80);
+}
+
+#define ORIGIN_1 "GET http://" HOST "/1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
+#define ORIGIN_2 "GET http://other.test:8080/2 HTTP/1.1\r\nHost: other.test:8080\r\n\r\n"
+#define ORIGIN_3 "GET http://" HOST "/3 HTTP/1.1\r\nHost: " HOST "\r\n\r\n"
+#define ANSWER_1 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nr1"
+
+static void expect_other_origin(struct ft *t, const char *head)
+{
+	const uint8_t *p = NULL;
+	size_t n = 0;
+
+	assert_true(netns_http_flow_other_origin(t->f, &p, &n));
+	if (n != strlen(head) || memcmp(p, head, n) != 0)
+		fail_msg("held (%zu bytes)\n%.*s\nexpected\n%s", n, (int)n, (const char *)p, head);
+}
+
+/* On the explicit proxy's connection (origin_switch), a request whose absolute-form target names
+ * another origin is held whole, nothing after it is taken, and it is given back once every
+ * answer before it is out; the rules for the flow's own origin are unchanged. */
+static void test_flow_holds_a_request_for_another_origin(void **state)
+{
+	static const char all[] = ORIGIN_1 ORIGIN_2 ORIGIN_3;
+	const uint8_t *p;
+	size_t n, taken = 0;
+	struct ft *t = ft_new_proxied();
+	ssize_t r;
+
+	(void)state;
+	r = netns_http_flow_request(t->f, (const uint8_t *)all, strlen(all), &t->up, &t->err);
+	assert_int_equal(r, strlen(ORIGIN_1 ORIGIN_2));
+	expect_up(t, "GET /1 HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	assert_false(netns_http_flow_other_origin(t->f, &p, &n)); /* its answer is due */
+	assert_false(netns_http_flow_idle(t->f));
+	r = netns_http_flow_request(t->f, (const uint8_t *)all + r, strlen(ORIGIN_3), &t->up,
+				    &t->err);
+	assert_int_equal(r, 0);
+	assert_int_equal(send_resp(t, ANSWER_1), 0);
+	expect_down(t, ANSWER_1);
+	expect_other_origin(t, ORIGIN_2);
+	assert_true(netns_http_flow_upstream_reusable(t->f));
+	/* The upstream may end after its answers: the request still goes on. */
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	expect_other_origin(t, ORIGIN_2);
+	ft_free(t);
+
+	/* A byte at a time: held at its last byte, nothing after it taken. */
+	t = ft_new_proxied();
+	for (size_t i = 0; i < strlen(all); i++) {
+		r = netns_http_flow_request(t->f, (const uint8_t *)all + i, 1, &t->up, &t->err);
+		assert_true(r == 0 || r == 1);
+		taken += (size_t)r;
+	}
+	assert_int_equal(taken, strlen(ORIGIN_1 ORIGIN_2));
+	assert_int_equal(send_resp(t, ANSWER_1), 0);
+	expect_other_origin(t, ORIGIN_2);
+	ft_free(t);
+
+	/* The same origin, however written, stays on the flow; another port is another origin,
+	 * and so is an https:// target (the proxy refuses it then). */
+	t = ft_new_proxied();
+	assert_int_equal(send_req(t, "GET http://API.github.com.:80/a HTTP/1.1\r\nHost: " HOST
+				     "\r\n\r\nGET http://api.github.com/b HTTP/1.1\r\nHost: " HOST
+				     "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET /a HTTP/1.1\r\nHost: API.github.com.:80\r\n\r\n"
+		     "GET /b HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
+	assert_false(netns_http_flow_other_origin(t->f, &p, &n));
+	ft_free(t);
+	t = ft_new_proxied();
+	assert_int_equal(send_req(t, "GET http://" HOST ":81/ HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+	expect_other_origin(t, "GET http://" HOST ":81/ HTTP/1.1\r\nHost: x\r\n\r\n");
+	assert_int_equal(netns_buf_len(&t->up), 0);
+	ft_free(t);
+	t = ft_new_proxied();
+	assert_int_equal(send_req(t, "GET https://" HOST "/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n"),
+			 0);
+	expect_other_origin(t, "GET https://" HOST "/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	ft_free(t);
+	/* Without a port, http's own (80), whatever the Host says (the target's wins). */
+	t = ft_new_proxied_at(8080);
+	assert_int_equal(send_req(t, "GET http://" HOST ":8080/ HTTP/1.1\r\nHost: " HOST
+				     "\r\n\r\nGET http://" HOST "/ HTTP/1.1\r\nHost: " HOST
+				     "\r\n\r\n"),
+			 0);
+	expect_up(t, "GET / HTTP/1.1\r\nHost: " HOST ":8080\r\n\r\n");
+	assert_int_equal(send_resp(t, ANSWER_1), 0);
+	expect_other_origin(t, "GET http://" HOST "/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n");
+	ft_free(t);
+
+	/* A Host naming another host than its own target's is refused as before, and so is a
+	 * foreign Host with an origin-form target. */
+	t = ft_new_proxied();
+	expect_refused(t, "GET http://" HOST "/ HTTP/1.1\r\nHost: other.test\r\n\r\n", -EPROTO,
+		       "Host header names another host");
+	ft_free(t);
+	t = ft_new_proxied();
+	expect_refused(t, "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", -EPROTO,
+		       "Host header names another host");
+	ft_free(t);
+
+	/* An answer that ends the connection: the held request never goes on. */
+	t = ft_new_proxied();
+	assert_int_equal(send_req(t, ORIGIN_1 ORIGIN_2), 0);
+	assert_int_equal(
+	    send_resp(t, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"), 0);
+	assert_false(netns_http_flow_other_origin(t->f, &p, &n));
+	assert_int_equal(netns_http_flow_response_eof(t->f, &t->down, &t->err), 0);
+	assert_false(netns_http_flow_other_origin(t->f, &p, &n));
+	ft_free(t);
+
+	/* Without origin_switch (a transparent connection), the target's host is refused. */
+	refused(ORIGIN_2, -EPROTO, "Host header names another host");
+	refused("GET http://other.test/ HTTP/1.1\r\nHost: " HOST "\r\n\r\n", -EPROTO,
+		"request target names another host");
+}
+
 /* The bodies a flow leaves unread (the proxy moves them itself): a Content-Length body when
  * nothing is searched in it, told back with _skip(), the flow then where it would be had it read
  * them; nothing of a chunked body, of a request on a flow with surrogates, or of a response whose
@@ -2218,6 +2348,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_flow_accepts_host_in_any_case_with_a_trailing_dot_and_its_own_port),
 	    cmocka_unit_test(test_flow_sends_an_absolute_form_target_in_origin_form),
+	    cmocka_unit_test(test_flow_holds_a_request_for_another_origin),
 	    cmocka_unit_test(test_flow_passes_http_1_0_without_host_as_the_last_request),
 	    cmocka_unit_test(test_flow_swaps_surrogate_inside_basic_credentials),
 	    cmocka_unit_test(test_flow_turns_base64_echo_of_basic_credentials_back),
