@@ -124,42 +124,20 @@ static bool head_may_be_complete(struct conn *c)
 	return n >= NETNS_HTTP_HEAD_MAX;
 }
 
-int proxy_read_head(struct conn *c)
+/* The head in c->cin, which may be complete: where c goes (a CONNECT's tunnel, or an
+ * absolute-form request's origin). */
+static int route_head(struct conn *c)
 {
-	uint8_t buf[PROXY_CHUNK];
 	struct netns_http_request req;
 	struct al_error err = {0};
-	bool more = false;
-	ssize_t n;
 	int r;
 
-	/* The head is read (taken from the socket), not peeked again at every segment. */
-	while (netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX) {
-		n = recv(c->cfd, buf,
-			 MIN(sizeof(buf), NETNS_HTTP_HEAD_MAX - netns_buf_len(&c->cin)), 0);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			r = -errno;
-			proxy_close(c, true);
-			return r;
-		}
-		if (n == 0) {
-			proxy_close(c, false);
-			return -ECONNRESET;
-		}
-		if (netns_buf_append(&c->cin, buf, (size_t)n, NETNS_HTTP_HEAD_MAX) < 0) {
-			proxy_close(c, true);
-			return -ENOMEM;
-		}
-		more = true;
-	}
-	if (!more || !head_may_be_complete(c))
-		return 0;
 	r = netns_http_parse_request((const char *)netns_buf_head(&c->cin), netns_buf_len(&c->cin),
 				     &req, &err);
-	if (r == -EAGAIN && netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX)
+	if (r == -EAGAIN && netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX && !c->c_eof)
 		return 0;
+	if (r == -EAGAIN)
+		r = al_error_set(&err, -EBADMSG, "the connection ended within the request head");
 	if (r < 0) {
 		answer_and_close(c, r == -EBADMSG ? "400 Bad Request" : "431 Too Large",
 				 r == -EBADMSG ? err.msg : "request head too large");
@@ -190,6 +168,44 @@ int proxy_read_head(struct conn *c)
 	}
 	proxy_enter_route(c);
 	return 0;
+}
+
+int proxy_read_head(struct conn *c)
+{
+	uint8_t buf[PROXY_CHUNK];
+	ssize_t n;
+	int r;
+
+	/* The head is read (taken from the socket), not peeked again at every segment. The
+	 * sandbox's end may have come before (a request for another origin, after the ones it
+	 * sent before it: next_origin()), or with the head: the head is still answered. */
+	while (!c->c_eof && netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX) {
+		n = recv(c->cfd, buf,
+			 MIN(sizeof(buf), NETNS_HTTP_HEAD_MAX - netns_buf_len(&c->cin)), 0);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			r = -errno;
+			proxy_close(c, true);
+			return r;
+		}
+		if (n == 0) {
+			c->c_eof = true;
+			break;
+		}
+		if (netns_buf_append(&c->cin, buf, (size_t)n, NETNS_HTTP_HEAD_MAX) < 0) {
+			proxy_close(c, true);
+			return -ENOMEM;
+		}
+	}
+	if (netns_buf_len(&c->cin) == 0 && c->c_eof) {
+		proxy_close(c, false);
+		return -ECONNRESET;
+	}
+	/* Searched again only for the bytes that came since. */
+	if ((c->head_scanned == netns_buf_len(&c->cin) || !head_may_be_complete(c)) && !c->c_eof)
+		return 0;
+	return route_head(c);
 }
 
 /* ---- the upstream's connect ---- */
@@ -768,6 +784,7 @@ static void start_flow(struct conn *c, bool tls)
 	    .ops = p->has_sidecar ? &flow_ops : &flow_ops_no_sidecar,
 	    .userdata = c,
 	    .keep_upstream = c->name[0] != '\0',
+	    .origin_switch = c->absolute_form,
 	};
 	r = netns_http_flow_new(&c->flow_opts, &c->flow);
 	if (r >= 0 && tls)
@@ -821,6 +838,17 @@ static void upstream_drop(struct conn *c)
 	c->utls = netns_tls_conn_free(c->utls);
 	c->ufd = al_close(c->ufd);
 	c->uw.fd = -EBADF;
+}
+
+/* Ends c's upstream side (closed, or kept by the pool already): what is known of it is a new
+ * connection's. */
+static void upstream_forget(struct conn *c)
+{
+	upstream_drop(c);
+	c->proxy->n_big_rcvbufs -= c->big_rcvbuf;
+	c->big_rcvbuf = false;
+	c->u_ready = c->u_eof = c->u_shut = c->u_writable = false;
+	c->uev = (struct conn_events){0};
 }
 
 /* The flow refused (or the upstream failed): the upstream gets nothing more and is reset; the
@@ -1027,7 +1055,6 @@ static int write_upstream(struct conn *c, bool *progress)
  * connection (the phase is CONNECTING), 0 when its end is the sandbox's, -errno. */
 static int kept_ended(struct conn *c)
 {
-	struct netns_proxy *p = c->proxy;
 	bool more = netns_buf_len(&c->sent_u) > 0 || netns_buf_len(&c->to_u) > 0 ||
 		    netns_buf_len(&c->cin) > 0 || !c->c_eof;
 
@@ -1045,11 +1072,7 @@ static int kept_ended(struct conn *c)
 	log_debug("A kept connection to %s:%u ended before answering: its requests go again on "
 		  "a new one",
 		  c->name, c->port);
-	upstream_drop(c); /* its peer is gone: no close_notify */
-	p->n_big_rcvbufs -= c->big_rcvbuf;
-	c->big_rcvbuf = false;
-	c->u_ready = c->u_eof = c->u_shut = c->u_writable = false;
-	c->uev = (struct conn_events){0};
+	upstream_forget(c); /* its peer is gone: no close_notify */
 	c->u_again = true;
 	return proxy_connect_again(c) < 0 ? -EIO : 1;
 }
@@ -1075,6 +1098,60 @@ static int connected_again(struct conn *c)
 		return r;
 	}
 	return 0;
+}
+
+/* ---- the explicit proxy's next origin ----
+ *
+ * A client of HTTP_PROXY sends its requests for several origins on one connection (curl given
+ * two URLs, a Python requests session, whose pool is by proxy). The flow holds the first request
+ * for another origin (netns_http_flow_other_origin()); once every answer before it is out, the
+ * upstream is kept for a later connection (or closed), and that request, with all that came
+ * after it, is taken as a new connection's first: decided, audited and connected on its own
+ * (the phase HEAD again). The sandbox's side of the connection stays as it is. */
+
+/* 1 when c goes on to the other origin (the phase HEAD), 0 when it does not (yet), -ENOMEM
+ * after closing c. */
+static int next_origin(struct conn *c)
+{
+	struct netns_proxy *p = c->proxy;
+	struct netns_buf in = {0};
+	const uint8_t *head;
+	size_t len;
+
+	if (!c->flow || !netns_http_flow_other_origin(c->flow, &head, &len) ||
+	    netns_buf_len(&c->to_c) > 0 || c->uc.pipe.fill > 0 || netns_buf_len(&c->uin) > 0)
+		return 0;
+	if (netns_buf_append(&in, head, len, SIZE_MAX) < 0 ||
+	    netns_buf_append(&in, netns_buf_head(&c->cin), netns_buf_len(&c->cin), SIZE_MAX) < 0) {
+		netns_buf_done(&in);
+		proxy_close(c, true);
+		return -ENOMEM;
+	}
+	netns_buf_done(&c->cin);
+	c->cin = in;
+	/* Every answer is out: kept when it may carry another request, else closed (what it was
+	 * still to be sent of a body it answered before reading is dropped). */
+	(void)proxy_pool_put(c);
+	upstream_forget(c);
+	c->flow = netns_http_flow_free(c->flow);
+	netns_buf_done(&c->uin);
+	netns_buf_done(&c->to_u);
+	kept_answered(c);
+	c->eof_flushed = c->eof_error = false;
+	proxy_pipe_put(p, &c->cu.pipe);
+	proxy_pipe_put(p, &c->uc.pipe);
+	c->cu = c->uc = (struct relay_dir){.pipe.fd = {-EBADF, -EBADF}};
+	/* Its destination is the request's. */
+	c->name[0] = c->target[0] = '\0';
+	c->port = 0;
+	c->upstream = (struct netns_addr){0};
+	c->name_verdict = c->verdict = (struct netns_verdict){0};
+	c->mode = NULL;
+	c->audited = c->pool_tried = c->absolute_form = false;
+	c->head_scanned = 0;
+	c->idle_deadline = 0;
+	c->phase = PHASE_HEAD;
+	return 1;
 }
 
 /* ---- bodies the flow leaves unread ----
@@ -1307,6 +1384,11 @@ int proxy_flow(struct conn *c)
 			proxy_close(c, c->fail_reset);
 		return 0;
 	}
+	/* The explicit proxy's next request is for another origin (before the ends below: it goes
+	 * there even after the upstream's end, or the sandbox's). */
+	r = next_origin(c);
+	if (r != 0)
+		return MIN(r, 0);
 	/* Idle from here on (or still, within a head that comes slowly): the next head has until
 	 * the deadline; a request or a response under way has none. */
 	if (!netns_http_flow_idle(c->flow))
