@@ -1031,7 +1031,10 @@ static void sweep_idle(struct netns_proxy *p)
 		return;
 	p->idle_swept = now;
 	proxy_pool_expire(p, now);
-	for (struct conn *c = p->conns; c; c = c->next) {
+	/* A connection closed here goes to the dead list through its next: the next is taken
+	 * first (found by the red team: the sweep ended at the first connection it closed). */
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
 		/* A request line waited for long enough: what came is taken for another
 		 * protocol (proxy_sniff()). */
 		if (!c->closed && c->phase == PHASE_SNIFF && c->sniff_line_until &&

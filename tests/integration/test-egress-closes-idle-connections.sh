@@ -2,7 +2,8 @@
 # The egress proxy does not let a sandbox hold its connection slots by idling (slow-loris): a
 # connection that sends nothing (to the explicit proxy, or transparently), a request head sent a
 # line at a time, or a kept-alive connection with no next request is closed once the policy's
-# network.idle_timeout (here 2 s) passes; a response that takes longer to read than that is not.
+# network.idle_timeout (here 2 s) passes, however many idle at once; a response that takes longer
+# to read than that is not.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -46,6 +47,30 @@ def report(name, ok):
 # Nothing sent, to the explicit proxy and transparently.
 report("silent_proxy", closed_within(socket.create_connection(PROXY), 20))
 report("silent_transparent", closed_within(socket.create_connection(("api.test", port)), 20))
+
+# Thirty silent connections at once, half a head each: all are closed at their deadline, not one
+# a sweep (found by the red team: the sweep stopped at the first connection it closed).
+import selectors
+sel = selectors.DefaultSelector()
+for i in range(30):
+    c = socket.create_connection(PROXY)
+    if i % 2:
+        c.sendall(b"GET http://api.test:%d/ HTTP/1.1\r\n" % port)
+    c.setblocking(False)
+    sel.register(c, selectors.EVENT_READ)
+start, n_closed = time.monotonic(), 0
+while n_closed < 30 and time.monotonic() - start < 20:
+    for key, _ in sel.select(1):
+        try:
+            if key.fileobj.recv(65536):
+                continue
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            pass
+        sel.unregister(key.fileobj)
+        n_closed += 1
+print("many_silent=%d" % n_closed, flush=True)
 
 # A head a line at a time, every 0.5 s, for up to 20 s: the deadline does not move.
 s = socket.create_connection(PROXY)
@@ -92,6 +117,7 @@ assert_eq 0 "$AL_RC" "the sandbox's client ran"
 get() { sed -n "s/^$1=//p" <<<"$AL_OUT" | head -n 1; }
 assert_eq closed "$(get silent_proxy)" "a connection to the explicit proxy that sends nothing is closed"
 assert_eq closed "$(get silent_transparent)" "a transparent connection that sends nothing is closed"
+assert_eq 30 "$(get many_silent)" "thirty idle connections at once are all closed (within 20 s, not one a second)"
 assert_eq closed "$(get slow_head)" "a request head sent a line at a time is cut at the deadline"
 assert_eq "HTTP/1.1 200 OK" "$(get keepalive_answer)" "a kept-alive connection gets its answer"
 assert_eq closed "$(get keepalive_idle)" "then, with no next request, it is closed"
