@@ -454,6 +454,11 @@ it_test_pki()
 # with --as), its output in OUT, and waits until it serves; it_upstreams_stop (or it_cleanup)
 # ends it.
 IT_UPSTREAMS=""
+# A port for the test's own servers on 127.0.0.1 (and the three after it): from the pid, and
+# below the kernel's ephemeral range (32768 and up), where the port a connection takes for itself
+# could already hold it, and the server would fail to listen.
+it_port() { echo $((20000 + $$ % 12000)); }
+
 it_upstream()
 {
 	local -a as=()

@@ -13,7 +13,7 @@
 it_setup
 
 conns=64
-stall_port=$((20000 + $$ % 20000))
+stall_port=$(it_port)
 flood_port=$((stall_port + 1))
 cat >"$IT_TMP/servers.py" <<'PY'
 import socket, sys, threading

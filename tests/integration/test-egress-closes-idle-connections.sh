@@ -7,7 +7,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-hp=$((20000 + $$ % 20000))
+hp=$(it_port)
 up=$IT_TMP/upstream.jsonl
 : >"$up"
 it_upstream "$IT_TMP/up.out" "$hp" "$up"

@@ -14,7 +14,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-hp=$((20000 + $$ % 20000))
+hp=$(it_port)
 hp2=$((hp + 1))
 up=$IT_TMP/upstream.jsonl
 up2=$IT_TMP/upstream2.jsonl

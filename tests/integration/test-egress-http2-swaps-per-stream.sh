@@ -20,7 +20,7 @@ rand() { head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
 token=ghp_$(rand 36)
 token2=ghp_$(rand 36)
 export IT_TOKEN=$token IT_TOKEN2=$token2
-h2p=$((20000 + $$ % 20000)) # nghttpd: h2 only
+h2p=$(it_port) # nghttpd: h2 only
 gp=$((h2p + 1))		    # gRPC
 h1p=$((h2p + 2))	    # HTTP/1.1 only
 wp=$((h2p + 3))		    # WebSocket over HTTP/2 (Node)

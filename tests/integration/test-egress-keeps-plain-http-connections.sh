@@ -21,7 +21,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-hp=$((20000 + $$ % 20000))
+hp=$(it_port)
 tp=$((hp + 1))
 wp=$((hp + 2))
 up=$IT_TMP/upstream.jsonl

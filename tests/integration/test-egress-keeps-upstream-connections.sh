@@ -18,7 +18,7 @@ it_setup
 
 token=ghp_$(head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 36)
 export IT_TOKEN=$token
-sp=$((20000 + $$ % 20000))
+sp=$(it_port)
 
 it_test_pki api.test api2.test
 

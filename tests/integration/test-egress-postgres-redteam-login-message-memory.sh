@@ -12,7 +12,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-port=$((20000 + $$ % 20000))
+port=$(it_port)
 conns=200
 export REAL_PW=real-$(head -c 300 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 24)
 

@@ -17,7 +17,7 @@ it_setup
 rand() { head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
 token=ghp_$(rand 36)
 export IT_TOKEN=$token
-hp=$((20000 + $$ % 20000))
+hp=$(it_port)
 sp=$((hp + 1))
 closed=$((hp + 2))
 fp=$((hp + 3)) # Python's own http.server: it serves only origin-form targets

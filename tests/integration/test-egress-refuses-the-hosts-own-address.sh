@@ -9,7 +9,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-port=$((20000 + $$ % 20000))
+port=$(it_port)
 # The "host": a network namespace held by a process of the test's (no mount, nothing named).
 unshare --net sleep 600 &
 holder=$!

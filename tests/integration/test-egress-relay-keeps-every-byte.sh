@@ -12,7 +12,7 @@
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-port=$((20000 + $$ % 20000))
+port=$(it_port)
 peer=$IT_SOURCE_ROOT/tests/integration/helpers/relay-peer.py
 /usr/bin/python3 "$peer" serve "$port" >"$IT_TMP/peer.out" 2>&1 &
 IT_UPSTREAMS="$IT_UPSTREAMS $!"

@@ -14,7 +14,7 @@ export AIRLOCK_IT_USER=${AIRLOCK_IT_USER:-65534}
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
-dev=$((20000 + $$ % 20000))
+dev=$(it_port)
 ok=$((dev + 1))
 : >"$IT_TMP/dev.jsonl"
 : >"$IT_TMP/ok.jsonl"

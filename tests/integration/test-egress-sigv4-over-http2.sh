@@ -15,7 +15,7 @@ PY=/usr/bin/python3
 rand() { head -c 300 /dev/urandom | base64 -w0 | tr -dc "$2" | head -c "$1"; }
 export REAL_AKID=ASIA$(rand 16 'A-Z0-9') REAL_SECRET=$(rand 38 'A-Za-z0-9')/+
 export REAL_TOKEN=IQoJb3JpZ2luX2VjE$(rand 120 'A-Za-z0-9')/+=
-hp=$((20000 + $$ % 20000))
+hp=$(it_port)
 
 it_test_pki aws.test
 

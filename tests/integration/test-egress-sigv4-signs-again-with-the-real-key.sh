@@ -26,7 +26,7 @@ real_secret=$(rand 38 'A-Za-z0-9')/+
 real_token=IQoJb3JpZ2luX2VjE$(rand 200 'A-Za-z0-9')/+=
 export REAL_AKID=$real_akid REAL_SECRET=$real_secret REAL_TOKEN=$real_token
 export IT_OTHER=other-$(rand 32 'a-z0-9')
-sp=$((20000 + $$ % 20000))
+sp=$(it_port)
 
 it_test_pki aws.test other.test
 

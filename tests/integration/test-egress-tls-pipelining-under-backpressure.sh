@@ -18,7 +18,7 @@ it_setup
 rand() { head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
 token=ghp_$(rand 36)
 export IT_TOKEN=$token
-h1p=$((20000 + $$ % 20000))
+h1p=$(it_port)
 h2p=$((h1p + 1))
 it_test_pki api.test
 

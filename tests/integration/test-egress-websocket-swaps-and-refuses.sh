@@ -23,7 +23,7 @@ rand() { head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
 token=ghp_$(rand 36)
 token2=ghp_$(rand 36)
 export IT_TOKEN=$token IT_TOKEN2=$token2
-sp=$((20000 + $$ % 20000))
+sp=$(it_port)
 pp=$((sp + 1))
 
 # ---- the upstream: TLS on $sp with a certificate of a test CA, plain on $pp ----

@@ -13,7 +13,7 @@ for tool in "$pgbin/initdb" "$pgbin/postgres" psql setpriv; do
 done
 id postgres >/dev/null 2>&1 || it_fail "the postgres user is missing (Debian package postgresql)"
 
-port=$((20000 + $$ % 20000))
+port=$(it_port)
 pg=$IT_TMP/pg
 data=$pg/data
 mkdir -p "$pg"
