@@ -1129,8 +1129,8 @@ static int next_origin(struct conn *c)
 	}
 	netns_buf_done(&c->cin);
 	c->cin = in;
-	/* Every answer is out: kept when it may carry another request, else closed (what it was
-	 * still to be sent of a body it answered before reading is dropped). */
+	/* Every answer is out: the upstream is kept when it may carry another request, else
+	 * closed (dropping what was left to send of a body it answered before reading it). */
 	(void)proxy_pool_put(c);
 	upstream_forget(c);
 	c->flow = netns_http_flow_free(c->flow);
