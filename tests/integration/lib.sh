@@ -471,7 +471,8 @@ it_upstream()
 	"${as[@]}" python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$@" \
 		>"$out" 2>&1 &
 	IT_UPSTREAMS="$IT_UPSTREAMS $!"
-	wait_for 10 grep -q ready "$out"
+	wait_for 10 grep -q ready "$out" ||
+		it_fail "the test's upstream on port $1 started" "$(head -c 2000 "$out")"
 }
 
 # Reading what helpers/upstream.py said and logged: it_conn_of STEP and it_n_of STEP, the upstream
