@@ -468,7 +468,8 @@ it_upstream()
 	fi
 	local out=$1
 	shift
-	"${as[@]}" python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$@" \
+	# Debian's: root's python3 may be a pyenv shim under /root, which another uid cannot run.
+	"${as[@]}" /usr/bin/python3 "$IT_SOURCE_ROOT/tests/integration/helpers/upstream.py" "$@" \
 		>"$out" 2>&1 &
 	IT_UPSTREAMS="$IT_UPSTREAMS $!"
 	wait_for 10 grep -q ready "$out" ||
