@@ -236,15 +236,15 @@ static ssize_t request_head(struct netns_http_flow *f, const uint8_t *buf, size_
 		return unit_wait(&f->req_acc, &u);
 	if (r < 0)
 		return r;
-	if (!f->req_whole && flow_is_for_other_origin(f, &req)) {
-		/* The head is held as it came, for the flow of its origin to judge. */
-		r = netns_buf_append(&f->req_other_origin, u.p, req.head_len, SIZE_MAX);
-		if (r < 0)
-			return r;
-		f->req = REQ_OTHER_ORIGIN;
-		return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
-	}
 	if (!f->req_whole) {
+		if (flow_is_for_other_origin(f, &req)) {
+			/* Held as it came, for the flow of its origin to judge. */
+			r = netns_buf_append(&f->req_other_origin, u.p, req.head_len, SIZE_MAX);
+			if (r < 0)
+				return r;
+			f->req = REQ_OTHER_ORIGIN;
+			return (ssize_t)unit_take(&f->req_acc, &u, req.head_len);
+		}
 		want = flow_sigv4_body_wanted(f, &req);
 		if (want < 0)
 			return want;

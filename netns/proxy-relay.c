@@ -136,7 +136,7 @@ static int route_head(struct conn *c)
 				     &req, &err);
 	if (r == -EAGAIN && netns_buf_len(&c->cin) < NETNS_HTTP_HEAD_MAX && !c->c_eof)
 		return 0;
-	if (r == -EAGAIN)
+	if (r == -EAGAIN && c->c_eof)
 		r = al_error_set(&err, -EBADMSG, "the connection ended within the request head");
 	if (r < 0) {
 		answer_and_close(c, r == -EBADMSG ? "400 Bad Request" : "431 Too Large",
