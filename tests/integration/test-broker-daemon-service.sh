@@ -208,7 +208,7 @@ start_broker --allow-uid 65534
 assert_eq "600" "$(stat -c %a "$sock" | sed 's/^660$/600/')" "the socket's mode bits stay owner-only"
 assert_contains "$(getfacl -n -p "$sock" 2>/dev/null)" "user:65534:rw-" "the allowed uid gets an ACL entry"
 out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$PYTHONPATH" \
-	python3 - "$sock" 2>&1 <<'EOF'
+	"$IT_PY" - "$sock" 2>&1 <<'EOF'
 import sys
 from broker_proto import connect, open_session
 s = connect(sys.argv[1])
@@ -217,7 +217,7 @@ print(open_session(s, [{"name": "gh", "source": {"type": "env", "var": "IT_TOKEN
 EOF
 )
 assert_contains "$out" "only its own user" "another uid may not use the daemon's env, file or command sources"
-out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$PYTHONPATH" python3 -c '
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$PYTHONPATH" "$IT_PY" -c '
 import sys
 from broker_proto import connect, open_session
 s = connect(sys.argv[1])

@@ -56,7 +56,7 @@ r, p = ask(s, "read", session=o["session"], name="gh")
 print("read", "ok" if r["ok"] else "refused", p == sur.encode())
 print("leaked", any(token in x for x in seen))'
 
-out=$("${nobody[@]}" env PYTHONPATH="$PYTHONPATH" python3 -c "$client" "$sock" "$token" 2>&1)
+out=$("${nobody[@]}" env PYTHONPATH="$PYTHONPATH" "$IT_PY" -c "$client" "$sock" "$token" 2>&1)
 it_log "# uid 65534: $(tr '\n' ';' <<<"$out")"
 assert_contains "$out" "open ok" "another uid opens a session of vault credentials (surrogates)"
 assert_contains "$out" "resolve refused EPERM False" "... but its resolve is refused"
