@@ -50,6 +50,7 @@ enum proxy_watch_type {
 	WATCH_AGENT,	    /* one connection to it */
 };
 
+struct io_uring;
 struct proxy_agent;
 struct proxy_ssh;
 
@@ -152,6 +153,11 @@ struct conn {
 	bool u_kept, u_again;
 	struct netns_buf sent_u;
 
+	/* proxy-send.c: the sides (bits) queued for the turn's sends, the sides sent to directly
+	 * (a batched send failed: a send() says how), and that a batched send moved bytes */
+	uint8_t send_queued, send_direct;
+	bool send_moved;
+
 	/* CLOCK_MONOTONIC_COARSE msec by which the sandbox must have sent its first request head
 	 * or ClientHello, or, on an idle flow, its next head; 0: none (a response or a body under
 	 * way, a splice). Bytes of a head that come slowly do not move it. */
@@ -206,6 +212,12 @@ struct netns_proxy {
 	size_t n_pool;
 	uint64_t idle_msec;  /* the policy's network.idle_timeout */
 	uint64_t idle_swept; /* when the connections were last looked at for it */
+	/* proxy-send.c: the ring of the turn's sends (NULL: each send made at once), and the
+	 * connections queued for them */
+	bool send_batched;
+	struct io_uring *send_ring;
+	struct conn **send_queue;
+	size_t n_send_queue;
 };
 
 /* Looked at once a second: an idle connection ends within a second of its deadline. */
@@ -242,6 +254,23 @@ int proxy_pipe_get(struct netns_proxy *p, struct proxy_pipe *ret);
 /* Gives a pipe back (or nothing, when pp has none): kept when it is empty and there is room,
  * else closed. */
 void proxy_pipe_put(struct netns_proxy *p, struct proxy_pipe *pp);
+
+/* Runs c's phases with what its sides have now (after a batched send, proxy-send.c). */
+void proxy_pump(struct conn *c);
+
+/* proxy-send.c: plain sends batched per turn of the loop. proxy_send_batches() says whether c's
+ * side (the sandbox's, or the upstream's) is sent to that way: then what waits for it in c->to_c
+ * or c->to_u stays there, proxy_send_later() queues c, and proxy_send_turn(), at the end of the
+ * turn, sends it, and pumps c again when bytes moved. proxy_send_configure() reads
+ * AIRLOCK_NET_SEND ("batched", the default, or "direct": every send made at once; -EINVAL for
+ * anything else); proxy_send_start(), in the proxy's own process, sets the ring up (where none
+ * can be had, every send is made at once). */
+int proxy_send_configure(struct netns_proxy *p);
+int proxy_send_start(struct netns_proxy *p);
+void proxy_send_free(struct netns_proxy *p);
+bool proxy_send_batches(struct conn *c, bool to_sandbox);
+void proxy_send_later(struct conn *c, bool to_sandbox);
+void proxy_send_turn(struct netns_proxy *p);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */
 int proxy_read_head(struct conn *c);

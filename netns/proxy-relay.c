@@ -471,6 +471,8 @@ static void start_splice(struct conn *c, const char *mode)
  * so no read ends in EAGAIN. Once a read fills the buffer the direction carries bulk, and is
  * spliced through a pipe (no copy) until a round moves less than a buffer's worth. */
 struct relay {
+	struct conn *c;
+	bool to_sandbox; /* dst is the sandbox's side */
 	int src, dst;
 	struct relay_dir *dir;
 	struct netns_buf *held; /* copied, not yet sent */
@@ -487,6 +489,10 @@ static int relay_flush(struct relay *r)
 	struct proxy_pipe *pp = &r->dir->pipe;
 	ssize_t n;
 
+	if (netns_buf_len(r->held) > 0 && proxy_send_batches(r->c, r->to_sandbox)) {
+		proxy_send_later(r->c, r->to_sandbox); /* then the pipe, in a later pump */
+		return 0;
+	}
 	while (netns_buf_len(r->held) > 0) {
 		n = send(r->dst, netns_buf_head(r->held), netns_buf_len(r->held),
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -528,7 +534,11 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 	}
 	r->limit -= (size_t)n;
 	r->moved += (size_t)n;
-	sent = send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (proxy_send_batches(r->c, r->to_sandbox)) {
+		sent = 0; /* held, and sent with the turn's others */
+		proxy_send_later(r->c, r->to_sandbox);
+	} else
+		sent = send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (sent < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
@@ -604,9 +614,10 @@ static int relay_pump(struct netns_proxy *p, struct relay *r)
  * sandbox, reading at most limit bytes. */
 static struct relay relay_of(struct conn *c, bool sandbox, uint64_t limit)
 {
-	return sandbox
-		   ? (struct relay){c->cfd, c->ufd, &c->cu, &c->to_u, &c->cev, &c->c_eof, limit, 0}
-		   : (struct relay){c->ufd, c->cfd, &c->uc, &c->to_c, &c->uev, &c->u_eof, limit, 0};
+	return sandbox ? (struct relay){c,	  false,   c->cfd,    c->ufd, &c->cu,
+					&c->to_u, &c->cev, &c->c_eof, limit,  0}
+		       : (struct relay){c,	  true,	   c->ufd,    c->cfd, &c->uc,
+					&c->to_c, &c->uev, &c->u_eof, limit,  0};
 }
 
 /* Whether all that src sent, its end included, is through. */
@@ -1038,8 +1049,14 @@ static void kept_answered(struct conn *c)
  * and a write that finds it ended is its end (kept_ended()). */
 static int write_upstream(struct conn *c, bool *progress)
 {
-	int r = write_side(c->ufd, c->utls, &c->to_u, c->u_kept ? &c->sent_u : NULL, progress);
+	int r;
 
+	if (proxy_send_batches(c, false)) {
+		if (netns_buf_len(&c->to_u) > 0)
+			proxy_send_later(c, false);
+		return 0;
+	}
+	r = write_side(c->ufd, c->utls, &c->to_u, c->u_kept ? &c->sent_u : NULL, progress);
 	if (!c->u_kept)
 		return r;
 	if (r == -EPIPE || r == -ECONNRESET) {
@@ -1275,6 +1292,11 @@ static int flow_round(struct conn *c, bool *progress)
 		c->eof_error = netns_http_flow_response_eof(c->flow, &c->to_c, &err) < 0;
 		c->eof_flushed = true;
 		*progress = true;
+	}
+	if (proxy_send_batches(c, true)) {
+		if (netns_buf_len(&c->to_c) > 0)
+			proxy_send_later(c, true);
+		return 0;
 	}
 	return write_side(c->cfd, c->ctls, &c->to_c, NULL, progress);
 }

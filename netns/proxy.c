@@ -687,6 +687,11 @@ static void conn_pump(struct conn *c)
 	}
 }
 
+void proxy_pump(struct conn *c)
+{
+	conn_pump(c);
+}
+
 void proxy_enter_route(struct conn *c)
 {
 	conn_route(c);
@@ -851,6 +856,9 @@ int netns_proxy_new(const struct netns_proxy_options *o, struct netns_proxy **re
 	p->n_ssh_keys = policy_ssh_keys(o->policy);
 	if (inet_pton(AF_INET, NETNS_PROXY_ADDR, &p->proxy_addr) != 1)
 		return -EINVAL;
+	r = proxy_send_configure(p);
+	if (r < 0)
+		return al_error_set(err, r, "AIRLOCK_NET_SEND must be \"batched\" or \"direct\"");
 	r = list_ports(p);
 	if (r < 0)
 		return al_error_set_errno(err, r,
@@ -917,6 +925,7 @@ struct netns_proxy *netns_proxy_free(struct netns_proxy *p)
 	proxy_free_deferred(p);
 	proxy_pool_free(p);
 	proxy_agents_free(p);
+	proxy_send_free(p);
 	for (size_t i = 0; i < p->n_listeners; i++)
 		(void)al_close(p->listeners[i].fd);
 	(void)al_close(p->dns.fd);
@@ -1062,6 +1071,9 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 	p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epoll_fd < 0)
 		return -errno;
+	r = proxy_send_start(p);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < p->n_listeners; i++) {
 		r = watch_add(p, &p->listeners[i], EPOLLIN);
 		if (r < 0)
@@ -1112,7 +1124,9 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 				break;
 			}
 		}
+		proxy_send_turn(p);
 		sweep_idle(p);
+		proxy_send_turn(p);
 		proxy_free_deferred(p);
 	}
 }

@@ -9,6 +9,9 @@
 #   pingpong   3,000 small exchanges on one connection (a short read says the socket is empty)
 #   echo       8 MiB both ways at once, in pieces of every size
 #   urgent     bytes, an urgent byte (MSG_OOB), bytes: those around it come through
+# The proxy sends through io_uring, a turn's sends at once (netns/proxy-send.c), unless
+# AIRLOCK_NET_SEND=direct (this test's @direct variant): each send made when it is made. Both
+# must pass, and each checks that its way is the one in use.
 . "${IT_LIB:-$(dirname "$0")/lib.sh}"
 it_setup
 
@@ -36,4 +39,25 @@ for c in upload upload_small download drip pingpong echo urgent; do
 done
 assert_eq 26 "$(grep -c '"mode":"tcp"' "$IT_TMP/audit.jsonl")" \
 	"each connection was relayed unread (audited as tcp)"
+
+# Which way the proxy sends: an io_uring among its fds, or none.
+sb_run -p "$policy" -- /bin/sh -c 'touch /workspace/up; sleep 2' &
+sb=$!
+wait_for 10 test -e "$WS/up"
+rings=""
+for pid in $(it_fs_daemons); do
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = airlock-net ] || continue
+	rings=$(find "/proc/$pid/fd" -lname 'anon_inode:\[io_uring\]' 2>/dev/null | wc -l)
+done
+wait "$sb"
+if [ "${AIRLOCK_NET_SEND:-batched}" = direct ]; then
+	assert_eq 0 "$rings" "AIRLOCK_NET_SEND=direct: the proxy has no io_uring"
+else
+	assert_eq 1 "$rings" "the proxy batches its sends through one io_uring"
+fi
+
+# Any other way is refused before the command runs.
+AIRLOCK_NET_SEND=later sb_run -p "$policy" -- /bin/true
+assert_eq 125 "$AL_RC" "AIRLOCK_NET_SEND=later: refused (airlock's own error)"
+assert_contains "$AL_ERR" 'AIRLOCK_NET_SEND must be "batched" or "direct"' "... saying which setting"
 it_finish
