@@ -6,7 +6,7 @@
  * woken task before the sender's next system call. Sending each answer as it is made then lets
  * the server and the client take one request at a time: on 2 CPUs shared by a client, a server
  * and the proxy, nginx took 2 requests per epoll_wait() through the proxy against 30 direct,
- * and the proxy was preempted about once per request.
+ * and the proxy was preempted about once per request; batched, nginx takes 17 (docs/BENCHMARKS.md).
  *
  * So the relay and the HTTP flow leave what they would send to a plain socket where it already
  * waits (a connection's to_c or to_u), and queue the connection here (proxy_send_later()). At

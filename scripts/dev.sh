@@ -32,13 +32,16 @@ packages=(
 	meson ninja-build pkg-config gcc clang
 	libfuse3-dev libseccomp-dev libsodium-dev libnl-3-dev libnl-route-3-dev libjson-c-dev
 	libssl-dev libcmocka-dev libnghttp2-dev
+	# the egress proxy's sends, batched through io_uring (netns/proxy-send.c)
+	liburing-dev
 	# airlock serve's HTTP server (its header to build; the library is loaded when serve runs)
 	libmicrohttpd-dev
 	# libFuzzer runtime for clang 14 (Debian 12), the lint suite's formatter
 	libclang-rt-14-dev clang-format
 	# libfuse 3.18 from Debian's source package where the system's is older (libfuse3 below):
-	# its io_uring transport, and the C++ of its example passthrough_hp (bench/fs.sh)
-	liburing-dev libnuma-dev dpkg-dev g++
+	# its io_uring transport (liburing-dev, above), and the C++ of its example passthrough_hp
+	# (bench/fs.sh)
+	libnuma-dev dpkg-dev g++
 	# run time and tests: fusermount3, ip, ps, setpriv; python3 reads JSON in tests and here
 	fuse3 iproute2 procps util-linux python3 git attr
 	# the broker tests: strace kills a vault writer at chosen system calls, keyctl fills keyrings,
@@ -456,10 +459,11 @@ cmd_test()
 
 	log "test: build-asan/ (gcc, -Db_sanitize=address,undefined)"
 	if setup_build build-asan gcc -Dwerror=true -Db_sanitize=address,undefined; then
-		# The fs suite's other transports (suite fs-matrix) and the egress suite run again as an
-		# unprivileged user (suite rootless) run in build/ only.
+		# The fs suite's other transports (suite fs-matrix), the egress suite run again as an
+		# unprivileged user (suite rootless) and with each send made at once (suite net-direct)
+		# run in build/ only.
 		run_suites build-asan asan --suite unit --suite fuzz --suite root --no-suite fs-matrix \
-			--no-suite rootless \
+			--no-suite rootless --no-suite net-direct \
 			--timeout-multiplier 3
 	else
 		count_fail "build: build-asan/ does not build"
