@@ -260,7 +260,8 @@ void proxy_pump(struct conn *c);
 
 /* proxy-send.c: plain sends batched per turn of the loop. proxy_send_batches() says whether c's
  * side (the sandbox's, or the upstream's) is sent to that way: then what waits for it in c->to_c
- * or c->to_u stays there, proxy_send_later() queues c, and proxy_send_turn(), at the end of the
+ * or c->to_u stays there, proxy_send_later() says so too and queues c when bytes wait (false:
+ * the caller sends them itself), and proxy_send_turn(), at the end of the
  * turn, sends it, and pumps c again when bytes moved. proxy_send_configure() reads
  * AIRLOCK_NET_SEND ("batched", the default, or "direct": every send made at once; -EINVAL for
  * anything else); proxy_send_start(), in the proxy's own process, sets the ring up (where none
@@ -269,7 +270,7 @@ int proxy_send_configure(struct netns_proxy *p);
 int proxy_send_start(struct netns_proxy *p);
 void proxy_send_free(struct netns_proxy *p);
 bool proxy_send_batches(struct conn *c, bool to_sandbox);
-void proxy_send_later(struct conn *c, bool to_sandbox);
+bool proxy_send_later(struct conn *c, bool to_sandbox);
 void proxy_send_turn(struct netns_proxy *p);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */

@@ -489,10 +489,8 @@ static int relay_flush(struct relay *r)
 	struct proxy_pipe *pp = &r->dir->pipe;
 	ssize_t n;
 
-	if (netns_buf_len(r->held) > 0 && proxy_send_batches(r->c, r->to_sandbox)) {
-		proxy_send_later(r->c, r->to_sandbox); /* then the pipe, in a later pump */
-		return 0;
-	}
+	if (netns_buf_len(r->held) > 0 && proxy_send_later(r->c, r->to_sandbox))
+		return 0; /* then the pipe, in a later pump */
 	while (netns_buf_len(r->held) > 0) {
 		n = send(r->dst, netns_buf_head(r->held), netns_buf_len(r->held),
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -521,6 +519,7 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 {
 	size_t want = (size_t)MIN((uint64_t)sizeof(p->copy), r->limit);
 	ssize_t n, sent;
+	bool later;
 
 	n = recv(r->src, p->copy, want, MSG_DONTWAIT);
 	if (n <= 0) {
@@ -534,11 +533,9 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 	}
 	r->limit -= (size_t)n;
 	r->moved += (size_t)n;
-	if (proxy_send_batches(r->c, r->to_sandbox)) {
-		sent = 0; /* held, and sent with the turn's others */
-		proxy_send_later(r->c, r->to_sandbox);
-	} else
-		sent = send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* Batched, all of it is held, and sent with the turn's other sends. */
+	later = proxy_send_batches(r->c, r->to_sandbox);
+	sent = later ? 0 : send(r->dst, p->copy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (sent < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
@@ -547,6 +544,8 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 	if (sent < n &&
 	    netns_buf_append(r->held, p->copy + sent, (size_t)(n - sent), PROXY_COPY_BYTES) < 0)
 		return -ENOMEM;
+	if (later)
+		(void)proxy_send_later(r->c, r->to_sandbox);
 	if ((size_t)n == sizeof(p->copy))
 		/* Bulk, if a pipe can be had; else it goes on being copied. */
 		r->dir->bulk = r->dir->pipe.size > 0 || proxy_pipe_get(p, &r->dir->pipe) >= 0;
@@ -1051,11 +1050,8 @@ static int write_upstream(struct conn *c, bool *progress)
 {
 	int r;
 
-	if (proxy_send_batches(c, false)) {
-		if (netns_buf_len(&c->to_u) > 0)
-			proxy_send_later(c, false);
+	if (proxy_send_later(c, false))
 		return 0;
-	}
 	r = write_side(c->ufd, c->utls, &c->to_u, c->u_kept ? &c->sent_u : NULL, progress);
 	if (!c->u_kept)
 		return r;
@@ -1293,11 +1289,8 @@ static int flow_round(struct conn *c, bool *progress)
 		c->eof_flushed = true;
 		*progress = true;
 	}
-	if (proxy_send_batches(c, true)) {
-		if (netns_buf_len(&c->to_c) > 0)
-			proxy_send_later(c, true);
+	if (proxy_send_later(c, true))
 		return 0;
-	}
 	return write_side(c->cfd, c->ctls, &c->to_c, NULL, progress);
 }
 

@@ -86,16 +86,16 @@ void proxy_send_free(struct netns_proxy *p)
 	p->send_queue = NULL;
 }
 
-/* The fd and the bytes waiting for c's side, when that side may be sent to as a plain socket. */
+/* The bytes waiting for c's side (and its fd, when fd is not NULL), when that side may be sent
+ * to as a plain socket. */
 static struct netns_buf *side_of(struct conn *c, bool to_sandbox, int *fd)
 {
 	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE))
 		return NULL;
-	if (to_sandbox) {
-		*fd = c->cfd;
+	if (fd)
+		*fd = to_sandbox ? c->cfd : c->ufd;
+	if (to_sandbox)
 		return c->ctls ? NULL : &c->to_c;
-	}
-	*fd = c->ufd;
 	return c->utls || c->u_kept || !c->u_ready ? NULL : &c->to_u;
 }
 
@@ -114,27 +114,30 @@ static bool ends_after(const struct conn *c, bool to_sandbox)
 bool proxy_send_batches(struct conn *c, bool to_sandbox)
 {
 	struct netns_proxy *p = c->proxy;
-	int fd;
 
 	return p->send_ring && (c->send_queued || p->n_send_queue < SEND_QUEUE_MAX) &&
 	       !(c->send_direct & (to_sandbox ? SEND_TO_SANDBOX : SEND_TO_UPSTREAM)) &&
-	       !ends_after(c, to_sandbox) && side_of(c, to_sandbox, &fd);
+	       !ends_after(c, to_sandbox) && side_of(c, to_sandbox, NULL);
 }
 
-void proxy_send_later(struct conn *c, bool to_sandbox)
+bool proxy_send_later(struct conn *c, bool to_sandbox)
 {
 	struct netns_proxy *p = c->proxy;
 
+	if (!proxy_send_batches(c, to_sandbox))
+		return false;
+	if (netns_buf_len(side_of(c, to_sandbox, NULL)) == 0)
+		return true;
 	if (!c->send_queued)
 		p->send_queue[p->n_send_queue++] = c;
 	c->send_queued |= to_sandbox ? SEND_TO_SANDBOX : SEND_TO_UPSTREAM;
+	return true;
 }
 
 /* Applies a send's result to the side it was for, as a send()'s. */
 static void sent(struct conn *c, int side, int res)
 {
-	int fd;
-	struct netns_buf *b = side_of(c, side == SEND_TO_SANDBOX, &fd);
+	struct netns_buf *b = side_of(c, side == SEND_TO_SANDBOX, NULL);
 
 	c->send_queued &= (uint8_t)~side;
 	if (res > 0 && b) {
