@@ -559,6 +559,16 @@ void netns_tls_readable(struct netns_tls_conn *c, bool read_on);
  * part): the fd may be idle while a read would still return data. Read until -EAGAIN before
  * waiting on the fd. */
 bool netns_tls_pending(const struct netns_tls_conn *c);
+/* While on, what c writes (the records of netns_tls_write(), up to 64 KiB; then -EAGAIN) waits
+ * in its queue for the user to send: netns_tls_queued() shows it, netns_tls_queued_sent() drops
+ * what was sent of it. Off, every write (a handshake's, a close_notify, a read's reply) sends
+ * the queue first; netns_tls_flush() sends it alone: 0 when it is out, -EAGAIN, -errno. A user
+ * that queues decides when its bytes leave: before an end (netns_tls_close()), the queue must
+ * be out. */
+void netns_tls_queue(struct netns_tls_conn *c, bool on);
+const uint8_t *netns_tls_queued(const struct netns_tls_conn *c, size_t *len);
+void netns_tls_queued_sent(struct netns_tls_conn *c, size_t n);
+int netns_tls_flush(struct netns_tls_conn *c);
 
 /* Whether name is bound to one of p's credentials (a host or "*.suffix" of its hosts): TLS to it
  * is intercepted so that surrogates can be swapped. */

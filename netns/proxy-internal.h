@@ -258,19 +258,22 @@ void proxy_pipe_put(struct netns_proxy *p, struct proxy_pipe *pp);
 /* Runs c's phases with what its sides have now (after a batched send, proxy-send.c). */
 void proxy_pump(struct conn *c);
 
-/* proxy-send.c: plain sends batched per turn of the loop. proxy_send_batches() says whether c's
- * side (the sandbox's, or the upstream's) is sent to that way: then what waits for it in c->to_c
- * or c->to_u stays there, proxy_send_later() says so too and queues c when bytes wait (false:
- * the caller sends them itself), and proxy_send_turn(), at the end of the
- * turn, sends it, and pumps c again when bytes moved. proxy_send_configure() reads
- * AIRLOCK_NET_SEND ("batched", the default, or "direct": every send made at once; -EINVAL for
- * anything else); proxy_send_start(), in the proxy's own process, sets the ring up (where none
- * can be had, every send is made at once). */
+/* proxy-send.c: sends batched per turn of the loop. proxy_send_batches() says whether c's side
+ * (the sandbox's, or the upstream's) is sent to that way: then what waits for it stays where it
+ * is (c->to_c or c->to_u; with TLS, the records its connection made of them while
+ * netns_tls_queue() was on), proxy_send_later() says so too and queues c when bytes wait (false:
+ * the caller sends them itself), and proxy_send_turn(), at the end of the turn, sends it, and
+ * pumps c again when bytes moved. proxy_send_waiting() counts what still waits for a side
+ * (buffered and queued): an end passed on, or a connection kept, only once it is 0.
+ * proxy_send_configure() reads AIRLOCK_NET_SEND ("batched", the default, or "direct": every
+ * send made at once; -EINVAL for anything else); proxy_send_start(), in the proxy's own process,
+ * sets the ring up (where none can be had, every send is made at once). */
 int proxy_send_configure(struct netns_proxy *p);
 int proxy_send_start(struct netns_proxy *p);
 void proxy_send_free(struct netns_proxy *p);
 bool proxy_send_batches(struct conn *c, bool to_sandbox);
 bool proxy_send_later(struct conn *c, bool to_sandbox);
+size_t proxy_send_waiting(const struct conn *c, bool to_sandbox);
 void proxy_send_turn(struct netns_proxy *p);
 
 /* proxy-relay.c: each returns 0 (progress made, or waiting), or -errno after closing c. */

@@ -52,7 +52,7 @@ bool proxy_pool_put(struct conn *c)
 	struct proxy_pooled *e;
 
 	if (!c->flow || c->h2 || c->failed || !c->u_ready || c->u_eof || c->u_shut || !c->name[0] ||
-	    netns_buf_len(&c->uin) > 0 || netns_buf_len(&c->to_u) > 0 || c->cu.pipe.fill > 0 ||
+	    netns_buf_len(&c->uin) > 0 || proxy_send_waiting(c, false) > 0 || c->cu.pipe.fill > 0 ||
 	    (c->utls && netns_tls_pending(c->utls)) || !netns_http_flow_upstream_reusable(c->flow))
 		return false;
 	/* Its events named c, which is ending. */

@@ -1044,15 +1044,40 @@ static void kept_answered(struct conn *c)
 	netns_buf_done(&c->sent_u);
 }
 
+/* Sends what waits for one side of a flow (appended to held too, when not NULL): left for the
+ * turn's sends when that side is batched (proxy-send.c), with TLS as the records OpenSSL makes
+ * of it, else at once, after what was queued before. */
+static int send_side(struct conn *c, bool to_sandbox, struct netns_buf *held, bool *progress)
+{
+	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	bool later = proxy_send_batches(c, to_sandbox);
+	int r = 0;
+
+	if (tls && !later) {
+		r = netns_tls_flush(tls);
+		if (r < 0)
+			return r == -EAGAIN ? 0 : r;
+	}
+	if (tls || !later) {
+		if (tls)
+			netns_tls_queue(tls, later);
+		r = write_side(to_sandbox ? c->cfd : c->ufd, tls, to_sandbox ? &c->to_c : &c->to_u,
+			       held, progress);
+		if (tls)
+			netns_tls_queue(tls, false);
+	}
+	if (later)
+		(void)proxy_send_later(c, to_sandbox);
+	return r;
+}
+
 /* Writes to the upstream; while u_kept, what is written is held too (up to PROXY_RESEND_MAX),
  * and a write that finds it ended is its end (kept_ended()). */
 static int write_upstream(struct conn *c, bool *progress)
 {
 	int r;
 
-	if (proxy_send_later(c, false))
-		return 0;
-	r = write_side(c->ufd, c->utls, &c->to_u, c->u_kept ? &c->sent_u : NULL, progress);
+	r = send_side(c, false, c->u_kept ? &c->sent_u : NULL, progress);
 	if (!c->u_kept)
 		return r;
 	if (r == -EPIPE || r == -ECONNRESET) {
@@ -1132,7 +1157,7 @@ static int next_origin(struct conn *c)
 	size_t len;
 
 	if (!c->flow || !netns_http_flow_other_origin(c->flow, &head, &len) ||
-	    netns_buf_len(&c->to_c) > 0 || c->uc.pipe.fill > 0 || netns_buf_len(&c->uin) > 0)
+	    proxy_send_waiting(c, true) > 0 || c->uc.pipe.fill > 0 || netns_buf_len(&c->uin) > 0)
 		return 0;
 	if (netns_buf_append(&in, head, len, SIZE_MAX) < 0 ||
 	    netns_buf_append(&in, netns_buf_head(&c->cin), netns_buf_len(&c->cin), SIZE_MAX) < 0) {
@@ -1289,9 +1314,7 @@ static int flow_round(struct conn *c, bool *progress)
 		c->eof_flushed = true;
 		*progress = true;
 	}
-	if (proxy_send_later(c, true))
-		return 0;
-	return write_side(c->cfd, c->ctls, &c->to_c, NULL, progress);
+	return send_side(c, true, NULL, progress);
 }
 
 /* Gives what in holds from one side to the HTTP/2 connection, which takes what it can: the rest
@@ -1395,7 +1418,7 @@ int proxy_flow(struct conn *c)
 	} while (progress);
 
 	if (c->failed) {
-		if (netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0)
+		if (proxy_send_waiting(c, true) == 0 && c->uc.pipe.fill == 0)
 			proxy_close(c, c->fail_reset);
 		return 0;
 	}
@@ -1413,7 +1436,7 @@ int proxy_flow(struct conn *c)
 	/* The sandbox's side is over at a message boundary: its last request (Connection: close)
 	 * answered, or its end after whole answers. It ends, and the upstream's connection is kept
 	 * for the next connection when it can carry one (proxy-pool.c). */
-	if (netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0 && !c->eof_flushed) {
+	if (proxy_send_waiting(c, true) == 0 && c->uc.pipe.fill == 0 && !c->eof_flushed) {
 		bool done = netns_http_flow_done(c->flow);
 
 		/* After its end alone the sandbox's side waits for the upstream's when the upstream
@@ -1426,7 +1449,7 @@ int proxy_flow(struct conn *c)
 		}
 	}
 	/* The sandbox is done sending and all of it is through: the upstream is told. */
-	if (c->c_eof && netns_buf_len(&c->cin) == 0 && netns_buf_len(&c->to_u) == 0 &&
+	if (c->c_eof && netns_buf_len(&c->cin) == 0 && proxy_send_waiting(c, false) == 0 &&
 	    c->cu.pipe.fill == 0 && !c->u_shut && c->u_ready) {
 		if (c->utls)
 			netns_tls_close(c->utls);
@@ -1434,7 +1457,7 @@ int proxy_flow(struct conn *c)
 		c->u_shut = true;
 	}
 	/* The upstream is done and what it sent is out: the sandbox's side ends. */
-	if (c->eof_flushed && netns_buf_len(&c->to_c) == 0 && c->uc.pipe.fill == 0)
+	if (c->eof_flushed && proxy_send_waiting(c, true) == 0 && c->uc.pipe.fill == 0)
 		proxy_close(c, c->eof_error);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Plain sends, batched per turn of the proxy's loop.
+/* The proxy's sends, batched per turn of its loop.
  *
  * A send to a peer that sleeps in epoll wakes it, and the kernel (preemption at the return to
  * user mode, as with CONFIG_PREEMPT_NONE, or a wake-up on the sender's CPU) often runs the
@@ -9,13 +9,15 @@
  * and the proxy was preempted about once per request; batched, nginx takes 17 (docs/BENCHMARKS.md).
  *
  * So the relay and the HTTP flow leave what they would send to a plain socket where it already
- * waits (a connection's to_c or to_u), and queue the connection here (proxy_send_later()). At
+ * waits (a connection's to_c or to_u), or with TLS have OpenSSL's records of it queued in its
+ * connection (netns_tls_queue()), and queue the connection here (proxy_send_later()). At
  * the end of the loop's turn every queued side is sent with one io_uring_enter(): one return to
  * user mode for all of them. Each send has MSG_DONTWAIT, so it is done (or says EAGAIN) within
  * that call; its result is applied to the buffer as a send()'s would be, and each connection
  * that sent something, or failed, is pumped again, which may queue more (a next turn within the
- * same one). Nothing else changes: bytes leave their buffer only once they are sent, so every
- * "all sent" condition (the end of a response, a kept upstream, a shutdown) holds as before.
+ * same one). Bytes leave their buffer only once they are sent, and every "all sent" condition
+ * (the end of a response, a kept upstream, a shutdown) counts what is queued too
+ * (proxy_send_waiting()).
  *
  * Where io_uring cannot be had (an older kernel, kernel.io_uring_disabled, a seccomp filter
  * around airlock), or AIRLOCK_NET_SEND=direct, each send is made when it is made, as before. */
@@ -86,17 +88,50 @@ void proxy_send_free(struct netns_proxy *p)
 	p->send_queue = NULL;
 }
 
-/* The bytes waiting for c's side (and its fd, when fd is not NULL), when that side may be sent
- * to as a plain socket. */
-static struct netns_buf *side_of(struct conn *c, bool to_sandbox, int *fd)
+/* What waits for c's side: the bytes in to_c or to_u, or with TLS the records its connection
+ * queued (netns_tls_queue()). */
+struct side {
+	int fd;
+	const uint8_t *head;
+	size_t len;
+};
+
+/* Whether c's side may be sent to from the ring (and what waits for it, when s is not NULL). */
+static bool side_of(struct conn *c, bool to_sandbox, struct side *s)
 {
-	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE))
-		return NULL;
-	if (fd)
-		*fd = to_sandbox ? c->cfd : c->ufd;
-	if (to_sandbox)
-		return c->ctls ? NULL : &c->to_c;
-	return c->utls || c->u_kept || !c->u_ready ? NULL : &c->to_u;
+	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	const struct netns_buf *b = to_sandbox ? &c->to_c : &c->to_u;
+
+	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE) ||
+	    (to_sandbox ? !c->c_ready : c->u_kept || !c->u_ready))
+		return false;
+	if (s) {
+		s->fd = to_sandbox ? c->cfd : c->ufd;
+		s->head = tls ? netns_tls_queued(tls, &s->len) : netns_buf_head(b);
+		if (!tls)
+			s->len = netns_buf_len(b);
+	}
+	return true;
+}
+
+static void side_sent(struct conn *c, bool to_sandbox, size_t n)
+{
+	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+
+	if (tls)
+		netns_tls_queued_sent(tls, n);
+	else
+		netns_buf_consume(to_sandbox ? &c->to_c : &c->to_u, n);
+}
+
+size_t proxy_send_waiting(const struct conn *c, bool to_sandbox)
+{
+	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	size_t queued = 0;
+
+	if (tls)
+		(void)netns_tls_queued(tls, &queued);
+	return netns_buf_len(to_sandbox ? &c->to_c : &c->to_u) + queued;
 }
 
 /* Whether c's side ends once what waits for it is sent (the flow's last answer, a refusal, an
@@ -123,10 +158,11 @@ bool proxy_send_batches(struct conn *c, bool to_sandbox)
 bool proxy_send_later(struct conn *c, bool to_sandbox)
 {
 	struct netns_proxy *p = c->proxy;
+	struct side s;
 
 	if (!proxy_send_batches(c, to_sandbox))
 		return false;
-	if (netns_buf_len(side_of(c, to_sandbox, NULL)) == 0)
+	if (!side_of(c, to_sandbox, &s) || s.len == 0)
 		return true;
 	if (!c->send_queued)
 		p->send_queue[p->n_send_queue++] = c;
@@ -137,11 +173,11 @@ bool proxy_send_later(struct conn *c, bool to_sandbox)
 /* Applies a send's result to the side it was for, as a send()'s. */
 static void sent(struct conn *c, int side, int res)
 {
-	struct netns_buf *b = side_of(c, side == SEND_TO_SANDBOX, NULL);
+	bool to_sandbox = side == SEND_TO_SANDBOX;
 
 	c->send_queued &= (uint8_t)~side;
-	if (res > 0 && b) {
-		netns_buf_consume(b, (size_t)res);
+	if (res > 0 && side_of(c, to_sandbox, NULL)) {
+		side_sent(c, to_sandbox, (size_t)res);
 		c->send_moved = true;
 	} else if (res < 0 && res != -EAGAIN) {
 		/* The next send is a send(), which says it. */
@@ -163,23 +199,22 @@ static int send_queued(struct io_uring *ring, struct conn **q, size_t n)
 	for (size_t i = 0; i < n; i++)
 		for (int side = SEND_TO_SANDBOX; side <= SEND_TO_UPSTREAM; side++) {
 			struct io_uring_sqe *sqe;
-			struct netns_buf *b;
-			int fd;
+			struct side s = {0};
 
 			if (!(q[i]->send_queued & side))
 				continue;
-			b = side_of(q[i], side == SEND_TO_SANDBOX, &fd);
-			sqe = b && netns_buf_len(b) > 0 ? io_uring_get_sqe(ring) : NULL;
+			if (!side_of(q[i], side == SEND_TO_SANDBOX, &s))
+				s.len = 0;
+			sqe = s.len > 0 ? io_uring_get_sqe(ring) : NULL;
 			if (!sqe) {
 				/* Nothing to send (or, which cannot be, no entry: then a send()).
 				 */
-				if (b && netns_buf_len(b) > 0)
+				if (s.len > 0)
 					q[i]->send_direct |= (uint8_t)side;
 				sent(q[i], side, 0);
 				continue;
 			}
-			io_uring_prep_send(sqe, fd, netns_buf_head(b), netns_buf_len(b),
-					   MSG_DONTWAIT | MSG_NOSIGNAL);
+			io_uring_prep_send(sqe, s.fd, s.head, s.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 			io_uring_sqe_set_data64(sqe, (uint64_t)i << 2 | (uint64_t)side);
 			want++;
 		}

@@ -46,6 +46,10 @@
  *   A user that tells netns_tls_readable() of every readiness event on the fd saves the
  *   system call of that last read: a recv() shorter than asked says the socket is read out,
  *   and until the next event the BIO answers EAGAIN itself.
+ *   Writes may be queued instead (netns_tls_queue()): the BIO appends the records to the
+ *   connection's queue, for the user to send with its other sends (the proxy's ring,
+ *   proxy-send.c); a full queue is EAGAIN, and a write made with the queue off sends it first,
+ *   so the records keep their order.
  *
  * A netns_tls and its connections are used from one thread, and every connection is freed
  * before the netns_tls that made it (they share its BIO method and session cache). */
@@ -83,6 +87,10 @@
 #define SESSIONS_MAX 512 /* in all, of every name */
 #define SERVER_SESSION_CACHE_MAX 1024
 #define SERIAL_BYTES 16
+/* Records queued for a user's send at most (netns_tls_queue()), and kept allocated between
+ * sends: a keep-alive answer's record or two stays under it. */
+#define TLS_QUEUED_MAX (64 * 1024)
+#define TLS_QUEUED_KEPT (16 * 1024)
 /* TLS 1.3's suites, AES-128 first: its key schedule runs on SHA-256, which CPUs compute in
  * hardware (SHA-384's SHA-512 blocks are software), at the 128-bit level that x25519 and P-256
  * give anyway. */
@@ -247,6 +255,9 @@ struct netns_tls_conn {
 	bool read_on;	   /* ... and one said its end, an error or urgent data came */
 	int io_error;	   /* the last socket error, -errno */
 	uint32_t wants;	   /* EPOLLIN/EPOLLOUT after -EAGAIN */
+	bool queue;	   /* writes wait in queued (netns_tls_queue()) */
+
+	struct netns_buf queued; /* records made and not sent yet */
 	char name[];
 };
 
@@ -564,18 +575,55 @@ static int bio_sock_read(BIO *b, char *buf, size_t n, size_t *ret)
 	return k > 0;
 }
 
+/* Sends what waits in queued: 0 when it is all out, -EAGAIN, -errno. */
+static int send_queued(struct netns_tls_conn *c)
+{
+	ssize_t k;
+
+	while (netns_buf_len(&c->queued) > 0) {
+		k = send(c->fd, netns_buf_head(&c->queued), netns_buf_len(&c->queued),
+			 MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		netns_tls_queued_sent(c, (size_t)k);
+	}
+	return 0;
+}
+
 static int bio_sock_write(BIO *b, const char *buf, size_t n, size_t *ret)
 {
 	struct netns_tls_conn *c = BIO_get_data(b);
-	ssize_t k;
+	ssize_t k = 0;
+	int r;
 
 	BIO_clear_retry_flags(b);
-	k = send(c->fd, buf, n, MSG_NOSIGNAL);
-	if (k < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+	if (c->queue) {
+		/* Full: OpenSSL keeps the record and writes it again once the queue is sent. */
+		if (netns_buf_len(&c->queued) >= TLS_QUEUED_MAX) {
+			BIO_set_retry_write(b);
+			return 0;
+		}
+		r = netns_buf_append(&c->queued, buf, n, SIZE_MAX);
+		if (r < 0) {
+			c->io_error = r;
+			return 0;
+		}
+		*ret = n;
+		return 1;
+	}
+	/* What was queued goes first. */
+	r = send_queued(c);
+	if (r == 0) {
+		k = send(c->fd, buf, n, MSG_NOSIGNAL);
+		r = k < 0 ? -errno : 0;
+	}
+	if (r < 0) {
+		if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR)
 			BIO_set_retry_write(b);
 		else
-			c->io_error = -errno;
+			c->io_error = r;
 		return 0;
 	}
 	*ret = (size_t)k;
@@ -880,6 +928,7 @@ struct netns_tls_conn *netns_tls_conn_free(struct netns_tls_conn *c)
 		return NULL;
 	SSL_free(c->ssl);
 	ERR_clear_error();
+	netns_buf_done(&c->queued);
 	free(c);
 	return NULL;
 }
@@ -1045,4 +1094,28 @@ void netns_tls_readable(struct netns_tls_conn *c, bool read_on)
 bool netns_tls_pending(const struct netns_tls_conn *c)
 {
 	return SSL_has_pending(c->ssl) == 1;
+}
+
+void netns_tls_queue(struct netns_tls_conn *c, bool on)
+{
+	c->queue = on;
+}
+
+const uint8_t *netns_tls_queued(const struct netns_tls_conn *c, size_t *len)
+{
+	*len = netns_buf_len(&c->queued);
+	return netns_buf_head(&c->queued);
+}
+
+void netns_tls_queued_sent(struct netns_tls_conn *c, size_t n)
+{
+	netns_buf_consume(&c->queued, n);
+	/* A download's queue grew to TLS_QUEUED_MAX: not kept for the keep-alive answers after. */
+	if (netns_buf_len(&c->queued) == 0 && c->queued.size > TLS_QUEUED_KEPT)
+		netns_buf_done(&c->queued);
+}
+
+int netns_tls_flush(struct netns_tls_conn *c)
+{
+	return send_queued(c);
 }

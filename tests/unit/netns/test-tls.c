@@ -967,6 +967,105 @@ static void test_close_never_blocks_on_a_full_socket(void **state)
 	fixture_done(&f);
 }
 
+/* Reads from c until exactly want's bytes came, and checks them. */
+static void read_exactly(struct netns_tls_conn *c, int fd, const void *want, size_t n)
+{
+	uint8_t *got = malloc(n);
+	size_t have = 0;
+
+	assert_non_null(got);
+	while (have < n)
+		have += read_some(c, fd, got + have, n - have);
+	assert_memory_equal(got, want, n);
+	free(got);
+}
+
+/* Queued writes (what the proxy sends from its ring): the records wait until their user sends
+ * them, a full queue says -EAGAIN, and anything written with the queue off (data, the
+ * close_notify) goes after what waits. */
+static void test_queued_records_wait_for_their_sender_and_go_first(void **state)
+{
+	static uint8_t chunk[16 * 1024];
+	uint8_t *sent = NULL;
+	size_t len, n_sent = 0, n_chunks = 0;
+	const uint8_t *head;
+	struct pollfd p;
+	struct end s, c;
+	struct fixture f;
+	int fds[2];
+	ssize_t k;
+
+	(void)state;
+	fixture_init(&f);
+	connect_pair(&f, fds, &s, &c);
+	/* The client takes the session ticket that followed the handshake. */
+	assert_int_equal(netns_tls_read(c.c, chunk, sizeof(chunk)), -EAGAIN);
+	p = (struct pollfd){.fd = c.fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0);
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = (uint8_t)(i * 7);
+
+	netns_tls_queue(s.c, true);
+	assert_int_equal(netns_tls_write(s.c, "one", 3), 3);
+	head = netns_tls_queued(s.c, &len);
+	assert_true(len > 3); /* a record: header, ciphertext, tag */
+	assert_non_null(head);
+	p = (struct pollfd){.fd = c.fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0); /* nothing sent */
+
+	/* The queue fills: then OpenSSL keeps the record, and the write is tried again. */
+	while ((k = netns_tls_write(s.c, chunk, sizeof(chunk))) > 0) {
+		assert_int_equal(k, sizeof(chunk));
+		n_chunks++;
+	}
+	assert_int_equal(k, -EAGAIN);
+	assert_int_equal(netns_tls_wants(s.c), EPOLLOUT);
+	assert_true(n_chunks >= 3 && n_chunks <= 5);
+	(void)netns_tls_queued(s.c, &len);
+	assert_true(len >= 64 * 1024 && len < 64 * 1024 + 2 * sizeof(chunk));
+
+	/* The user sends some of it; the rest goes first when the queue is off. */
+	head = netns_tls_queued(s.c, &len);
+	assert_int_equal(send(s.fd, head, 1000, MSG_NOSIGNAL), 1000);
+	netns_tls_queued_sent(s.c, 1000);
+	netns_tls_queue(s.c, false);
+	assert_int_equal(netns_tls_write(s.c, chunk, sizeof(chunk)), sizeof(chunk)); /* the retry */
+	(void)netns_tls_queued(s.c, &len);
+	assert_int_equal(len, 0);
+	write_all(s.c, s.fd, "two", 3);
+
+	sent = malloc(3 + (n_chunks + 1) * sizeof(chunk) + 3);
+	assert_non_null(sent);
+	memcpy(sent, "one", 3);
+	n_sent = 3;
+	for (size_t i = 0; i <= n_chunks; i++, n_sent += sizeof(chunk))
+		memcpy(sent + n_sent, chunk, sizeof(chunk));
+	memcpy(sent + n_sent, "two", 3);
+	n_sent += 3;
+	read_exactly(c.c, c.fd, sent, n_sent);
+
+	/* netns_tls_flush() sends the queue alone; a close_notify goes after what waits. */
+	netns_tls_queue(s.c, true);
+	write_all(s.c, s.fd, "three", 5);
+	netns_tls_queue(s.c, false);
+	assert_int_equal(netns_tls_flush(s.c), 0);
+	(void)netns_tls_queued(s.c, &len);
+	assert_int_equal(len, 0);
+	read_exactly(c.c, c.fd, "three", 5);
+	netns_tls_queue(s.c, true);
+	write_all(s.c, s.fd, "four", 4);
+	netns_tls_queue(s.c, false);
+	netns_tls_close(s.c);
+	read_exactly(c.c, c.fd, "four", 4);
+	assert_int_equal(read_some(c.c, c.fd, chunk, sizeof(chunk)), 0);
+
+	free(sent);
+	netns_tls_conn_free(s.c);
+	netns_tls_conn_free(c.c);
+	close_pair(fds);
+	fixture_done(&f);
+}
+
 /* A connected pair of non-blocking loopback TCP sockets; the client's connect() may still be
  * in progress. */
 static void tcp_pair(int fds[2])
@@ -1725,6 +1824,7 @@ int main(void)
 	    cmocka_unit_test(test_read_out_side_waits_for_its_next_event_and_keeps_saying_the_end),
 	    cmocka_unit_test(test_eof_without_close_notify_reads_as_the_end),
 	    cmocka_unit_test(test_close_never_blocks_on_a_full_socket),
+	    cmocka_unit_test(test_queued_records_wait_for_their_sender_and_go_first),
 	    cmocka_unit_test(test_reset_reads_as_econnreset_and_writes_as_epipe),
 	    cmocka_unit_test(test_connect_to_a_refused_port_fails_the_handshake_with_econnrefused),
 	    cmocka_unit_test(test_connect_refuses_a_certificate_for_another_name),
