@@ -29,6 +29,7 @@
 /* The hard ceiling of out, which the steps never reach: a failsafe, not flow control. */
 #define OUT_LIMIT ((size_t)NETNS_HTTP_FLOW_OUT_MAX + HEAD_OUT_MAX + 1024 * 1024)
 #define WINDOW_MAX 8   /* bytes of a pattern that the matcher hashes */
+#define STRIDE_MAX 32  /* the matcher reads a window every this many bytes at most */
 #define FORM_MORE (-1) /* flow_escaped_form(): the text ends before it can tell */
 /* Bytes that may begin an escaped pattern (the first byte of each real value, '%', '\\', '+'):
  * each byte once. */
@@ -132,14 +133,20 @@ struct match {
 struct matcher {
 	struct pattern *pats; /* owned; the escaped ones first */
 	size_t n, min_len, max_len;
-	size_t n_escaped;  /* patterns with .escaped */
-	size_t growth;	   /* output bytes per input byte, at most, once replaced */
-	bool same_len;	   /* every replacement keeps the length */
-	bool has_b64;	   /* some patterns are base64 forms of real values */
-	uint64_t mask;	   /* the window's bytes of a 64-bit load */
-	unsigned shift;	   /* of the hash, to index keys */
-	uint64_t *keys;	   /* a bit per hash value */
-	size_t n_keys;	   /* words */
+	size_t n_escaped; /* patterns with .escaped */
+	size_t growth;	  /* output bytes per input byte, at most, once replaced */
+	bool same_len;	  /* every replacement keeps the length */
+	bool has_b64;	  /* some patterns are base64 forms of real values */
+	uint64_t mask;	  /* the window's bytes of a 64-bit load */
+	size_t window;	  /* ... their count */
+	unsigned shift;	  /* of the hash, to index keys */
+	uint64_t *keys;	  /* a bit per hash value */
+	size_t n_keys;	  /* words */
+	/* The text is read a window every stride bytes; each hashed pattern's windows at offsets
+	 * 0..stride-1 are in keys, and their hashes in offset_keys (stride per pattern, the
+	 * hashed patterns in order). */
+	size_t stride;
+	uint32_t *offset_keys;
 	uint64_t first[4]; /* a bit per byte that may begin a match */
 	/* The bytes that may begin a match of an escaped pattern: its first byte, '%', '\\', and
 	 * '+' for a space. */

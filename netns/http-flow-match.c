@@ -103,9 +103,14 @@ size_t flow_percent_decode(uint8_t *s, size_t n)
 
 /* ---- the matcher: a few dozen patterns of 8 bytes or more, found in one pass ----
  *
- * The first WINDOW_MAX bytes (fewer for a shorter pattern) of each pattern are hashed into a bit
- * table; the text is read one window at a time, and only a window whose hash is in the table is
- * compared with the patterns. An escaped pattern (a real value, in responses) may begin with an
+ * Windows of WINDOW_MAX bytes (fewer when a pattern is shorter) are hashed into a bit table, and
+ * the text is read one window every stride bytes: only a window whose hash is in the table is
+ * compared with the patterns. A pattern of L bytes or more (L the shortest hashed one's length)
+ * that starts at i holds the text's windows at i .. i + L - window, so with stride L - window + 1
+ * one of them is read whatever i is; each pattern's windows at its first stride offsets are in
+ * the table, and a window found at offset j of a pattern is compared with the text j bytes
+ * before it. Secrets and surrogates are tens of bytes long: a 40-byte token is looked for at one
+ * byte in 32, not at each. An escaped pattern (a real value, in responses) may begin with an
  * escape, so it is not hashed: it is tried where the text holds its first byte, '%' or '\\'. */
 
 /* The letter of c's two-byte JSON escape ("\\n" for a newline), or 0. */
@@ -218,9 +223,13 @@ void flow_matcher_done(struct matcher *m)
 	/* The table holds hashes of real values: little, but not nothing. */
 	if (m->keys)
 		explicit_bzero(m->keys, m->n_keys * sizeof(*m->keys));
+	if (m->offset_keys)
+		explicit_bzero(m->offset_keys,
+			       (m->n - m->n_escaped) * m->stride * sizeof(*m->offset_keys));
 	if (m->pats)
 		explicit_bzero(m->pats, m->n * sizeof(*m->pats));
 	free(m->keys);
+	free(m->offset_keys);
 	free(m->pats);
 	explicit_bzero(m, sizeof(*m));
 }
@@ -237,9 +246,9 @@ static void matcher_add_start(struct matcher *m, uint8_t c)
 int flow_matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 {
 	uint8_t mask[sizeof(uint64_t)] = {0};
-	size_t bits = 1024, window;
+	size_t bits = 1024, hashed_len = SIZE_MAX;
 
-	*m = (struct matcher){.pats = pats, .n = n, .growth = 1, .same_len = true};
+	*m = (struct matcher){.pats = pats, .n = n, .growth = 1, .same_len = true, .stride = 1};
 	if (n == 0)
 		return 0;
 	m->min_len = SIZE_MAX;
@@ -256,26 +265,38 @@ int flow_matcher_init(struct matcher *m, struct pattern *pats, size_t n)
 
 			pats[m->n_escaped++] = pats[i];
 			pats[i] = t;
+		} else {
+			hashed_len = MIN(hashed_len, pats[i].len);
 		}
 	}
-	window = MIN(m->min_len, (size_t)WINDOW_MAX);
-	memset(mask, 0xff, window);
+	m->window = MIN(m->min_len, (size_t)WINDOW_MAX);
+	memset(mask, 0xff, m->window);
 	memcpy(&m->mask, mask, sizeof(m->mask));
-	while (bits < 65536 && bits < n * 1024)
+	if (m->n_escaped < n)
+		m->stride = MIN(hashed_len - m->window + 1, (size_t)STRIDE_MAX);
+	/* About one bit in 64 set or fewer: a window read is compared with the patterns rarely. */
+	while (bits < 65536 && bits < (n - m->n_escaped) * m->stride * 64)
 		bits *= 2;
 	m->shift = 64 - (unsigned)__builtin_ctzll(bits);
 	m->n_keys = bits / 64;
 	m->keys = calloc(m->n_keys, sizeof(*m->keys));
-	if (!m->keys)
+	m->offset_keys = calloc((n - m->n_escaped) * m->stride + 1, sizeof(*m->offset_keys));
+	if (!m->keys || !m->offset_keys)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = pats[i].bytes[0];
 
 		set_bit(m->first, c);
 		if (!pats[i].escaped) {
-			pats[i].key =
-			    window_key(load_window(pats[i].bytes, pats[i].len) & m->mask, m->shift);
-			set_bit(m->keys, pats[i].key);
+			uint32_t *k = m->offset_keys + (i - m->n_escaped) * m->stride;
+
+			for (size_t j = 0; j < m->stride; j++) {
+				k[j] = window_key(load_window(pats[i].bytes + j, pats[i].len - j) &
+						      m->mask,
+						  m->shift);
+				set_bit(m->keys, k[j]);
+			}
+			pats[i].key = k[0];
 			continue;
 		}
 		matcher_add_start(m, c);
@@ -311,30 +332,68 @@ static bool matcher_verify(const struct matcher *m, const uint8_t *q, const uint
 	return best.pt;
 }
 
-/* The first match of a hashed pattern that starts in [q, stop) and ends by end, or NULL. */
+/* The match of a hashed pattern found by the window read at q + at (its hash: key) that starts
+ * first in [q, q + span) and ends by q + avail (the longest there): its start's offset from q,
+ * or SIZE_MAX. */
+static size_t matcher_verify_window(const struct matcher *m, const uint8_t *q, size_t at,
+				    size_t span, size_t avail, uint32_t key, struct match *ret)
+{
+	size_t best = SIZE_MAX, start;
+
+	for (size_t i = m->n_escaped; i < m->n; i++) {
+		const struct pattern *pt = &m->pats[i];
+		const uint32_t *k = m->offset_keys + (i - m->n_escaped) * m->stride;
+
+		for (size_t j = 0; j < m->stride && j <= at; j++) {
+			if (k[j] != key)
+				continue;
+			start = at - j;
+			if (start >= span || start > best || pt->len > avail - start ||
+			    (start == best && pt->len <= ret->len) ||
+			    memcmp(q + start, pt->bytes, pt->len) != 0)
+				continue;
+			best = start;
+			*ret = (struct match){.pt = pt, .len = pt->len};
+		}
+	}
+	return best;
+}
+
+/* The first match of a hashed pattern that starts in [q, stop) and ends by end (the longest
+ * there), or NULL. The windows read are at q, q + stride, ...: a match that starts in [q, stop)
+ * holds one of them that begins before stop + stride - 1 (see above). */
 static inline const uint8_t *matcher_scan(const struct matcher *m, const uint8_t *q,
 					  const uint8_t *stop, const uint8_t *end,
 					  struct match *ret)
 {
 	const uint64_t *keys = m->keys, mask = m->mask;
 	const unsigned shift = m->shift;
-	const uint8_t *fast;
+	const size_t stride = m->stride, avail = (size_t)(end - q);
+	size_t span, last, fast, at, hit;
 	uint64_t w;
 	uint32_t key;
 
-	/* The hot loop: one fixed-size load, a multiply and a bit test per byte, and one bound. */
-	fast = (size_t)(end - q) >= sizeof(w) ? end - (sizeof(w) - 1) : q;
-	for (fast = MIN(fast, stop); q < fast; q++) {
-		memcpy(&w, q, sizeof(w));
+	if (stop <= q || m->n_escaped == m->n || avail < m->window)
+		return NULL;
+	span = (size_t)(stop - q);
+	/* The last window that may be read, and the last one a full 8-byte load may read. */
+	last = MIN(span - 1 + stride - 1, avail - m->window);
+	fast = avail >= sizeof(w) ? MIN(last, avail - sizeof(w)) : 0;
+	/* The hot loop: one fixed-size load, a multiply and a bit test per window. */
+	for (at = 0; at <= fast && avail >= sizeof(w); at += stride) {
+		memcpy(&w, q + at, sizeof(w));
 		key = window_key(w & mask, shift);
-		if (bit_is_set(keys, key) && matcher_verify(m, q, end, key, true, false, ret))
-			return q;
+		if (bit_is_set(keys, key) &&
+		    (hit = matcher_verify_window(m, q, at, span, avail, key, ret)) != SIZE_MAX)
+			return q + hit;
 	}
-	for (; q < stop; q++) {
-		key = window_key(load_window(q, (size_t)(end - q)) & mask, shift);
-		if (bit_is_set(keys, key) && matcher_verify(m, q, end, key, true, false, ret))
-			return q;
+	for (; at <= last; at += stride) {
+		key = window_key(load_window(q + at, avail - at) & mask, shift);
+		if (bit_is_set(keys, key) &&
+		    (hit = matcher_verify_window(m, q, at, span, avail, key, ret)) != SIZE_MAX)
+			return q + hit;
 	}
+	*ret = (struct match){0};
 	return NULL;
 }
 

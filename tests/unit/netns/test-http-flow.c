@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "broker/client.h"
+#include "common/macro.h"
+#include "netns/http-flow-internal.h"
 #include "netns/netns-internal.h"
 
 #define S_GH "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -2337,6 +2339,90 @@ static void test_flow_throughput_of_request_and_response_heads(void **state)
 	ft_free(t);
 }
 
+/* The leftmost match in [p, end) of pats (hashed ones: none escaped), the longest there, as the
+ * matcher must find it: by comparing at every byte. */
+static const uint8_t *naive_find(const struct pattern *pats, size_t n, const uint8_t *p,
+				 const uint8_t *end, size_t *ret_len)
+{
+	for (; p < end; p++) {
+		size_t best = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (pats[i].len <= (size_t)(end - p) && pats[i].len > best &&
+			    memcmp(p, pats[i].bytes, pats[i].len) == 0)
+				best = pats[i].len;
+		if (best > 0) {
+			*ret_len = best;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* The matcher reads one window every few bytes (as many as the shortest pattern allows): every
+ * match is still found at its start, whatever that start is past a multiple of the stride, at
+ * the text's ends, and overlapping or nested in others; before a limit, only what starts
+ * before it. Patterns of two letters over random text of the same letters, so that windows
+ * often hash alike and compare, against a search at every byte. */
+static void test_matcher_finds_every_match_that_a_byte_by_byte_search_finds(void **state)
+{
+	static const size_t shortest[] = {8, 9, 12, 20, 39, 40, 41, 64};
+	uint8_t text[600], pat_bytes[6][80];
+	unsigned seed = 12345;
+
+	(void)state;
+	for (size_t round = 0; round < 400; round++) {
+		size_t min_len = shortest[round % ELEMENTSOF(shortest)], n = 1 + round % 6;
+		struct pattern *pats = calloc(n, sizeof(*pats)), ref[6];
+		struct matcher m;
+
+		assert_non_null(pats);
+		for (size_t i = 0; i < n; i++) {
+			size_t len = min_len + (i == 0 ? 0 : (size_t)rand_r(&seed) % 30);
+
+			for (size_t k = 0; k < len; k++)
+				pat_bytes[i][k] = (uint8_t)(rand_r(&seed) % 8 == 0 ? 'b' : 'a');
+			/* Some share a prefix or are a prefix of another. */
+			if (i > 0 && rand_r(&seed) % 3 == 0)
+				memcpy(pat_bytes[i], pat_bytes[0], MIN(len, pats[0].len));
+			pats[i] = (struct pattern){.bytes = pat_bytes[i],
+						   .len = len,
+						   .sub = pat_bytes[i],
+						   .sub_len = len,
+						   .owner = i};
+		}
+		memcpy(ref, pats, n * sizeof(*pats));
+		for (size_t k = 0; k < sizeof(text); k++)
+			text[k] = (uint8_t)(rand_r(&seed) % 8 == 0 ? 'b' : 'a');
+		/* Planted at random places, the ends included. */
+		for (size_t k = 0; k < 8; k++) {
+			const struct pattern *pt = &ref[(size_t)rand_r(&seed) % n];
+			size_t at = k == 0   ? 0
+				    : k == 1 ? sizeof(text) - pt->len
+					     : (size_t)rand_r(&seed) % (sizeof(text) - pt->len);
+
+			memcpy(text + at, pt->bytes, pt->len);
+		}
+		assert_int_equal(flow_matcher_init(&m, pats, n), 0);
+		for (size_t from = 0; from < sizeof(text); from += 1 + (size_t)rand_r(&seed) % 7) {
+			const uint8_t *end = text + sizeof(text) - (size_t)rand_r(&seed) % 4;
+			const uint8_t *before = text + from + (size_t)rand_r(&seed) % 200;
+			const uint8_t *want, *got;
+			size_t want_len = 0;
+			struct match mt;
+
+			want = naive_find(ref, n, text + from, end, &want_len);
+			got = flow_matcher_find(&m, text + from, end, &mt);
+			assert_ptr_equal(got, want);
+			if (got)
+				assert_int_equal(mt.len, want_len);
+			got = flow_matcher_find_before(&m, text + from, before, end, &mt);
+			assert_ptr_equal(got, want && want < before ? want : NULL);
+		}
+		flow_matcher_done(&m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2405,6 +2491,7 @@ int main(void)
 	    cmocka_unit_test(test_flow_passes_compressed_bodies_before_any_value_was_sent),
 	    cmocka_unit_test(test_flow_refuses_transfer_codings_other_than_chunked),
 	    cmocka_unit_test(test_flow_refuses_a_content_length_that_is_a_value),
+	    cmocka_unit_test(test_matcher_finds_every_match_that_a_byte_by_byte_search_finds),
 	    cmocka_unit_test(test_flow_throughput_of_a_10_mib_body),
 	    cmocka_unit_test(test_flow_throughput_of_request_and_response_heads),
 	};
