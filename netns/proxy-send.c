@@ -102,8 +102,11 @@ static bool side_of(struct conn *c, bool to_sandbox, struct side *s)
 	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
 	const struct netns_buf *b = to_sandbox ? &c->to_c : &c->to_u;
 
-	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE) ||
-	    (to_sandbox ? !c->c_ready : c->u_kept || !c->u_ready))
+	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE))
+		return false;
+	/* A flow's side once its handshake is done; not a kept upstream's first requests. A
+	 * relay's sides are plain sockets from the start. */
+	if (c->phase == PHASE_FLOW && (to_sandbox ? !c->c_ready : c->u_kept || !c->u_ready))
 		return false;
 	if (s) {
 		s->fd = to_sandbox ? c->cfd : c->ufd;

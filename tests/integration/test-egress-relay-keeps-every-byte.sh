@@ -40,20 +40,40 @@ done
 assert_eq 26 "$(grep -c '"mode":"tcp"' "$IT_TMP/audit.jsonl")" \
 	"each connection was relayed unread (audited as tcp)"
 
-# Which way the proxy sends: an io_uring among its fds, or none.
-sb_run -p "$policy" -- /bin/sh -c 'touch /workspace/up; sleep 2' &
+# Which way the proxy sends: an io_uring among its fds, or none; and, watched with strace during
+# 3,000 exchanges copied each way, one send() for each of the 6,000 messages, or (batched) no
+# send() at all but the few for the DNS answers and the ends.
+mkfifo "$IT_TMP/go"
+sb_run -p "$policy" -- /bin/sh -c 'touch /workspace/up; read -r go
+	exec /usr/bin/python3 /workspace/relay-peer.py check relay.test '"$port"' pingpong' \
+	<"$IT_TMP/go" &
 sb=$!
+exec 3>"$IT_TMP/go"
 wait_for 10 test -e "$WS/up"
-rings=""
+rings="" net=""
 for pid in $(it_fs_daemons); do
 	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = airlock-net ] || continue
+	net=$pid
 	rings=$(find "/proc/$pid/fd" -lname 'anon_inode:\[io_uring\]' 2>/dev/null | wc -l)
 done
+assert_ne "" "$net" "the proxy (airlock-net) runs"
+strace -f -qq -e trace=sendto,sendmsg,sendmmsg -o "$IT_TMP/sends.strace" -p "$net" &
+tracer=$!
+wait_for 10 awk '$1 == "TracerPid:" && $2 != 0 { ok = 1 } END { exit !ok }' "/proc/$net/status"
+echo go >&3
+exec 3>&-
 wait "$sb"
+assert_contains "$(cat "$IT_TMP/al.out")" "pingpong=ok" \
+	"3,000 exchanges while the proxy was watched, each one answered"
+kill "$tracer" 2>/dev/null
+wait "$tracer" 2>/dev/null
+sends=$(grep -cE '(sendto|sendmsg|sendmmsg)\(' "$IT_TMP/sends.strace")
 if [ "${AIRLOCK_NET_SEND:-batched}" = direct ]; then
 	assert_eq 0 "$rings" "AIRLOCK_NET_SEND=direct: the proxy has no io_uring"
+	assert_true "AIRLOCK_NET_SEND=direct: a send() per message ($sends)" [ "$sends" -ge 6000 ]
 else
 	assert_eq 1 "$rings" "the proxy batches its sends through one io_uring"
+	assert_true "both ways' messages left through the ring ($sends send()s)" [ "$sends" -lt 100 ]
 fi
 
 # Any other way is refused before the command runs.

@@ -1,8 +1,10 @@
 """Both ends of a relayed TCP connection, for test-egress-relay-keeps-every-byte.
 
   relay-peer.py serve PORT          the host's end on 127.0.0.1:PORT (prints "ready")
-  relay-peer.py check HOST PORT     the sandbox's end: runs each case through the proxy and
-                                    prints "NAME=ok" or "NAME=FAIL: why", one line each
+  relay-peer.py check HOST PORT [CASE...]
+                                    the sandbox's end: runs each case (or those named) through
+                                    the proxy and prints "NAME=ok" or "NAME=FAIL: why", one line
+                                    each
 
 Each connection starts with a line naming its case:
   upload            the client sends 24 MiB (or 100 bytes) and ends its side; the server
@@ -209,11 +211,13 @@ def case_urgent(host, port):
     return True, ""
 
 
-def check(host, port):
+def check(host, port, only):
     for name, fn in (("upload", case_upload), ("upload_small", case_upload_small),
                      ("download", case_download),
                      ("drip", case_drip), ("pingpong", case_pingpong), ("echo", case_echo),
                      ("urgent", case_urgent)):
+        if only and name not in only:
+            continue
         try:
             ok, why = fn(host, port)
         except OSError as e:
@@ -225,4 +229,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]))
     else:
-        check(sys.argv[2], int(sys.argv[3]))
+        check(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
