@@ -212,6 +212,7 @@ struct netns_proxy {
 	size_t n_pool;
 	uint64_t idle_msec;  /* the policy's network.idle_timeout */
 	uint64_t idle_swept; /* when the connections were last looked at for it */
+	uint64_t sniff_due;  /* the earliest sniff_line_until of a connection, or 0 */
 	/* proxy-send.c: the ring of the turn's sends (NULL: each send made at once), and the
 	 * connections queued for them */
 	bool send_batched;
@@ -223,8 +224,8 @@ struct netns_proxy {
 /* Looked at once a second: an idle connection ends within a second of its deadline. */
 #define PROXY_IDLE_SWEEP_MSEC 1000
 /* How long the first bytes of what may be an HTTP request line are waited for before they are
- * taken for another protocol's (a short command with no line end: ZooKeeper's "ruok"), give or
- * take a sweep. */
+ * taken for another protocol's (a short command with no line end: ZooKeeper's "ruok"); the
+ * loop wakes for the earliest such deadline (netns_proxy_serve()). */
 #define PROXY_SNIFF_LINE_MSEC 1000
 uint64_t proxy_now_msec(void);
 

@@ -400,9 +400,12 @@ int proxy_sniff(struct conn *c)
 			if (http == -EAGAIN && (size_t)n < sizeof(buf) && !c->cev.read_on &&
 			    !line_over) {
 				c->sniff_need = (size_t)n + 1;
-				if (!c->sniff_line_until)
+				if (!c->sniff_line_until) {
 					c->sniff_line_until =
 					    proxy_now_msec() + PROXY_SNIFF_LINE_MSEC;
+					if (!p->sniff_due || c->sniff_line_until < p->sniff_due)
+						p->sniff_due = c->sniff_line_until;
+				}
 				return 0;
 			}
 		}

@@ -1044,16 +1044,46 @@ static void sweep_idle(struct netns_proxy *p)
 	 * first (found by the red team: the sweep ended at the first connection it closed). */
 	for (struct conn *c = p->conns, *next; c; c = next) {
 		next = c->next;
-		/* A request line waited for long enough: what came is taken for another
-		 * protocol (proxy_sniff()). */
-		if (!c->closed && c->phase == PHASE_SNIFF && c->sniff_line_until &&
-		    now >= c->sniff_line_until)
-			conn_pump(c);
 		if (c->closed || !c->idle_deadline || now < c->idle_deadline)
 			continue;
 		conn_audit(c, "error", "idle: no request within network.idle_timeout");
 		conn_close(c, true);
 	}
+}
+
+/* The connections whose request line was waited for long enough: what came is taken for another
+ * protocol (proxy_sniff()). */
+static void sniff_over(struct netns_proxy *p)
+{
+	uint64_t now = proxy_now_msec();
+
+	if (!p->sniff_due || now < p->sniff_due)
+		return;
+	p->sniff_due = 0;
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->closed || c->phase != PHASE_SNIFF || !c->sniff_line_until)
+			continue;
+		if (now >= c->sniff_line_until)
+			conn_pump(c);
+		else if (!p->sniff_due || c->sniff_line_until < p->sniff_due)
+			p->sniff_due = c->sniff_line_until;
+	}
+}
+
+/* How long the loop may sleep: until the next sweep while connections (or kept upstreams) are
+ * open, or the earliest sniff deadline before it; for ever without any. */
+static int loop_timeout(const struct netns_proxy *p)
+{
+	uint64_t now;
+
+	if (!p->conns && !p->n_pool)
+		return -1;
+	if (!p->sniff_due)
+		return PROXY_IDLE_SWEEP_MSEC;
+	now = proxy_now_msec();
+	return (int)MIN(p->sniff_due > now ? p->sniff_due - now : 0,
+			(uint64_t)PROXY_IDLE_SWEEP_MSEC);
 }
 
 int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
@@ -1089,8 +1119,7 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 	if (r < 0)
 		return r;
 	for (;;) {
-		n = epoll_wait(p->epoll_fd, evs, ELEMENTSOF(evs),
-			       p->conns || p->n_pool ? PROXY_IDLE_SWEEP_MSEC : -1);
+		n = epoll_wait(p->epoll_fd, evs, ELEMENTSOF(evs), loop_timeout(p));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1125,6 +1154,7 @@ int netns_proxy_serve(struct netns_proxy *p, int stop_fd)
 			}
 		}
 		proxy_send_turn(p);
+		sniff_over(p);
 		sweep_idle(p);
 		proxy_send_turn(p);
 		proxy_free_deferred(p);
