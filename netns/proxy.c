@@ -1075,10 +1075,11 @@ static void sniff_over(struct netns_proxy *p)
  * open, or the earliest sniff deadline before it; for ever without any. */
 static int loop_timeout(const struct netns_proxy *p)
 {
+	const int forever = -1; /* epoll_wait()'s */
 	uint64_t now;
 
 	if (!p->conns && !p->n_pool)
-		return -1;
+		return forever;
 	if (!p->sniff_due)
 		return PROXY_IDLE_SWEEP_MSEC;
 	now = proxy_now_msec();
