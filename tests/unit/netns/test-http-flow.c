@@ -2367,7 +2367,7 @@ static const uint8_t *naive_find(const struct pattern *pats, size_t n, const uin
 static void test_matcher_finds_every_match_that_a_byte_by_byte_search_finds(void **state)
 {
 	static const size_t shortest[] = {8, 9, 12, 20, 39, 40, 41, 64};
-	uint8_t text[600], pat_bytes[6][80];
+	uint8_t text[600], pat_bytes[6][64 + 30];
 	unsigned seed = 12345;
 
 	(void)state;
@@ -2379,6 +2379,8 @@ static void test_matcher_finds_every_match_that_a_byte_by_byte_search_finds(void
 		assert_non_null(pats);
 		for (size_t i = 0; i < n; i++) {
 			size_t len = min_len + (i == 0 ? 0 : (size_t)rand_r(&seed) % 30);
+
+			assert_true(len <= sizeof(pat_bytes[i]));
 
 			for (size_t k = 0; k < len; k++)
 				pat_bytes[i][k] = (uint8_t)(rand_r(&seed) % 8 == 0 ? 'b' : 'a');
