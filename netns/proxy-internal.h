@@ -221,6 +221,20 @@ struct netns_proxy {
 	size_t n_send_queue;
 };
 
+/* The TLS connection of c's side toward the sandbox, or toward the upstream (NULL: plain). */
+static inline struct netns_tls_conn *proxy_side_tls(const struct conn *c, bool to_sandbox)
+{
+	return to_sandbox ? c->ctls : c->utls;
+}
+
+/* Makes until (a connection's sniff_line_until) the loop's next sniff deadline if it is the
+ * earliest. */
+static inline void proxy_sniff_due(struct netns_proxy *p, uint64_t until)
+{
+	if (!p->sniff_due || until < p->sniff_due)
+		p->sniff_due = until;
+}
+
 /* Looked at once a second: an idle connection ends within a second of its deadline. */
 #define PROXY_IDLE_SWEEP_MSEC 1000
 /* How long the first bytes of what may be an HTTP request line are waited for before they are
@@ -263,7 +277,8 @@ void proxy_pump(struct conn *c);
  * (the sandbox's, or the upstream's) is sent to that way: then what waits for it stays where it
  * is (c->to_c or c->to_u; with TLS, the records its connection made of them while
  * netns_tls_queue() was on), proxy_send_later() says so too and queues c when bytes wait (false:
- * the caller sends them itself), and proxy_send_turn(), at the end of the turn, sends it, and
+ * the caller sends them itself; proxy_send_queue() queues a side already known to be batched),
+ * and proxy_send_turn(), at the end of the turn, sends it, and
  * pumps c again when bytes moved. proxy_send_waiting() counts what still waits for a side
  * (buffered and queued): an end passed on, or a connection kept, only once it is 0.
  * proxy_send_configure() reads AIRLOCK_NET_SEND ("batched", the default, or "direct": every
@@ -274,6 +289,7 @@ int proxy_send_start(struct netns_proxy *p);
 void proxy_send_free(struct netns_proxy *p);
 bool proxy_send_batches(struct conn *c, bool to_sandbox);
 bool proxy_send_later(struct conn *c, bool to_sandbox);
+void proxy_send_queue(struct conn *c, bool to_sandbox);
 size_t proxy_send_waiting(const struct conn *c, bool to_sandbox);
 void proxy_send_turn(struct netns_proxy *p);
 

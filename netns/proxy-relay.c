@@ -403,8 +403,7 @@ int proxy_sniff(struct conn *c)
 				if (!c->sniff_line_until) {
 					c->sniff_line_until =
 					    proxy_now_msec() + PROXY_SNIFF_LINE_MSEC;
-					if (!p->sniff_due || c->sniff_line_until < p->sniff_due)
-						p->sniff_due = c->sniff_line_until;
+					proxy_sniff_due(p, c->sniff_line_until);
 				}
 				return 0;
 			}
@@ -548,7 +547,7 @@ static int relay_copy(struct netns_proxy *p, struct relay *r)
 	    netns_buf_append(r->held, p->copy + sent, (size_t)(n - sent), PROXY_COPY_BYTES) < 0)
 		return -ENOMEM;
 	if (later)
-		(void)proxy_send_later(r->c, r->to_sandbox);
+		proxy_send_queue(r->c, r->to_sandbox);
 	if ((size_t)n == sizeof(p->copy))
 		/* Bulk, if a pipe can be had; else it goes on being copied. */
 		r->dir->bulk = r->dir->pipe.size > 0 || proxy_pipe_get(p, &r->dir->pipe) >= 0;
@@ -1052,7 +1051,7 @@ static void kept_answered(struct conn *c)
  * of it, else at once, after what was queued before. */
 static int send_side(struct conn *c, bool to_sandbox, struct netns_buf *held, bool *progress)
 {
-	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	struct netns_tls_conn *tls = proxy_side_tls(c, to_sandbox);
 	bool later = proxy_send_batches(c, to_sandbox);
 	int r = 0;
 
@@ -1070,7 +1069,7 @@ static int send_side(struct conn *c, bool to_sandbox, struct netns_buf *held, bo
 			netns_tls_queue(tls, false);
 	}
 	if (later)
-		(void)proxy_send_later(c, to_sandbox);
+		proxy_send_queue(c, to_sandbox);
 	return r;
 }
 

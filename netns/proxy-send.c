@@ -99,7 +99,7 @@ struct side {
 /* Whether c's side may be sent to from the ring (and what waits for it, when s is not NULL). */
 static bool side_of(struct conn *c, bool to_sandbox, struct side *s)
 {
-	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	struct netns_tls_conn *tls = proxy_side_tls(c, to_sandbox);
 	const struct netns_buf *b = to_sandbox ? &c->to_c : &c->to_u;
 
 	if (c->closed || (c->phase != PHASE_FLOW && c->phase != PHASE_SPLICE))
@@ -119,7 +119,7 @@ static bool side_of(struct conn *c, bool to_sandbox, struct side *s)
 
 static void side_sent(struct conn *c, bool to_sandbox, size_t n)
 {
-	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	struct netns_tls_conn *tls = proxy_side_tls(c, to_sandbox);
 
 	if (tls)
 		netns_tls_queued_sent(tls, n);
@@ -129,7 +129,7 @@ static void side_sent(struct conn *c, bool to_sandbox, size_t n)
 
 size_t proxy_send_waiting(const struct conn *c, bool to_sandbox)
 {
-	struct netns_tls_conn *tls = to_sandbox ? c->ctls : c->utls;
+	struct netns_tls_conn *tls = proxy_side_tls(c, to_sandbox);
 	size_t queued = 0;
 
 	if (tls)
@@ -158,18 +158,23 @@ bool proxy_send_batches(struct conn *c, bool to_sandbox)
 	       !ends_after(c, to_sandbox) && side_of(c, to_sandbox, NULL);
 }
 
-bool proxy_send_later(struct conn *c, bool to_sandbox)
+void proxy_send_queue(struct conn *c, bool to_sandbox)
 {
 	struct netns_proxy *p = c->proxy;
 	struct side s;
 
-	if (!proxy_send_batches(c, to_sandbox))
-		return false;
 	if (!side_of(c, to_sandbox, &s) || s.len == 0)
-		return true;
+		return;
 	if (!c->send_queued)
 		p->send_queue[p->n_send_queue++] = c;
 	c->send_queued |= to_sandbox ? SEND_TO_SANDBOX : SEND_TO_UPSTREAM;
+}
+
+bool proxy_send_later(struct conn *c, bool to_sandbox)
+{
+	if (!proxy_send_batches(c, to_sandbox))
+		return false;
+	proxy_send_queue(c, to_sandbox);
 	return true;
 }
 

@@ -1066,8 +1066,8 @@ static void sniff_over(struct netns_proxy *p)
 			continue;
 		if (now >= c->sniff_line_until)
 			conn_pump(c);
-		else if (!p->sniff_due || c->sniff_line_until < p->sniff_due)
-			p->sniff_due = c->sniff_line_until;
+		else
+			proxy_sniff_due(p, c->sniff_line_until);
 	}
 }
 

@@ -575,8 +575,7 @@ static int bio_sock_read(BIO *b, char *buf, size_t n, size_t *ret)
 	return k > 0;
 }
 
-/* Sends what waits in queued: 0 when it is all out, -EAGAIN, -errno. */
-static int send_queued(struct netns_tls_conn *c)
+int netns_tls_flush(struct netns_tls_conn *c)
 {
 	ssize_t k;
 
@@ -586,7 +585,7 @@ static int send_queued(struct netns_tls_conn *c)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
-			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			return -errno;
 		netns_tls_queued_sent(c, (size_t)k);
 	}
 	return 0;
@@ -614,13 +613,13 @@ static int bio_sock_write(BIO *b, const char *buf, size_t n, size_t *ret)
 		return 1;
 	}
 	/* What was queued goes first. */
-	r = send_queued(c);
+	r = netns_tls_flush(c);
 	if (r == 0) {
 		k = send(c->fd, buf, n, MSG_NOSIGNAL);
 		r = k < 0 ? -errno : 0;
 	}
 	if (r < 0) {
-		if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR)
+		if (r == -EAGAIN || r == -EINTR)
 			BIO_set_retry_write(b);
 		else
 			c->io_error = r;
@@ -1113,9 +1112,4 @@ void netns_tls_queued_sent(struct netns_tls_conn *c, size_t n)
 	/* A download's queue grew to TLS_QUEUED_MAX: not kept for the keep-alive answers after. */
 	if (netns_buf_len(&c->queued) == 0 && c->queued.size > TLS_QUEUED_KEPT)
 		netns_buf_done(&c->queued);
-}
-
-int netns_tls_flush(struct netns_tls_conn *c)
-{
-	return send_queued(c);
 }
