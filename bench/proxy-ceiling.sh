@@ -12,21 +12,24 @@
 #                  other connection (BPF SK_SKB verdict, bpf_sk_redirect_map), no process in the
 #                  data path;
 #   airlock        `airlock run` with a pass-through policy (bench/proxy.sh's row).
-# For each path: the median MiB/s of BENCH_DOWNLOADS downloads (curl's own timing), and the
-# machine's busy CPU per GiB (clock ticks of /proc/stat's non-idle time over all the downloads,
-# softirqs and kernel threads included), which depends less on the machine's other load; and 1 KiB
+# For each path, over HTTP and over HTTPS (TLS 1.3; the relays and airlock pass TLS through): the
+# median MiB/s of BENCH_DOWNLOADS downloads (curl's own timing), and the machine's busy CPU per
+# GiB (clock ticks of /proc/stat's non-idle time over all the downloads, softirqs and kernel
+# threads included), which depends less on the machine's other load; and over HTTP, 1 KiB
 # keep-alive requests/s (wrk, 32 connections, 2 threads, BENCH_SECONDS; not through the sockmap
-# relay, which is there for the download's data path only). The
-# paths alternate, BENCH_ROUNDS times; the table gives each path's median and the ratios to
-# loopback of each round (min–max). Prints markdown and writes it to the "Egress proxy: the
-# ceiling of a relay" section of docs/BENCHMARKS.md.
+# relay, which is there for the download's data path only). The paths alternate, BENCH_ROUNDS
+# times; the tables give each path's median and the ratios to loopback of each round (min–max).
+# Prints markdown and writes it to the "Egress proxy: the ceiling of a relay" section of
+# docs/BENCHMARKS.md.
 #
 # usage: bench/proxy-ceiling.sh         (as root: a network namespace, a veth pair, BPF)
 # environment: AIRLOCK (default build/cli/airlock), BENCH_DOWNLOADS (default 300), BENCH_ROUNDS
-#              (default 5), BENCH_SECONDS (default 5), BENCH_DOC (default docs/BENCHMARKS.md; "-" = print only)
-# Installs nginx-light, wrk, curl, gcc and iproute2 with apt-get when missing. nginx listens on
-# 127.0.0.1:18090 and on the veth pair; the relays on the veth pair, ports 18091 and 18092; the
-# namespace is airlock-ceiling-PID. All of it is removed at exit. ~40 s a round.
+#              (default 5), BENCH_SECONDS (default 5), BENCH_DOC (default docs/BENCHMARKS.md;
+#              "-" = print only)
+# Installs nginx-light, wrk, curl, openssl, gcc and iproute2 with apt-get when missing. nginx
+# listens on 127.0.0.1 and on the veth pair, ports 18090 (HTTP) and 18093 (HTTPS); the relays on
+# the veth pair, ports 18091, 18092 (to HTTP), 18094 and 18095 (to HTTPS); the namespace is
+# airlock-ceiling-PID. All of it is removed at exit. ~1.5 min a round.
 
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -47,15 +50,18 @@ done
 [ -x "$airlock" ] || die "no airlock binary at $airlock (build first: scripts/dev.sh build)"
 
 missing=()
-for n in nginx:nginx-light wrk:wrk curl:curl gcc:gcc ip:iproute2; do
+for n in nginx:nginx-light wrk:wrk curl:curl openssl:openssl gcc:gcc ip:iproute2; do
 	PATH=$PATH:/usr/sbin:/sbin command -v "${n%%:*}" >/dev/null || missing+=("${n#*:}")
 done
 bench_apt "${missing[@]}" || exit 1
 export PATH=$PATH:/usr/sbin:/sbin
 
-port=18090
+port=18090 # nginx, HTTP; then the relays to it
 splice_port=18091
 sockmap_port=18092
+tls_port=18093 # nginx, HTTPS; then the relays to it
+tls_splice_port=18094
+tls_sockmap_port=18095
 ns=airlock-ceiling-$$
 host_if=alc$$h
 ns_if=alc$$n
@@ -63,7 +69,8 @@ host_ip=10.231.$(($$ % 250)).1
 ns_ip=10.231.$(($$ % 250)).2
 paths=(loopback veth splice sockmap airlock)
 
-for p in "$port" "$splice_port" "$sockmap_port"; do
+all_ports=("$port" "$splice_port" "$sockmap_port" "$tls_port" "$tls_splice_port" "$tls_sockmap_port")
+for p in "${all_ports[@]}"; do
 	[ -z "$(ss -Hltn "sport = :$p")" ] || die "port $p is in use already"
 done
 
@@ -101,6 +108,10 @@ ip -n "$ns" link set "$ns_if" mtu 65535 up
 ip -n "$ns" link set lo up
 
 mkdir -p "$run/www" "$run/nginx" "$run/ws"
+# HTTPS: TLS 1.3, a P-256 certificate for every name and address the clients use.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=bench.test" -addext "subjectAltName=DNS:bench.test,IP:127.0.0.1,IP:$host_ip" \
+	-keyout "$run/nginx/key.pem" -out "$run/ws/ca.pem" 2>/dev/null
 head -c 10485760 /dev/urandom >"$run/www/10m"
 head -c 1024 /dev/urandom >"$run/www/1k"
 chmod 0755 "$run/www" && chmod 0644 "$run/www/10m" "$run/www/1k"
@@ -129,6 +140,14 @@ http {
 		listen $host_ip:$port;
 		root $run/www;
 	}
+	server {
+		listen 127.0.0.1:$tls_port ssl;
+		listen $host_ip:$tls_port ssl;
+		ssl_certificate $run/ws/ca.pem;
+		ssl_certificate_key $run/nginx/key.pem;
+		ssl_protocols TLSv1.3;
+		root $run/www;
+	}
 }
 EOF
 nginx -c "$run/nginx/nginx.conf" 2>"$run/nginx.err" &
@@ -137,7 +156,11 @@ pids+=($!)
 pids+=($!)
 "$run/relay" sockmap "$host_ip" "$sockmap_port" 127.0.0.1 "$port" 2>"$run/sockmap.err" &
 pids+=($!)
-for p in "$port" "$splice_port" "$sockmap_port"; do
+"$run/relay" splice "$host_ip" "$tls_splice_port" 127.0.0.1 "$tls_port" 2>"$run/tls-splice.err" &
+pids+=($!)
+"$run/relay" sockmap "$host_ip" "$tls_sockmap_port" 127.0.0.1 "$tls_port" 2>"$run/tls-sockmap.err" &
+pids+=($!)
+for p in "${all_ports[@]}"; do
 	for _ in $(seq 100); do
 		[ -n "$(ss -Hltn "sport = :$p")" ] && break
 		sleep 0.05
@@ -147,8 +170,10 @@ for p in "$port" "$splice_port" "$sockmap_port"; do
 done
 printf '{"workspace": {"root": "%s"}, "network": {"default": "deny", "rules": [
   {"destination": "bench.test", "port": %d, "action": "allow"},
+  {"destination": "bench.test", "port": %d, "action": "allow"},
+  {"destination": "127.0.0.0/8", "port": %d, "action": "allow"},
   {"destination": "127.0.0.0/8", "port": %d, "action": "allow"}]}}\n' \
-	"$run/ws" "$port" "$port" >"$run/policy.json"
+	"$run/ws" "$port" "$tls_port" "$port" "$tls_port" >"$run/policy.json"
 
 # busy: the machine's non-idle clock ticks so far (/proc/stat's cpu line, idle and iowait out).
 busy()
@@ -156,23 +181,28 @@ busy()
 	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
 }
 
-# download PATH: one curl, downloads + 1 answers over one connection; prints "MiB/s ticks/GiB"
-# (the first, untimed answer is left out of the median, not of the CPU).
+# download PATH SCHEME: one curl, downloads + 1 answers over one connection; prints "MiB/s
+# ticks/GiB" (the first, untimed answer is left out of the median, not of the CPU).
 download()
 {
-	local path=$1 out=$run/curl.out b0 b1
+	local path=$1 scheme=$2 out=$run/curl.out b0 b1 p=$port sp=$splice_port mp=$sockmap_port
 	local cmd=(curl -sS --fail --noproxy '*' -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n')
 	local q="10m?n=[0-$downloads]"
 
+	if [ "$scheme" = https ]; then
+		p=$tls_port sp=$tls_splice_port mp=$tls_sockmap_port
+		cmd+=(--cacert "$run/ws/ca.pem")
+		[ "$path" = airlock ] && cmd[-1]=/workspace/ca.pem
+	fi
 	b0=$(busy)
 	case $path in
-	loopback) "${cmd[@]}" "http://127.0.0.1:$port/$q" ;;
-	veth) ip netns exec "$ns" "${cmd[@]}" "http://$host_ip:$port/$q" ;;
-	splice) ip netns exec "$ns" "${cmd[@]}" "http://$host_ip:$splice_port/$q" ;;
-	sockmap) ip netns exec "$ns" "${cmd[@]}" "http://$host_ip:$sockmap_port/$q" ;;
+	loopback) "${cmd[@]}" "$scheme://127.0.0.1:$p/$q" ;;
+	veth) ip netns exec "$ns" "${cmd[@]}" "$scheme://$host_ip:$p/$q" ;;
+	splice) ip netns exec "$ns" "${cmd[@]}" "$scheme://$host_ip:$sp/$q" ;;
+	sockmap) ip netns exec "$ns" "${cmd[@]}" "$scheme://$host_ip:$mp/$q" ;;
 	airlock)
 		"$airlock" run -p "$run/policy.json" --resolve bench.test:127.0.0.1 -- \
-			"${cmd[@]}" "http://bench.test:$port/$q"
+			"${cmd[@]}" "$scheme://bench.test:$p/$q"
 		;;
 	esac >"$out" 2>"$run/curl.err" || die "$path: curl failed: $(tail -n 3 "$run/curl.err")"
 	b1=$(busy)
@@ -216,7 +246,7 @@ results=$run/results
 for r in $(seq "$rounds"); do
 	for path in "${paths[@]}"; do
 		log "round $r/$rounds: $path"
-		echo "$r $path $(download "$path") $(keepalive "$path")" >>"$results"
+		echo "$r $path $(download "$path" http) $(keepalive "$path") $(download "$path" https)" >>"$results"
 	done
 done
 elapsed=$((SECONDS - start))
@@ -224,15 +254,20 @@ load_after=$(cut -d ' ' -f 1-3 /proc/loadavg)
 
 # ---- the section ----
 
-table=$(awk -v paths="${paths[*]}" '
+# table MIB CPU RPS: the markdown rows from the results' fields MIB (MiB/s), CPU (ticks/GiB)
+# and RPS (keep-alive req/s; 0: no such column).
+table()
+{
+	awk -v paths="${paths[*]}" -v fm="$1" -v fc="$2" -v fr="$3" '
 	function median(list,   a, n, i, j, x) {
 		n = split(list, a, " ")
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
 		return a[int((n + 1) / 2)]
 	}
-	{ mib[$2] = mib[$2] " " $3; cpu[$2] = cpu[$2] " " $4; rps[$2] = rps[$2] " " $5; by[$1, $2] = $3
-	  ka[$1, $2] = $5; if ($1 > rounds) rounds = $1 }
+	{ mib[$2] = mib[$2] " " $fm; cpu[$2] = cpu[$2] " " $fc; by[$1, $2] = $fm
+	  if (fr) { rps[$2] = rps[$2] " " $fr; ka[$1, $2] = $fr }
+	  if ($1 > rounds) rounds = $1 }
 	END {
 		split("loopback: curl → nginx (bench/proxy.sh'"'"'s direct)|" \
 		      "veth: curl in a namespace → veth → nginx, no relay|" \
@@ -246,20 +281,23 @@ table=$(awk -v paths="${paths[*]}" '
 				x = by[r, p[i]] / by[r, "loopback"]
 				if (lo == "" || x < lo) lo = x
 				if (hi == "" || x > hi) hi = x
-				if (ka[r, p[i]] == "-") continue
+				if (!fr || ka[r, p[i]] == "-") continue
 				x = ka[r, p[i]] / ka[r, "loopback"]
 				if (klo == "" || x < klo) klo = x
 				if (khi == "" || x > khi) khi = x
 			}
 			printf "| %s | %s | %.2f× | %.2f–%.2f× | %.1f |", name[i], median(mib[p[i]]),
 			       median(mib[p[i]]) / median(mib["loopback"]), lo, hi, median(cpu[p[i]])
-			if (klo == "")
+			if (!fr)
+				printf "\n"
+			else if (klo == "")
 				printf " — | — | — |\n"
 			else
 				printf " %d | %.2f× | %.2f–%.2f× |\n", median(rps[p[i]]),
 				       median(rps[p[i]]) / median(rps["loopback"]), klo, khi
 		}
-	}' "$results")
+	}' "$results"
+}
 cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //')
 commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$repo" diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
@@ -278,12 +316,20 @@ of airlock's shape can reach here: two TCP connections, joined by splice(2) thro
 (as airlock's pass-through moves a body) or by a BPF sockmap (the kernel hands each segment to
 the other connection; no process in the data path). "CPU per GiB": the machine's non-idle clock
 ticks (100 a second per CPU; softirqs and kernel threads included) over all the downloads, per
-GiB. Then wrk's 1 KiB requests/s over 32 keep-alive connections (2 threads, $seconds s) along
+GiB. The same over HTTPS (TLS 1.3, P-256). Then wrk's 1 KiB requests/s over 32 keep-alive connections (2 threads, $seconds s) along
 each path but the sockmap's. The run took $((elapsed / 60)) min $((elapsed % 60)) s; load average before: $load_before, after: $load_after.
+
+**HTTP:**
 
 | path | 10 MiB: MiB/s (median) | ÷ loopback | ÷ loopback, each round | CPU per GiB (ticks) | 1 KiB keep-alive: req/s (median) | ÷ loopback | ÷ loopback, each round |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-$table
+$(table 3 4 5)
+
+**HTTPS** (10 MiB; the relays and airlock pass the TLS bytes through; airlock checks the SNI):
+
+| path | 10 MiB: MiB/s (median) | ÷ loopback | ÷ loopback, each round | CPU per GiB (ticks) |
+| --- | ---: | ---: | ---: | ---: |
+$(table 6 7 0)
 
 Reproduce, as root: \`bench/proxy-ceiling.sh\` (\`BENCH_ROUNDS\`, \`BENCH_DOWNLOADS\`, \`BENCH_SECONDS\`).
 EOF
