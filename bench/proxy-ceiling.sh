@@ -17,7 +17,8 @@
 # GiB (clock ticks of /proc/stat's non-idle time over all the downloads, softirqs and kernel
 # threads included), which depends less on the machine's other load; and over HTTP, 1 KiB
 # keep-alive requests/s (wrk, 32 connections, 2 threads, BENCH_SECONDS; not through the sockmap
-# relay, which is there for the download's data path only). The paths alternate, BENCH_ROUNDS
+# relay: with wrk's 32 connections at once, adding them to the sockmap failed with EOPNOTSUPP,
+# not looked into, and the download is what it is there for). The paths alternate, BENCH_ROUNDS
 # times; the tables give each path's median and the ratios to loopback of each round (min–max).
 # Prints markdown and writes it to the "Egress proxy: the ceiling of a relay" section of
 # docs/BENCHMARKS.md.

@@ -203,10 +203,10 @@ static struct pair *accept_pair(int listener, const struct sockaddr_in *upstream
 		die("accept");
 	if (connect(b, (const struct sockaddr *)upstream, sizeof(*upstream)) < 0)
 		die("connect to the upstream");
+	/* As airlock's proxy: a relay must not hold a small write back for an ACK. */
 	if (setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
 	    setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-		die("TCP_NODELAY"); /* as airlock's proxy: a relay must not hold a small write back
-				     */
+		die("TCP_NODELAY");
 	if (fcntl(b, F_SETFL, O_NONBLOCK) < 0)
 		die("O_NONBLOCK");
 
