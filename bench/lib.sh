@@ -29,6 +29,43 @@ open(path, "w").write(text)
 EOF2
 }
 
+# bench_positive NAME VALUE: dies unless VALUE, the setting NAME, is a positive whole number.
+bench_positive()
+{
+	case $2 in
+	'' | *[!0-9]* | 0) die "$1 must be a positive number" ;;
+	esac
+}
+
+# bench_nginx_head DIR: the start of the nginx.conf of a bench's own nginx, with its files in DIR:
+# one worker in the foreground (as root when run by root), no access log, keep-alive for as long
+# as the bench runs, and the http block left open for the caller's directives and servers.
+bench_nginx_head()
+{
+	local dir=$1
+
+	[ "$(id -u)" != 0 ] || echo "user root root;"
+	cat <<EOF
+daemon off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events {
+	worker_connections 4096;
+}
+http {
+	access_log off;
+	client_body_temp_path $dir/body;
+	proxy_temp_path $dir/proxy;
+	fastcgi_temp_path $dir/fastcgi;
+	uwsgi_temp_path $dir/uwsgi;
+	scgi_temp_path $dir/scgi;
+	default_type application/octet-stream;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+EOF
+}
+
 # log MESSAGE...: a line on stderr, named after the script; die: the same, then exit 1.
 log()
 {

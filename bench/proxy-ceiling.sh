@@ -42,11 +42,9 @@ downloads=${BENCH_DOWNLOADS:-300}
 rounds=${BENCH_ROUNDS:-5}
 seconds=${BENCH_SECONDS:-5}
 doc=${BENCH_DOC:-$repo/docs/BENCHMARKS.md}
-for v in BENCH_DOWNLOADS:$downloads BENCH_ROUNDS:$rounds BENCH_SECONDS:$seconds; do
-	case ${v#*:} in
-	'' | *[!0-9]* | 0) die "${v%%:*} must be a positive number" ;;
-	esac
-done
+bench_positive BENCH_DOWNLOADS "$downloads"
+bench_positive BENCH_ROUNDS "$rounds"
+bench_positive BENCH_SECONDS "$seconds"
 [ "$(id -u)" = 0 ] || die "run it as root (a network namespace, a veth pair, BPF)"
 [ -x "$airlock" ] || die "no airlock binary at $airlock (build first: scripts/dev.sh build)"
 
@@ -116,26 +114,11 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 head -c 10485760 /dev/urandom >"$run/www/10m"
 head -c 1024 /dev/urandom >"$run/www/1k"
 chmod 0755 "$run/www" && chmod 0644 "$run/www/10m" "$run/www/1k"
-cat >"$run/nginx/nginx.conf" <<EOF
-user root root;
-daemon off;
-worker_processes 1;
-pid $run/nginx/nginx.pid;
-error_log $run/nginx/error.log warn;
-events {
-	worker_connections 1024;
-}
-http {
-	access_log off;
-	client_body_temp_path $run/nginx/body;
-	proxy_temp_path $run/nginx/proxy;
-	fastcgi_temp_path $run/nginx/fastcgi;
-	uwsgi_temp_path $run/nginx/uwsgi;
-	scgi_temp_path $run/nginx/scgi;
+{
+	bench_nginx_head "$run/nginx"
+	cat <<EOF
 	sendfile on;
 	tcp_nopush on;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
 	server {
 		listen 127.0.0.1:$port;
 		listen $host_ip:$port;
@@ -151,6 +134,7 @@ http {
 	}
 }
 EOF
+} >"$run/nginx/nginx.conf"
 nginx -c "$run/nginx/nginx.conf" 2>"$run/nginx.err" &
 pids+=($!)
 "$run/relay" splice "$host_ip" "$splice_port" 127.0.0.1 "$port" 2>"$run/splice.err" &

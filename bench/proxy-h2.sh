@@ -61,9 +61,7 @@ h2_threads=2
 for v in BENCH_SECONDS:$seconds BENCH_ROUNDS:$rounds BENCH_H2_CLIENTS:$h2_clients \
 	BENCH_H2_STREAMS:$h2_streams BENCH_H2_BATCHES:$batches BENCH_GRPC_PROCS:$grpc_procs \
 	BENCH_H2_CPU_REQUESTS:$cpu_requests; do
-	case ${v#*:} in
-	'' | *[!0-9]* | 0) die "${v%%:*} must be a positive number" ;;
-	esac
+	bench_positive "${v%%:*}" "${v#*:}"
 done
 [ "$(id -u)" = 0 ] || die "run it as root (airlock's intercepted rows and apt-get)"
 [ -x "$airlock" ] || die "no airlock binary at $airlock (build first: scripts/dev.sh build)"
@@ -161,25 +159,9 @@ BENCH_TOKEN=ghp_$(head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -
 export BENCH_TOKEN
 
 # nginx: one worker; /1k only for the real token.
-cat >"$run/nginx/nginx.conf" <<EOF
-user root root;
-daemon off;
-worker_processes 1;
-pid $run/nginx/nginx.pid;
-error_log $run/nginx/error.log warn;
-events {
-	worker_connections 4096;
-}
-http {
-	access_log off;
-	client_body_temp_path $run/nginx/body;
-	proxy_temp_path $run/nginx/proxy;
-	fastcgi_temp_path $run/nginx/fastcgi;
-	uwsgi_temp_path $run/nginx/uwsgi;
-	scgi_temp_path $run/nginx/scgi;
-	default_type application/octet-stream;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
+{
+	bench_nginx_head "$run/nginx"
+	cat <<EOF
 	map_hash_bucket_size 128;
 	map \$http_authorization \$bench_auth {
 		"Bearer $BENCH_TOKEN" swapped;
@@ -204,6 +186,7 @@ http {
 	}
 }
 EOF
+} >"$run/nginx/nginx.conf"
 nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx/error.log" \
 	>"$run/nginx/out.log" 2>&1 &
 servers+=($!)

@@ -58,15 +58,9 @@ threads=2
 warmup=1
 
 
-positive()
-{
-	case $2 in
-	'' | *[!0-9]* | 0) die "$1 must be a positive number" ;;
-	esac
-}
-positive BENCH_SECONDS "$seconds"
-positive BENCH_SERIAL "$serial"
-positive BENCH_DOWNLOADS "$downloads"
+bench_positive BENCH_SECONDS "$seconds"
+bench_positive BENCH_SERIAL "$serial"
+bench_positive BENCH_DOWNLOADS "$downloads"
 
 # ---- the rows ----
 
@@ -212,29 +206,11 @@ BENCH_TOKEN=ghp_$(head -c 96 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -
 export BENCH_TOKEN
 
 # nginx: one worker, so that the upstream costs the same CPU for every path.
-user_line=""
-[ "$(id -u)" != 0 ] || user_line="user root root;"
-cat >"$run/nginx/nginx.conf" <<EOF
-$user_line
-daemon off;
-worker_processes 1;
-pid $run/nginx/nginx.pid;
-error_log $run/nginx/error.log warn;
-events {
-	worker_connections 4096;
-}
-http {
-	access_log off;
-	client_body_temp_path $run/nginx/body;
-	proxy_temp_path $run/nginx/proxy;
-	fastcgi_temp_path $run/nginx/fastcgi;
-	uwsgi_temp_path $run/nginx/uwsgi;
-	scgi_temp_path $run/nginx/scgi;
-	default_type application/octet-stream;
+{
+	bench_nginx_head "$run/nginx"
+	cat <<EOF
 	sendfile on;
 	tcp_nopush on;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
 	map_hash_bucket_size 128;
 	map \$http_authorization \$bench_auth {
 		"Bearer $BENCH_TOKEN" swapped;
@@ -261,6 +237,7 @@ http {
 	}
 }
 EOF
+} >"$run/nginx/nginx.conf"
 nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx/error.log" \
 	>"$run/nginx/out.log" 2>&1 &
 servers+=($!)

@@ -193,8 +193,8 @@ static struct sockaddr_in address(const char *ip, const char *port)
 	return a;
 }
 
-static struct pair *accept_pair(int listener, const struct sockaddr_in *upstream, int ep,
-				bool use_sockmap, uint32_t *slot)
+static void accept_pair(int listener, const struct sockaddr_in *upstream, int ep, bool use_sockmap,
+			uint32_t *slot)
 {
 	int a = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -234,7 +234,6 @@ static struct pair *accept_pair(int listener, const struct sockaddr_in *upstream
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, p->h[i].from, &ev) < 0)
 			die("epoll_ctl");
 	}
-	return p;
 }
 
 int main(int argc, char **argv)
